@@ -1,0 +1,374 @@
+//! Rule-based transcript cleanup: the deterministic fallback when the text model is busy,
+//! down or switched off. It removes what speech adds to writing (filler words, stutters,
+//! repeated words), and restores writing's surface (spacing, capitals, sentence punctuation),
+//! line by line, without touching timestamps or speaker labels.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// Single-word fillers, dropped wherever they stand alone.
+const FILLERS: &[&str] = &[
+    "um", "umm", "ummm", "uh", "uhh", "uhm", "er", "erm", "ah", "ahh", "hmm", "hmmm", "mm",
+];
+
+/// Phrases that are fillers only between commas ("it was, you know, fine").
+const COMMA_FILLERS: &[&[&str]] = &[&["you", "know"], &["i", "mean"], &["like"], &["sort", "of"]];
+
+/// Words whose doubling is usually deliberate ("had had", "that that", "very very").
+const DELIBERATE_DOUBLES: &[&str] = &[
+    "had", "that", "very", "really", "no", "yes", "bye", "so", "many", "much", "far", "ha",
+];
+
+/// Short prefixes that are real morphemes, not stutters ("re-read", "co-op").
+const MORPHEME_PREFIXES: &[&str] = &[
+    "re", "co", "de", "ex", "pre", "non", "un", "in", "bi", "sub", "mid", "anti", "self", "e",
+];
+
+fn line_prefix() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"^(?:(?:\[[0-9:.,\- >]+\]|\([0-9:.,]+\)|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]+)?)\s+)?(?:[A-Z][\w'.-]*(?:\s+[A-Z0-9][\w'.-]*){0,2}:\s+)?",
+        )
+        .expect("valid prefix regex")
+    })
+}
+
+/// Cleans a whole transcript, keeping its line structure.
+pub fn clean_transcript(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut blank_run = 0;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            blank_run += 1;
+            if blank_run == 1 && !out.is_empty() {
+                out.push(String::new());
+            }
+            continue;
+        }
+        blank_run = 0;
+        out.push(clean_line(line));
+    }
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    out.join("\n")
+}
+
+/// Cleans one line; a timestamp or speaker label at its start is kept as it is.
+pub fn clean_line(line: &str) -> String {
+    let line = line.trim();
+    let prefix_len = line_prefix().find(line).map(|m| m.end()).unwrap_or(0);
+    let (prefix, body) = line.split_at(prefix_len);
+    let body = clean_body(body);
+    if body.is_empty() {
+        return prefix.trim_end().to_string();
+    }
+    format!("{prefix}{body}")
+}
+
+/// A whitespace-separated word split into leading punctuation, the word, trailing punctuation.
+#[derive(Debug, Clone, PartialEq)]
+struct Token {
+    lead: String,
+    core: String,
+    trail: String,
+}
+
+impl Token {
+    fn parse(raw: &str) -> Token {
+        let is_word = |c: char| c.is_alphanumeric() || c == '\'' || c == '’' || c == '-';
+        let start = raw.find(is_word).unwrap_or(raw.len());
+        let end = raw
+            .rfind(is_word)
+            .map(|i| i + raw[i..].chars().next().map_or(1, char::len_utf8))
+            .unwrap_or(start);
+        let (core, trail) = if start < end {
+            (&raw[start..end], &raw[end..])
+        } else {
+            ("", &raw[start..])
+        };
+        Token {
+            lead: raw[..start].to_string(),
+            core: core.trim_matches('-').to_string(),
+            trail: trail.to_string(),
+        }
+    }
+
+    fn lower(&self) -> String {
+        self.core.to_lowercase()
+    }
+
+    fn ends_sentence(&self) -> bool {
+        self.trail
+            .trim_end_matches(['"', '\'', ')', '”', '’'])
+            .ends_with(['.', '?', '!', '…'])
+    }
+
+    fn render(&self) -> String {
+        format!("{}{}{}", self.lead, self.core, self.trail)
+    }
+}
+
+fn clean_body(body: &str) -> String {
+    let mut tokens: Vec<Token> = Vec::new();
+    for raw in body.split_whitespace() {
+        let mut tok = Token::parse(raw);
+        if tok.core.is_empty() {
+            // Bare punctuation ("so , then"): attach it to the word before.
+            if let Some(prev) = tokens.last_mut() {
+                prev.trail.push_str(&tok.lead);
+                prev.trail.push_str(&tok.trail);
+            }
+            continue;
+        }
+        tok.core = collapse_stutter(&tok.core);
+        tokens.push(tok);
+    }
+    let tokens = drop_fillers(tokens);
+    let tokens = drop_comma_fillers(tokens);
+    let mut tokens = drop_repeats(tokens);
+    fix_capitals(&mut tokens);
+    let mut text = tokens
+        .iter()
+        .map(Token::render)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(last) = tokens.last() {
+        let ends_clause = last
+            .trail
+            .trim_end_matches(['"', '\'', ')', '”', '’'])
+            .ends_with(['.', '?', '!', '…', ':', ';']);
+        if !ends_clause {
+            let trimmed = text.trim_end_matches([',', '-', '—']).len();
+            text.truncate(trimmed);
+            text.push('.');
+        }
+    }
+    text
+}
+
+/// "I-I-I" → "I", "th-the" → "the"; "well-known", "re-read" stay.
+fn collapse_stutter(core: &str) -> String {
+    let parts: Vec<&str> = core.split('-').collect();
+    if parts.len() < 2 {
+        return core.to_string();
+    }
+    let last = parts[parts.len() - 1];
+    let last_lower = last.to_lowercase();
+    let is_stutter = parts[..parts.len() - 1].iter().all(|p| {
+        let p = p.to_lowercase();
+        !p.is_empty()
+            && (p == last_lower
+                || (p.chars().count() <= 3
+                    && last_lower.starts_with(&p)
+                    && !MORPHEME_PREFIXES.contains(&p.as_str())))
+    });
+    if is_stutter {
+        last.to_string()
+    } else {
+        core.to_string()
+    }
+}
+
+fn drop_fillers(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    for tok in tokens {
+        if !FILLERS.contains(&tok.lower().as_str()) {
+            out.push(tok);
+            continue;
+        }
+        // Keep sentence-ending punctuation the filler carried ("... then uh."), and drop the
+        // comma pair around a bracketed filler ("were, uh, good").
+        let trail = tok.trail.trim_start_matches(',');
+        if let Some(prev) = out.last_mut() {
+            if tok.trail.starts_with(',') && prev.trail.ends_with(',') {
+                prev.trail.pop();
+            }
+            if !trail.is_empty() && !prev.ends_sentence() {
+                prev.trail = prev.trail.trim_end_matches(',').to_string();
+                prev.trail.push_str(trail);
+            }
+        }
+    }
+    out
+}
+
+fn drop_comma_fillers(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    'scan: while i < tokens.len() {
+        let opens = out.last().is_none_or(|p: &Token| p.trail.ends_with(','));
+        if opens {
+            for phrase in COMMA_FILLERS {
+                let end = i + phrase.len();
+                if end > tokens.len() {
+                    continue;
+                }
+                let words_match = tokens[i..end]
+                    .iter()
+                    .zip(phrase.iter())
+                    .all(|(t, w)| t.lower() == *w && t.lead.is_empty());
+                let inner_bare = tokens[i..end - 1].iter().all(|t| t.trail.is_empty());
+                let closes = tokens[end - 1].trail == ",";
+                if words_match && inner_bare && closes {
+                    if let Some(prev) = out.last_mut() {
+                        prev.trail = prev.trail.trim_end_matches(',').to_string();
+                    }
+                    i = end;
+                    continue 'scan;
+                }
+            }
+        }
+        out.push(tokens[i].clone());
+        i += 1;
+    }
+    out
+}
+
+fn drop_repeats(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    for tok in tokens {
+        if let Some(prev) = out.last_mut() {
+            let same = prev.lower() == tok.lower();
+            let joinable = prev.trail.is_empty() || prev.trail == ",";
+            if same
+                && joinable
+                && tok.lead.is_empty()
+                && !DELIBERATE_DOUBLES.contains(&tok.lower().as_str())
+            {
+                prev.trail = tok.trail;
+                continue;
+            }
+        }
+        out.push(tok);
+    }
+    out
+}
+
+fn fix_capitals(tokens: &mut [Token]) {
+    let mut sentence_start = true;
+    for tok in tokens.iter_mut() {
+        let lower = tok.lower();
+        if lower == "i" || lower.starts_with("i'") || lower.starts_with("i’") {
+            tok.core.replace_range(..1, "I");
+        }
+        if sentence_start {
+            let mut chars = tok.core.chars();
+            if let Some(first) = chars.next() {
+                if first.is_lowercase() {
+                    tok.core = first.to_uppercase().chain(chars).collect();
+                }
+            }
+        }
+        sentence_start = tok.ends_sentence();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removes_fillers_stutters_and_repeats() {
+        assert_eq!(
+            clean_line("um so I-I-I think the the results were, uh, pretty good"),
+            "So I think the results were pretty good."
+        );
+    }
+
+    #[test]
+    fn comma_bounded_fillers_go_but_real_uses_stay() {
+        assert_eq!(
+            clean_line("it was, you know, a long day"),
+            "It was a long day."
+        );
+        assert_eq!(clean_line("do you know the way"), "Do you know the way.");
+        assert_eq!(clean_line("I like this, like, a lot"), "I like this a lot.");
+    }
+
+    #[test]
+    fn keeps_deliberate_doubles_and_real_hyphenation() {
+        assert_eq!(
+            clean_line("she had had a very very well-known re-read"),
+            "She had had a very very well-known re-read."
+        );
+    }
+
+    #[test]
+    fn stutter_fragments_collapse() {
+        assert_eq!(collapse_stutter("th-the"), "the");
+        assert_eq!(collapse_stutter("w-w-what"), "what");
+        assert_eq!(collapse_stutter("co-op"), "co-op");
+        assert_eq!(collapse_stutter("state-of-the-art"), "state-of-the-art");
+    }
+
+    #[test]
+    fn capitalizes_sentences_and_the_pronoun() {
+        assert_eq!(
+            clean_line("i'm here. and i think it works? yes"),
+            "I'm here. And I think it works? Yes."
+        );
+    }
+
+    #[test]
+    fn fixes_spacing_around_punctuation() {
+        assert_eq!(
+            clean_line("  well ,   that   is odd  "),
+            "Well, that is odd."
+        );
+    }
+
+    #[test]
+    fn filler_carrying_the_full_stop_hands_it_over() {
+        assert_eq!(
+            clean_line("we stopped there uh. then we left"),
+            "We stopped there. Then we left."
+        );
+    }
+
+    #[test]
+    fn keeps_timestamps_and_speaker_labels() {
+        assert_eq!(
+            clean_line("[00:01:05] Dr. Ana Ruiz: um the the sample was uh contaminated"),
+            "[00:01:05] Dr. Ana Ruiz: The sample was contaminated."
+        );
+        assert_eq!(
+            clean_line("00:12 Speaker 2: yeah"),
+            "00:12 Speaker 2: Yeah."
+        );
+    }
+
+    #[test]
+    fn a_realistic_transcript_keeps_its_lines_and_meaning() {
+        let raw = "Interviewer: so, um, how did you you get started with field recording\n\
+                   \n\n\
+                   Maya: uh well I-I was, you know, fourteen and and my my uncle gave me a a cassette recorder\n\
+                   Maya: it was, like, the best thing ever honestly\n";
+        let want = "Interviewer: So how did you get started with field recording.\n\
+                    \n\
+                    Maya: Well I was fourteen and my uncle gave me a cassette recorder.\n\
+                    Maya: It was the best thing ever honestly.";
+        assert_eq!(clean_transcript(raw), want);
+    }
+
+    #[test]
+    fn is_deterministic_and_idempotent() {
+        let raw = "um the the plan is, you know, simple";
+        let once = clean_transcript(raw);
+        assert_eq!(clean_transcript(raw), once);
+        assert_eq!(clean_transcript(&once), once);
+    }
+
+    #[test]
+    fn a_line_of_only_fillers_becomes_empty_body() {
+        assert_eq!(clean_line("Maya: um uh"), "Maya:");
+        assert_eq!(clean_line("um"), "");
+    }
+
+    #[test]
+    fn non_ascii_text_is_safe() {
+        assert_eq!(clean_line("über café naïve"), "Über café naïve.");
+        assert_eq!(clean_line("音声 合成"), "音声 合成.");
+    }
+}

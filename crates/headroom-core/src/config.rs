@@ -1,0 +1,291 @@
+//! Settings: built-in defaults, then a TOML file, then environment variables; the CLI applies
+//! its flags last. The file lives at `<config dir>/headroom/config.toml`
+//! (`~/.config/headroom/config.toml` on Linux) unless `HEADROOM_CONFIG` names another.
+
+use crate::admission::Deadlines;
+use crate::cleanup::{CleanupMode, FailurePolicy, RetrySettings};
+use crate::lanes::{AudioLaneConfig, TextLaneConfig};
+use crate::llm::ApiKey;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the text model's server is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSettings {
+    /// Base URL of an OpenAI-compatible server, ending in `/v1`.
+    pub url: String,
+    /// Model name; the server's first model when unset.
+    pub model: Option<String>,
+    /// Bearer key. Prefer the `HEADROOM_API_KEY` environment variable.
+    #[serde(skip_serializing)]
+    pub api_key: Option<String>,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        LlmSettings {
+            url: "http://127.0.0.1:8000/v1".into(),
+            model: None,
+            api_key: None,
+        }
+    }
+}
+
+impl LlmSettings {
+    pub fn api_key(&self) -> Option<ApiKey> {
+        self.api_key.clone().and_then(ApiKey::new)
+    }
+}
+
+/// The text lane's limits, as a person writes them (durations in seconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TextLaneSettings {
+    pub max_in_flight: usize,
+    pub max_waiting: usize,
+    pub context_tokens: Option<u32>,
+    pub max_input_chars: usize,
+    pub max_tokens: u32,
+    pub queue_wait_secs: f64,
+    pub first_chunk_secs: f64,
+    pub total_secs: f64,
+}
+
+impl Default for TextLaneSettings {
+    fn default() -> Self {
+        let lane = TextLaneConfig::default();
+        TextLaneSettings {
+            max_in_flight: lane.max_in_flight,
+            max_waiting: lane.max_waiting,
+            context_tokens: lane.context_tokens,
+            max_input_chars: lane.max_input_chars,
+            max_tokens: lane.default_max_tokens,
+            queue_wait_secs: lane.deadlines.queue_wait.as_secs_f64(),
+            first_chunk_secs: lane.deadlines.first_chunk.as_secs_f64(),
+            total_secs: lane.deadlines.total.as_secs_f64(),
+        }
+    }
+}
+
+/// Cleanup defaults for requests that do not choose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CleanupSettings {
+    pub mode: CleanupMode,
+    pub policy: FailurePolicy,
+    pub retry_attempts: u32,
+}
+
+impl Default for CleanupSettings {
+    fn default() -> Self {
+        CleanupSettings {
+            mode: CleanupMode::Cleanup,
+            policy: FailurePolicy::Reject,
+            retry_attempts: RetrySettings::default().max_attempts,
+        }
+    }
+}
+
+/// `headroom serve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Loopback address only.
+    pub listen: String,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            listen: "127.0.0.1:8089".into(),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Everything configurable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub llm: LlmSettings,
+    pub text_lane: TextLaneSettings,
+    pub cleanup: CleanupSettings,
+    pub server: ServerSettings,
+}
+
+/// A settings problem, naming the file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{name} must be {expected}, got {value:?}")]
+    Invalid {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+}
+
+fn seconds(name: &'static str, secs: f64) -> Result<Duration, ConfigError> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or(ConfigError::Invalid {
+            name,
+            expected: "a positive number of seconds",
+            value: secs.to_string(),
+        })
+}
+
+impl Config {
+    /// `<config dir>/headroom/config.toml`.
+    pub fn default_path() -> Option<PathBuf> {
+        directories::ProjectDirs::from("", "", "headroom")
+            .map(|d| d.config_dir().join("config.toml"))
+    }
+
+    /// Reads the file at `path` (it must exist), or the default file if there is one, then
+    /// applies the environment.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let env_path = std::env::var_os("HEADROOM_CONFIG").map(PathBuf::from);
+        let explicit = path.map(Path::to_path_buf).or(env_path);
+        let mut config = match (&explicit, Self::default_path()) {
+            (Some(p), _) => Self::from_file(p)?,
+            (None, Some(p)) if p.exists() => Self::from_file(&p)?,
+            _ => Config::default(),
+        };
+        config.apply_env(|name| std::env::var(name).ok());
+        Ok(config)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// `HEADROOM_LLM_URL`, `HEADROOM_MODEL`, `HEADROOM_API_KEY`.
+    pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) {
+        if let Some(url) = var("HEADROOM_LLM_URL").filter(|v| !v.is_empty()) {
+            self.llm.url = url;
+        }
+        if let Some(model) = var("HEADROOM_MODEL").filter(|v| !v.is_empty()) {
+            self.llm.model = Some(model);
+        }
+        if let Some(key) = var("HEADROOM_API_KEY").filter(|v| !v.is_empty()) {
+            self.llm.api_key = Some(key);
+        }
+    }
+
+    /// The text lane's configuration, checked.
+    pub fn text_lane(&self) -> Result<TextLaneConfig, ConfigError> {
+        let t = &self.text_lane;
+        if t.max_in_flight == 0 {
+            return Err(ConfigError::Invalid {
+                name: "text_lane.max_in_flight",
+                expected: "at least 1",
+                value: "0".into(),
+            });
+        }
+        Ok(TextLaneConfig {
+            max_in_flight: t.max_in_flight,
+            max_waiting: t.max_waiting,
+            context_tokens: t.context_tokens,
+            max_input_chars: t.max_input_chars,
+            default_max_tokens: t.max_tokens,
+            deadlines: Deadlines {
+                queue_wait: seconds("text_lane.queue_wait_secs", t.queue_wait_secs)?,
+                first_chunk: seconds("text_lane.first_chunk_secs", t.first_chunk_secs)?,
+                total: seconds("text_lane.total_secs", t.total_secs)?,
+            },
+            model: self.llm.model.clone(),
+        })
+    }
+
+    pub fn audio_lane(&self) -> AudioLaneConfig {
+        AudioLaneConfig::default()
+    }
+
+    pub fn retry(&self) -> Result<RetrySettings, ConfigError> {
+        Ok(RetrySettings {
+            max_attempts: self.cleanup.retry_attempts.max(1),
+            budget: seconds("text_lane.total_secs", self.text_lane.total_secs)?,
+            ..RetrySettings::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_bounded_starting_configuration() {
+        let lane = Config::default().text_lane().unwrap();
+        assert_eq!((lane.max_in_flight, lane.max_waiting), (2, 0));
+        assert_eq!(lane.context_tokens, None);
+        assert_eq!(Config::default().cleanup.policy, FailurePolicy::Reject);
+    }
+
+    #[test]
+    fn file_values_then_environment() {
+        let dir = std::env::temp_dir().join(format!("headroom-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(
+            &path,
+            "[llm]\nurl = \"http://127.0.0.1:9000/v1\"\n[text_lane]\nmax_waiting = 2\nqueue_wait_secs = 1.5\n[cleanup]\npolicy = \"fallback\"\n",
+        )
+        .unwrap();
+        let mut config = Config::from_file(&path).unwrap();
+        assert_eq!(config.llm.url, "http://127.0.0.1:9000/v1");
+        assert_eq!(config.cleanup.policy, FailurePolicy::Fallback);
+        let lane = config.text_lane().unwrap();
+        assert_eq!(lane.max_waiting, 2);
+        assert_eq!(lane.deadlines.queue_wait, Duration::from_millis(1500));
+        config.apply_env(|name| match name {
+            "HEADROOM_LLM_URL" => Some("http://127.0.0.1:7000/v1".into()),
+            "HEADROOM_API_KEY" => Some("sk-test".into()),
+            _ => None,
+        });
+        assert_eq!(config.llm.url, "http://127.0.0.1:7000/v1");
+        assert!(config.llm.api_key().is_some());
+        assert!(
+            !toml::to_string(&config).unwrap().contains("sk-test"),
+            "keys are never written back"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_explained() {
+        let dir = std::env::temp_dir().join(format!("headroom-config-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, "[text_lane]\nmax_in_flite = 3\n").unwrap();
+        let err = Config::from_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("config.toml") && err.contains("max_in_flite"),
+            "{err}"
+        );
+        let mut config = Config::default();
+        config.text_lane.total_secs = -1.0;
+        let err = config.text_lane().unwrap_err().to_string();
+        assert!(err.contains("text_lane.total_secs"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,205 @@
+use super::monitor::{LaneEvent, LaneMonitor, LaneSnapshot};
+use crate::admission::{
+    AdmissionStack, CapacityLimit, Deadlines, Lane, RejectReason, Rejection, RequestShape,
+};
+use crate::metrics::{Metrics, Outcome};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Far enough away to never pass, near enough not to overflow `Instant` arithmetic.
+const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The audio lane's limits: one heavy job at a time by default, a short bounded queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AudioLaneConfig {
+    pub max_in_flight: usize,
+    pub max_waiting: usize,
+    /// Longest wait for a slot before a job is refused.
+    pub queue_wait: Duration,
+}
+
+impl Default for AudioLaneConfig {
+    fn default() -> Self {
+        AudioLaneConfig {
+            max_in_flight: 1,
+            max_waiting: 8,
+            queue_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The lane audio engines run on. It shares nothing with the text lane: no queue, no slot, no
+/// lock, so text work can never delay it.
+#[derive(Clone)]
+pub struct AudioLane {
+    stack: Arc<AdmissionStack>,
+    capacity: CapacityLimit,
+    monitor: Arc<LaneMonitor>,
+}
+
+impl AudioLane {
+    pub fn new(config: AudioLaneConfig, metrics: Arc<Metrics>) -> Self {
+        let monitor = LaneMonitor::new(Lane::Audio, metrics);
+        let capacity = CapacityLimit::new(
+            config.max_in_flight.max(1),
+            config.max_waiting,
+            Some(monitor.occupancy_observer()),
+        );
+        let deadlines = Deadlines {
+            queue_wait: config.queue_wait,
+            // Audio jobs report progress and are cancelled by the user; no wall-clock cap.
+            total: NO_LIMIT,
+            first_chunk: NO_LIMIT,
+        };
+        AudioLane {
+            stack: Arc::new(AdmissionStack::capacity_only(
+                Lane::Audio,
+                capacity.clone(),
+                deadlines,
+            )),
+            capacity,
+            monitor,
+        }
+    }
+
+    pub fn snapshot(&self) -> LaneSnapshot {
+        self.monitor.snapshot(self.capacity.occupancy())
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<LaneEvent> {
+        self.monitor.subscribe()
+    }
+
+    /// Runs blocking audio work on a worker thread once a slot is free. The job receives the
+    /// cancel token and should check it between steps; the slot is held until the work has
+    /// really stopped, so a cancelled job's memory is gone before the next one starts.
+    pub async fn run<T, F>(&self, cancel: CancellationToken, work: F) -> Result<T, Rejection>
+    where
+        T: Send + 'static,
+        F: FnOnce(&CancellationToken) -> T + Send + 'static,
+    {
+        let submitted = Instant::now();
+        let shape = RequestShape {
+            chars: 0,
+            estimated_tokens: 0,
+            max_tokens: 0,
+        };
+        let monitor = &self.monitor;
+        let estimate = |occ| monitor.retry_after(occ);
+        let admitted = tokio::select! {
+            admitted = self.stack.admit(&shape, &estimate) => {
+                admitted.map_err(|r| monitor.reject(r))?
+            }
+            _ = cancel.cancelled() => {
+                return Err(monitor.reject(self.stack.rejection(RejectReason::Cancelled)
+                    .with_detail("while waiting for a slot")));
+            }
+        };
+        monitor
+            .metrics()
+            .observe_queue_wait(Lane::Audio, admitted.queue_wait);
+        let job_cancel = cancel.clone();
+        let permit = admitted.permit;
+        let result = tokio::task::spawn_blocking(move || {
+            let out = work(&job_cancel);
+            drop(permit);
+            out
+        })
+        .await;
+        let latency = submitted.elapsed();
+        match result {
+            Ok(value) if !cancel.is_cancelled() => {
+                monitor.finished(Outcome::Completed, latency);
+                Ok(value)
+            }
+            Ok(_) => {
+                monitor.finished(Outcome::Cancelled, latency);
+                Err(monitor.reject(
+                    self.stack
+                        .rejection(RejectReason::Cancelled)
+                        .with_detail("while running"),
+                ))
+            }
+            Err(join) => {
+                monitor.finished(Outcome::Failed, latency);
+                std::panic::resume_unwind(join.into_panic())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn lane(limit: usize, waiting: usize) -> AudioLane {
+        AudioLane::new(
+            AudioLaneConfig {
+                max_in_flight: limit,
+                max_waiting: waiting,
+                queue_wait: Duration::from_secs(30),
+            },
+            Arc::new(Metrics::new()),
+        )
+    }
+
+    #[tokio::test]
+    async fn runs_work_and_returns_its_value() {
+        let lane = lane(1, 0);
+        let v = lane.run(CancellationToken::new(), |_| 6 * 7).await.unwrap();
+        assert_eq!(v, 42);
+        assert_eq!(lane.snapshot().occupancy.in_flight, 0);
+    }
+
+    #[tokio::test]
+    async fn a_full_audio_lane_rejects_with_its_own_reason() {
+        let lane = lane(1, 0);
+        let (started_tx, started_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let busy = {
+            let lane = lane.clone();
+            tokio::spawn(async move {
+                lane.run(CancellationToken::new(), move |_| {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                })
+                .await
+            })
+        };
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+            .await
+            .unwrap();
+        let r = lane
+            .run(CancellationToken::new(), |_| ())
+            .await
+            .unwrap_err();
+        assert_eq!(r.reason, RejectReason::AudioLaneFull);
+        assert_eq!(r.lane, Lane::Audio);
+        release_tx.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn cancelling_a_running_job_reports_cancelled_after_the_work_stops() {
+        let lane = lane(1, 0);
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        let r = lane
+            .run(cancel, move |token| {
+                trigger.cancel();
+                // A cooperative job notices the token and stops.
+                while !token.is_cancelled() {}
+                "partial"
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(r.reason, RejectReason::Cancelled);
+        assert_eq!(lane.snapshot().occupancy.in_flight, 0);
+    }
+}

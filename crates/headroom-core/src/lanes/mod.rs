@@ -1,0 +1,10 @@
+//! Two lanes with separate bounded queues. Audio work and text work never share a queue or a
+//! slot, so a long rewrite can never make an interactive voice operation wait.
+
+mod audio;
+mod monitor;
+mod text;
+
+pub use audio::{AudioLane, AudioLaneConfig};
+pub use monitor::{LaneEvent, LaneMonitor, LaneSnapshot, RejectionRecord};
+pub use text::{TextLane, TextLaneConfig, TextStream};

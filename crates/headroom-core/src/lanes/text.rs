@@ -1,0 +1,430 @@
+use super::monitor::{LaneEvent, LaneMonitor, LaneSnapshot};
+use crate::admission::{
+    estimate_chat_tokens, human_duration, AdmissionStack, CapacityLimit, ContextWindow,
+    DeadlineClock, DeadlineKind, Deadlines, InputBound, Lane, Permit, RejectReason, Rejection,
+    RequestShape,
+};
+use crate::llm::{ChatChunk, ChatRequest, ChatStream, LlmClient, LlmError, ServerInfo};
+use crate::metrics::{Metrics, Outcome};
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// The text lane's limits. The defaults are the bounded starting configuration: two requests
+/// in flight (like `--max-num-seqs 2`), no wait queue, a 4096-token context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TextLaneConfig {
+    pub max_in_flight: usize,
+    pub max_waiting: usize,
+    /// The model's context; `None` means "ask the server, else 4096". When set and the server
+    /// reports a smaller one, the smaller wins.
+    pub context_tokens: Option<u32>,
+    pub max_input_chars: usize,
+    /// Reply budget reserved for requests that do not set `max_tokens`.
+    pub default_max_tokens: u32,
+    pub deadlines: Deadlines,
+    /// The model to use when a request names none (else the server's first model).
+    pub model: Option<String>,
+}
+
+/// The context assumed when neither the user nor the server gives one.
+pub const DEFAULT_CONTEXT_TOKENS: u32 = 4096;
+
+impl Default for TextLaneConfig {
+    fn default() -> Self {
+        TextLaneConfig {
+            max_in_flight: 2,
+            max_waiting: 0,
+            context_tokens: None,
+            max_input_chars: 16_000,
+            default_max_tokens: 512,
+            deadlines: Deadlines::default(),
+            model: None,
+        }
+    }
+}
+
+struct Inner {
+    client: LlmClient,
+    stack: AdmissionStack,
+    monitor: Arc<LaneMonitor>,
+    capacity: CapacityLimit,
+    context: ContextWindow,
+    config: TextLaneConfig,
+    discovered_model: RwLock<Option<String>>,
+    next_id: AtomicU64,
+}
+
+/// The admission-controlled lane in front of the text model.
+#[derive(Clone)]
+pub struct TextLane {
+    inner: Arc<Inner>,
+}
+
+impl TextLane {
+    pub fn new(client: LlmClient, config: TextLaneConfig, metrics: Arc<Metrics>) -> Self {
+        let monitor = LaneMonitor::new(Lane::Text, metrics);
+        let capacity = CapacityLimit::new(
+            config.max_in_flight.max(1),
+            config.max_waiting,
+            Some(monitor.occupancy_observer()),
+        );
+        let context = ContextWindow::new(config.context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS));
+        let stack = AdmissionStack::for_text_lane(
+            InputBound {
+                max_chars: config.max_input_chars,
+                context: context.clone(),
+            },
+            capacity.clone(),
+            config.deadlines,
+        );
+        TextLane {
+            inner: Arc::new(Inner {
+                client,
+                stack,
+                monitor,
+                capacity,
+                context,
+                config,
+                discovered_model: RwLock::new(None),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Asks the server for its models and context length, and adopts them.
+    pub async fn discover(&self) -> Result<ServerInfo, LlmError> {
+        let info = self.inner.client.server_info().await?;
+        if let Some(server_ctx) = info.context_tokens {
+            let ctx = match self.inner.config.context_tokens {
+                Some(configured) => configured.min(server_ctx),
+                None => server_ctx,
+            };
+            self.inner.context.set(ctx);
+        }
+        if let Some(first) = info.models.first() {
+            *self.inner.discovered_model.write().expect("model lock") = Some(first.id.clone());
+        }
+        tracing::info!(
+            context_tokens = self.inner.context.tokens(),
+            model = ?self.model(),
+            "text model discovered"
+        );
+        Ok(info)
+    }
+
+    pub fn client(&self) -> &LlmClient {
+        &self.inner.client
+    }
+
+    pub fn config(&self) -> &TextLaneConfig {
+        &self.inner.config
+    }
+
+    pub fn context_tokens(&self) -> u32 {
+        self.inner.context.tokens()
+    }
+
+    /// The model requests use when they name none.
+    pub fn model(&self) -> Option<String> {
+        self.inner.config.model.clone().or_else(|| {
+            self.inner
+                .discovered_model
+                .read()
+                .expect("model lock")
+                .clone()
+        })
+    }
+
+    pub fn snapshot(&self) -> LaneSnapshot {
+        self.inner.monitor.snapshot(self.inner.capacity.occupancy())
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<LaneEvent> {
+        self.inner.monitor.subscribe()
+    }
+
+    /// Records a rejection decided outside the lane (e.g. by the server's body parser), so it
+    /// shows in history and metrics like any other.
+    pub fn record_rejection(&self, reason: RejectReason, detail: impl Into<String>) -> Rejection {
+        let r = self.inner.stack.rejection(reason).with_detail(detail);
+        self.inner.monitor.reject(r)
+    }
+
+    /// Admits the request (bounded input, capacity, queue-wait deadline), sends it upstream
+    /// under the first-chunk deadline, and returns its stream once the server answers. The
+    /// returned stream holds the slot until it ends, fails or is dropped.
+    pub async fn submit(&self, request: ChatRequest) -> Result<TextStream, Rejection> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        self.submit_traced(id, request)
+            .instrument(tracing::info_span!("text_request", id))
+            .await
+    }
+
+    async fn submit_traced(
+        &self,
+        id: u64,
+        mut request: ChatRequest,
+    ) -> Result<TextStream, Rejection> {
+        let inner = &self.inner;
+        if request.reply_budget().is_none() {
+            request.max_tokens = Some(inner.config.default_max_tokens);
+        }
+        if request.model.is_none() {
+            request.model = self.model();
+        }
+        let texts: Vec<String> = request.messages.iter().map(|m| m.text()).collect();
+        let shape = RequestShape {
+            chars: texts.iter().map(|t| t.chars().count()).sum(),
+            estimated_tokens: estimate_chat_tokens(texts.iter().map(String::as_str)),
+            max_tokens: request
+                .reply_budget()
+                .unwrap_or(inner.config.default_max_tokens),
+        };
+        let monitor = &inner.monitor;
+        let admitted = inner
+            .stack
+            .admit(&shape, &|occ| monitor.retry_after(occ))
+            .await
+            .map_err(|r| monitor.reject(r))?;
+        monitor
+            .metrics()
+            .observe_queue_wait(Lane::Text, admitted.queue_wait);
+        let mut clock = admitted.clock;
+        clock.mark_dispatched(Instant::now());
+        let (deadline, kind) = clock.next_deadline();
+        let sent = tokio::time::timeout_at(deadline, inner.client.stream_chat(&request)).await;
+        let upstream = match sent {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                monitor.finished(Outcome::Failed, clock.submitted().elapsed());
+                return Err(monitor.reject(self.upstream_rejection(e, false)));
+            }
+            Err(_) => {
+                monitor.finished(Outcome::Failed, clock.submitted().elapsed());
+                return Err(monitor.reject(self.deadline_rejection(&clock, kind, false)));
+            }
+        };
+        tracing::debug!(id, "upstream answered; streaming");
+        Ok(TextStream::new(StreamState {
+            id,
+            lane: self.clone(),
+            upstream,
+            permit: Some(admitted.permit),
+            clock,
+            finished: false,
+            delivered: false,
+            queue_wait: admitted.queue_wait,
+        }))
+    }
+
+    fn deadline_rejection(
+        &self,
+        clock: &DeadlineClock,
+        kind: DeadlineKind,
+        after_output: bool,
+    ) -> Rejection {
+        let what = match kind {
+            DeadlineKind::QueueWait => "a slot",
+            DeadlineKind::FirstChunk => "the first words",
+            DeadlineKind::Total => "the whole reply",
+        };
+        let mut r = self
+            .inner
+            .stack
+            .rejection(RejectReason::DeadlineExceeded)
+            .with_deadline(kind)
+            .with_detail(format!(
+                "no {what} within {}",
+                human_duration(clock.length_of(kind))
+            ));
+        r.after_output = after_output;
+        if kind != DeadlineKind::Total {
+            r.retry_after = self
+                .inner
+                .monitor
+                .retry_after(self.inner.capacity.occupancy());
+        }
+        r
+    }
+
+    /// Explains an upstream failure as a rejection the user can act on.
+    fn upstream_rejection(&self, error: LlmError, after_output: bool) -> Rejection {
+        let base = |reason| self.inner.stack.rejection(reason);
+        let estimate = || {
+            self.inner
+                .monitor
+                .retry_after(self.inner.capacity.occupancy())
+        };
+        let mut r = match &error {
+            LlmError::Unreachable { url, message } => base(RejectReason::UpstreamUnavailable)
+                .with_detail(format!("{url}: {message}"))
+                .with_retry_after(Some(Duration::from_secs(5))),
+            LlmError::Disconnected(message) => base(RejectReason::UpstreamUnavailable)
+                .with_detail(format!("the connection broke: {message}"))
+                .with_retry_after(estimate()),
+            LlmError::Busy {
+                status,
+                error,
+                retry_after,
+            } => base(RejectReason::UpstreamBusy)
+                .with_detail(format!("HTTP {status}: {}", error.message))
+                .with_retry_after(retry_after.or_else(estimate)),
+            LlmError::ContextOverflow { error } => base(RejectReason::InputTooLong)
+                .with_detail(format!("the server says: {}", error.message)),
+            LlmError::Status { status, error } if *status >= 500 => {
+                base(RejectReason::UpstreamUnavailable)
+                    .with_detail(format!("HTTP {status}: {}", error.message))
+                    .with_retry_after(estimate())
+            }
+            LlmError::InStream(error)
+                if matches!(
+                    error.code.as_ref().map(|c| c.to_string()).as_deref(),
+                    Some("429" | "503")
+                ) =>
+            {
+                base(RejectReason::UpstreamBusy)
+                    .with_detail(format!("error inside the stream: {}", error.message))
+                    .with_retry_after(estimate())
+            }
+            other => base(RejectReason::UpstreamError).with_detail(other.to_string()),
+        };
+        r.after_output = after_output;
+        r
+    }
+}
+
+struct StreamState {
+    id: u64,
+    lane: TextLane,
+    upstream: ChatStream,
+    permit: Option<Permit>,
+    clock: DeadlineClock,
+    finished: bool,
+    delivered: bool,
+    queue_wait: Duration,
+}
+
+impl StreamState {
+    /// Ends the request: frees the slot at once and closes the upstream connection.
+    fn finish(&mut self, outcome: Outcome) {
+        self.finished = true;
+        self.permit = None;
+        self.upstream = Box::pin(futures::stream::empty());
+        self.lane
+            .inner
+            .monitor
+            .finished(outcome, self.clock.submitted().elapsed());
+    }
+
+    async fn next_chunk(&mut self) -> Option<Result<ChatChunk, Rejection>> {
+        if self.finished {
+            return None;
+        }
+        let (deadline, kind) = self.clock.next_deadline();
+        match tokio::time::timeout_at(deadline, self.upstream.next()).await {
+            Err(_) => {
+                self.finish(Outcome::Failed);
+                let r = self
+                    .lane
+                    .deadline_rejection(&self.clock, kind, self.delivered);
+                Some(Err(self.lane.inner.monitor.reject(r)))
+            }
+            Ok(None) => {
+                self.finish(Outcome::Completed);
+                None
+            }
+            Ok(Some(Err(e))) => {
+                self.finish(Outcome::Failed);
+                let r = self.lane.upstream_rejection(e, self.delivered);
+                Some(Err(self.lane.inner.monitor.reject(r)))
+            }
+            Ok(Some(Ok(chunk))) => {
+                if chunk.text().is_some() && self.clock.first_content().is_none() {
+                    let now = Instant::now();
+                    self.clock.mark_first_content(now);
+                    self.lane
+                        .inner
+                        .monitor
+                        .metrics()
+                        .observe_ttft(Lane::Text, now - self.clock.submitted());
+                }
+                self.delivered |= chunk.text().is_some();
+                Some(Ok(chunk))
+            }
+        }
+    }
+}
+
+impl Drop for StreamState {
+    fn drop(&mut self) {
+        if !self.finished {
+            tracing::info!(
+                id = self.id,
+                "text request dropped before the end; upstream closed"
+            );
+            self.finish(Outcome::Cancelled);
+        }
+    }
+}
+
+/// The chunks of an admitted text request. Dropping it cancels the request: the slot frees
+/// and the upstream connection closes, so the server aborts the generation too.
+pub struct TextStream {
+    id: u64,
+    queue_wait: Duration,
+    inner: Pin<Box<dyn Stream<Item = Result<ChatChunk, Rejection>> + Send>>,
+}
+
+impl TextStream {
+    fn new(state: StreamState) -> Self {
+        let id = state.id;
+        let queue_wait = state.queue_wait;
+        let inner = futures::stream::unfold(state, |mut st| async move {
+            let item = st.next_chunk().await?;
+            Some((item, st))
+        });
+        TextStream {
+            id,
+            queue_wait,
+            inner: Box::pin(inner),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// How long the request waited for a slot.
+    pub fn queue_wait(&self) -> Duration {
+        self.queue_wait
+    }
+
+    /// Reads the whole reply; a failure keeps the text received so far in the rejection's
+    /// `after_output` flag and returns it alongside.
+    pub async fn collect_text(mut self) -> Result<String, (String, Rejection)> {
+        let mut text = String::new();
+        while let Some(item) = self.next().await {
+            match item {
+                Ok(chunk) => text.push_str(chunk.content.as_deref().unwrap_or("")),
+                Err(r) => return Err((text, r)),
+            }
+        }
+        Ok(text)
+    }
+}
+
+impl Stream for TextStream {
+    type Item = Result<ChatChunk, Rejection>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}

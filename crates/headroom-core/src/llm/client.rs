@@ -1,0 +1,345 @@
+use super::{ApiError, ChatChunk, ChatRequest, LlmError, ModelCard};
+use eventsource_stream::Eventsource;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+use std::fmt;
+use std::pin::Pin;
+use std::time::Duration;
+use url::Url;
+
+/// A bearer key for the server. Its `Debug` and `Display` never show the secret, so it cannot
+/// leak into logs or error messages.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Option<Self> {
+        let key = key.into();
+        (!key.trim().is_empty()).then(|| ApiKey(key.trim().to_string()))
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// A stream of parsed chunks. Dropping it closes the connection, which makes vLLM and
+/// llama-server abort the request and free its slot.
+pub type ChatStream = Pin<Box<dyn Stream<Item = Result<ChatChunk, LlmError>> + Send>>;
+
+/// What `headroom doctor` and context discovery learn from a server.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServerInfo {
+    pub models: Vec<ModelCard>,
+    /// The context length per request, when the server says: vLLM's `max_model_len`, or
+    /// llama.cpp's per-slot `n_ctx` from `/props`.
+    pub context_tokens: Option<u32>,
+}
+
+/// An OpenAI-compatible server at a base URL such as `http://127.0.0.1:8000/v1`.
+#[derive(Clone)]
+pub struct LlmClient {
+    base: Url,
+    http: reqwest::Client,
+    api_key: Option<ApiKey>,
+}
+
+impl fmt::Debug for LlmClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmClient")
+            .field("base", &self.base.as_str())
+            .field("api_key", &self.api_key)
+            .finish()
+    }
+}
+
+impl LlmClient {
+    pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
+        let invalid = |reason: String| LlmError::InvalidUrl {
+            url: base_url.to_string(),
+            reason,
+        };
+        let mut base = Url::parse(base_url.trim()).map_err(|e| invalid(e.to_string()))?;
+        if !matches!(base.scheme(), "http" | "https") {
+            return Err(invalid("the scheme must be http or https".into()));
+        }
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            // Streams can legitimately idle while the server prefills; deadlines live in the
+            // text lane, where they can say which one passed.
+            .build()
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(LlmClient {
+            base,
+            http,
+            api_key,
+        })
+    }
+
+    pub fn base_url(&self) -> &Url {
+        &self.base
+    }
+
+    fn endpoint(&self, path: &str) -> Url {
+        self.base
+            .join(path)
+            .expect("relative path joins onto the base")
+    }
+
+    /// The server root (the base without a trailing `v1/`), where `/health` and `/props` live.
+    fn root_endpoint(&self, path: &str) -> Url {
+        let mut root = self.base.clone();
+        if let Some(stripped) = root.path().strip_suffix("v1/").map(str::to_string) {
+            root.set_path(&stripped);
+        }
+        root.join(path).expect("relative path joins onto the root")
+    }
+
+    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.api_key {
+            Some(key) => req.bearer_auth(key.expose()),
+            None => req,
+        }
+    }
+
+    fn unreachable(&self, err: reqwest::Error) -> LlmError {
+        LlmError::Unreachable {
+            url: self.base.to_string(),
+            message: describe_transport_error(&err),
+        }
+    }
+
+    async fn get_json(&self, url: Url) -> Result<Value, LlmError> {
+        let resp = self
+            .authorized(self.http.get(url))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let status = resp.status().as_u16();
+        let body = resp.text().await.map_err(|e| self.unreachable(e))?;
+        if !(200..300).contains(&status) {
+            return Err(LlmError::from_status(status, &body, None));
+        }
+        serde_json::from_str(&body).map_err(|e| LlmError::Malformed(e.to_string()))
+    }
+
+    /// `GET /v1/models`.
+    pub async fn models(&self) -> Result<Vec<ModelCard>, LlmError> {
+        let value = self.get_json(self.endpoint("models")).await?;
+        let data = value
+            .get("data")
+            .cloned()
+            .ok_or_else(|| LlmError::Malformed("no `data` list in /v1/models".into()))?;
+        serde_json::from_value(data).map_err(|e| LlmError::Malformed(e.to_string()))
+    }
+
+    /// `GET /health` at the server root: Ok when the engine is alive.
+    pub async fn health(&self) -> Result<(), LlmError> {
+        let resp = self
+            .authorized(self.http.get(self.root_endpoint("health")))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(());
+        }
+        let body = resp.text().await.unwrap_or_default();
+        Err(LlmError::from_status(status, &body, None))
+    }
+
+    /// Models and context length, from `/v1/models` and (for llama.cpp) `/props`.
+    pub async fn server_info(&self) -> Result<ServerInfo, LlmError> {
+        let models = self.models().await?;
+        let mut context_tokens = models.iter().find_map(|m| m.max_model_len);
+        if context_tokens.is_none() {
+            // llama.cpp splits its context among slots; `/props` reports the per-slot size.
+            if let Ok(props) = self.get_json(self.root_endpoint("props")).await {
+                context_tokens = props
+                    .pointer("/default_generation_settings/n_ctx")
+                    .and_then(Value::as_u64)
+                    .map(|n| n.min(u32::MAX as u64) as u32);
+            }
+        }
+        Ok(ServerInfo {
+            models,
+            context_tokens,
+        })
+    }
+
+    /// Sends a streamed chat completion and returns once the server answers with its headers.
+    /// Errors before the stream (400 context overflow, 429, 503, connection refused) come back
+    /// here; errors inside the stream come as items.
+    pub async fn stream_chat(&self, request: &ChatRequest) -> Result<ChatStream, LlmError> {
+        let mut body =
+            serde_json::to_value(request).map_err(|e| LlmError::Malformed(e.to_string()))?;
+        body["stream"] = Value::Bool(true);
+        body["stream_options"] = serde_json::json!({"include_usage": true});
+        let resp = self
+            .authorized(self.http.post(self.endpoint("chat/completions")))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let body = resp.text().await.unwrap_or_default();
+            return Err(LlmError::from_status(status, &body, retry_after));
+        }
+        Ok(Box::pin(parse_sse(resp)))
+    }
+}
+
+/// Turns an SSE body into chunks: stops at `[DONE]`, turns `{"error": ...}` chunks into
+/// errors, and reports a stream that ends without `[DONE]` or a finish reason.
+fn parse_sse(resp: reqwest::Response) -> impl Stream<Item = Result<ChatChunk, LlmError>> + Send {
+    struct State<S> {
+        events: S,
+        finished: bool,
+        done: bool,
+    }
+    let events = resp.bytes_stream().eventsource();
+    futures::stream::unfold(
+        State {
+            events,
+            finished: false,
+            done: false,
+        },
+        |mut st| async move {
+            if st.done {
+                return None;
+            }
+            loop {
+                match st.events.next().await {
+                    None => {
+                        st.done = true;
+                        return if st.finished {
+                            None
+                        } else {
+                            Some((Err(LlmError::Truncated), st))
+                        };
+                    }
+                    Some(Err(e)) => {
+                        st.done = true;
+                        let err = match e {
+                            eventsource_stream::EventStreamError::Transport(t) => {
+                                LlmError::Disconnected(describe_transport_error(&t))
+                            }
+                            other => LlmError::Malformed(other.to_string()),
+                        };
+                        return Some((Err(err), st));
+                    }
+                    Some(Ok(event)) => {
+                        let data = event.data.trim();
+                        if data.is_empty() {
+                            continue;
+                        }
+                        if data == "[DONE]" {
+                            return None;
+                        }
+                        let value: Value = match serde_json::from_str(data) {
+                            Ok(v) => v,
+                            Err(e) => {
+                                st.done = true;
+                                return Some((
+                                    Err(LlmError::Malformed(format!(
+                                        "a stream chunk is not JSON ({e})"
+                                    ))),
+                                    st,
+                                ));
+                            }
+                        };
+                        if let Some(error) = ApiError::from_value(&value) {
+                            st.done = true;
+                            return Some((Err(LlmError::InStream(error)), st));
+                        }
+                        let chunk = ChatChunk::parse(data, &value);
+                        if chunk.finish_reason.is_some() {
+                            st.finished = true;
+                        }
+                        return Some((Ok(chunk), st));
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The most useful words of a transport error: reqwest's Display omits the cause chain.
+fn describe_transport_error(err: &reqwest::Error) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_key_never_prints() {
+        let key = ApiKey::new("sk-secret-123").unwrap();
+        let client = LlmClient::new("http://127.0.0.1:9/v1", Some(key.clone())).unwrap();
+        assert!(!format!("{key:?} {key} {client:?}").contains("secret"));
+        assert!(ApiKey::new("  ").is_none());
+    }
+
+    #[test]
+    fn endpoints_resolve_under_v1_and_root() {
+        let c = LlmClient::new("http://127.0.0.1:8000/v1", None).unwrap();
+        assert_eq!(
+            c.endpoint("chat/completions").as_str(),
+            "http://127.0.0.1:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            c.root_endpoint("health").as_str(),
+            "http://127.0.0.1:8000/health"
+        );
+        let c = LlmClient::new("http://127.0.0.1:8000/proxy/v1/", None).unwrap();
+        assert_eq!(
+            c.root_endpoint("props").as_str(),
+            "http://127.0.0.1:8000/proxy/props"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        assert!(matches!(
+            LlmClient::new("ftp://x/v1", None),
+            Err(LlmError::InvalidUrl { .. })
+        ));
+        assert!(LlmClient::new("not a url", None).is_err());
+    }
+}

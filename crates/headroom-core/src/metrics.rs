@@ -1,0 +1,232 @@
+//! Prometheus metrics for both lanes, rendered by `GET /metrics`.
+
+use crate::admission::{Lane, Occupancy, RejectReason};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LaneLabel {
+    lane: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RejectionLabels {
+    lane: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    lane: &'static str,
+    outcome: &'static str,
+}
+
+/// How a request that was admitted ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+fn seconds_histogram() -> Histogram {
+    // 1 ms .. ~65 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// Every metric Headroom exports.
+pub struct Metrics {
+    registry: Registry,
+    in_flight: Family<LaneLabel, Gauge>,
+    waiting: Family<LaneLabel, Gauge>,
+    rejections: Family<RejectionLabels, Counter>,
+    finished: Family<OutcomeLabels, Counter>,
+    queue_wait: Family<LaneLabel, Histogram, fn() -> Histogram>,
+    ttft: Family<LaneLabel, Histogram, fn() -> Histogram>,
+    latency: Family<LaneLabel, Histogram, fn() -> Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("headroom");
+        let in_flight = Family::<LaneLabel, Gauge>::default();
+        let waiting = Family::<LaneLabel, Gauge>::default();
+        let rejections = Family::<RejectionLabels, Counter>::default();
+        let finished = Family::<OutcomeLabels, Counter>::default();
+        let queue_wait = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let ttft = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let latency = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        registry.register("in_flight", "Requests running in a lane", in_flight.clone());
+        registry.register(
+            "waiting",
+            "Requests waiting in a lane's bounded queue",
+            waiting.clone(),
+        );
+        registry.register(
+            "rejections",
+            "Requests refused or abandoned, by lane and reason code",
+            rejections.clone(),
+        );
+        registry.register(
+            "requests_finished",
+            "Admitted requests by how they ended",
+            finished.clone(),
+        );
+        registry.register(
+            "queue_wait_seconds",
+            "Time from submission to getting a slot",
+            queue_wait.clone(),
+        );
+        registry.register(
+            "time_to_first_token_seconds",
+            "Time from submission to the first non-empty content chunk",
+            ttft.clone(),
+        );
+        registry.register(
+            "request_latency_seconds",
+            "Time from submission to the end of the request",
+            latency.clone(),
+        );
+        let metrics = Metrics {
+            registry,
+            in_flight,
+            waiting,
+            rejections,
+            finished,
+            queue_wait,
+            ttft,
+            latency,
+        };
+        // Export zeros for every lane and reason so dashboards see the series from the start.
+        for lane in [Lane::Audio, Lane::Text] {
+            metrics.set_occupancy(lane, Occupancy::default());
+            for reason in RejectReason::ALL {
+                let _ = metrics.rejections.get_or_create(&RejectionLabels {
+                    lane: lane.as_str(),
+                    reason: reason.code(),
+                });
+            }
+        }
+        metrics
+    }
+
+    pub fn set_occupancy(&self, lane: Lane, occ: Occupancy) {
+        let label = LaneLabel {
+            lane: lane.as_str(),
+        };
+        self.in_flight
+            .get_or_create(&label)
+            .set(occ.in_flight as i64);
+        self.waiting.get_or_create(&label).set(occ.waiting as i64);
+    }
+
+    pub fn count_rejection(&self, lane: Lane, reason: RejectReason) {
+        self.rejections
+            .get_or_create(&RejectionLabels {
+                lane: lane.as_str(),
+                reason: reason.code(),
+            })
+            .inc();
+    }
+
+    pub fn rejections(&self, lane: Lane, reason: RejectReason) -> u64 {
+        self.rejections
+            .get_or_create(&RejectionLabels {
+                lane: lane.as_str(),
+                reason: reason.code(),
+            })
+            .get()
+    }
+
+    pub fn observe_queue_wait(&self, lane: Lane, d: Duration) {
+        self.queue_wait
+            .get_or_create(&LaneLabel {
+                lane: lane.as_str(),
+            })
+            .observe(d.as_secs_f64());
+    }
+
+    pub fn observe_ttft(&self, lane: Lane, d: Duration) {
+        self.ttft
+            .get_or_create(&LaneLabel {
+                lane: lane.as_str(),
+            })
+            .observe(d.as_secs_f64());
+    }
+
+    pub fn observe_finished(&self, lane: Lane, outcome: Outcome, latency: Duration) {
+        let lane = lane.as_str();
+        self.finished
+            .get_or_create(&OutcomeLabels {
+                lane,
+                outcome: outcome.as_str(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&LaneLabel { lane })
+            .observe(latency.as_secs_f64());
+    }
+
+    /// The Prometheus text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_rejections_by_reason_and_occupancy() {
+        let m = Metrics::new();
+        m.count_rejection(Lane::Text, RejectReason::TextLaneFull);
+        m.count_rejection(Lane::Text, RejectReason::TextLaneFull);
+        m.set_occupancy(
+            Lane::Text,
+            Occupancy {
+                in_flight: 2,
+                limit: 2,
+                waiting: 1,
+                wait_limit: 1,
+            },
+        );
+        m.observe_ttft(Lane::Text, Duration::from_millis(120));
+        let text = m.render();
+        assert!(
+            text.contains(r#"headroom_rejections_total{lane="text",reason="text_lane_full"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"headroom_rejections_total{lane="text",reason="input_too_long"} 0"#)
+        );
+        assert!(text.contains(r#"headroom_in_flight{lane="text"} 2"#));
+        assert!(text.contains(r#"headroom_waiting{lane="text"} 1"#));
+        assert!(text.contains(r#"headroom_time_to_first_token_seconds_count{lane="text"} 1"#));
+        assert_eq!(m.rejections(Lane::Text, RejectReason::TextLaneFull), 2);
+    }
+}
