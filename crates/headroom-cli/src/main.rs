@@ -1,1 +1,140 @@
-fn main() {}
+//! `headroom`: the command-line front end over headroom-core.
+
+mod bench;
+mod cleanup;
+mod doctor;
+mod serve;
+
+use clap::{Args, Parser, Subcommand};
+use headroom_core::config::Config;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status when the text lane refused the work (with `--policy reject`).
+pub const EXIT_REJECTED: u8 = 3;
+/// Exit status after Ctrl-C.
+pub const EXIT_CANCELLED: u8 = 130;
+
+#[derive(Parser)]
+#[command(
+    name = "headroom",
+    version,
+    about = "Local voice workstation: an admission-controlled text lane beside the audio pipeline"
+)]
+struct Cli {
+    /// Config file (default: the platform config dir's headroom/config.toml, or $HEADROOM_CONFIG).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Clean up or rewrite a transcript through the text model (or the rules).
+    Cleanup(cleanup::CleanupArgs),
+    /// Run a loopback OpenAI-compatible server with admission control in front of a text model.
+    Serve(serve::ServeArgs),
+    /// Check the text model server, its model and context, and the GPU.
+    Doctor(doctor::DoctorArgs),
+    /// Measure the admission boundary against a real server.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+/// Text-lane limits shared by the commands that use the lane.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LaneArgs {
+    /// Requests to the text model at once.
+    #[arg(long)]
+    max_in_flight: Option<usize>,
+    /// Requests allowed to wait for a slot (beyond that: rejected at once).
+    #[arg(long)]
+    max_waiting: Option<usize>,
+    /// The model's context in tokens (default: asked from the server, else 4096).
+    #[arg(long)]
+    context_tokens: Option<u32>,
+    /// Longest wait for a slot, in seconds.
+    #[arg(long)]
+    queue_wait_secs: Option<f64>,
+    /// Longest wait for the first words after dispatch, in seconds.
+    #[arg(long)]
+    first_chunk_secs: Option<f64>,
+    /// Longest time for a whole request, in seconds.
+    #[arg(long)]
+    total_secs: Option<f64>,
+}
+
+impl LaneArgs {
+    pub fn apply(&self, config: &mut Config) {
+        let t = &mut config.text_lane;
+        if let Some(v) = self.max_in_flight {
+            t.max_in_flight = v;
+        }
+        if let Some(v) = self.max_waiting {
+            t.max_waiting = v;
+        }
+        if let Some(v) = self.context_tokens {
+            t.context_tokens = Some(v);
+        }
+        if let Some(v) = self.queue_wait_secs {
+            t.queue_wait_secs = v;
+        }
+        if let Some(v) = self.first_chunk_secs {
+            t.first_chunk_secs = v;
+        }
+        if let Some(v) = self.total_secs {
+            t.total_secs = v;
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HEADROOM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("headroom: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts");
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Cleanup(args) => cleanup::run(args, config).await,
+            Command::Serve(args) => serve::run(args, config).await,
+            Command::Doctor(args) => doctor::run(args, config).await,
+            Command::Bench(cmd) => bench::run(cmd, config).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("headroom: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Cancels `token` on Ctrl-C.
+pub fn cancel_on_ctrl_c(token: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("headroom: cancelling…");
+            token.cancel();
+        }
+    });
+}

@@ -13,8 +13,10 @@
 //! - [`config`] loads settings from defaults, a TOML file and the environment.
 
 pub mod admission;
+pub mod bench;
 pub mod cleanup;
 pub mod config;
+pub mod gpu;
 pub mod lanes;
 pub mod llm;
 pub mod metrics;

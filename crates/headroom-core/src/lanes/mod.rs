@@ -7,4 +7,4 @@ mod text;
 
 pub use audio::{AudioLane, AudioLaneConfig};
 pub use monitor::{LaneEvent, LaneMonitor, LaneSnapshot, RejectionRecord};
-pub use text::{TextLane, TextLaneConfig, TextStream};
+pub use text::{TextLane, TextLaneConfig, TextStream, DEFAULT_CONTEXT_TOKENS};

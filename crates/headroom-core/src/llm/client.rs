@@ -120,7 +120,7 @@ impl LlmClient {
 
     fn unreachable(&self, err: reqwest::Error) -> LlmError {
         LlmError::Unreachable {
-            url: self.base.to_string(),
+            url: self.base.as_str().trim_end_matches('/').to_string(),
             message: describe_transport_error(&err),
         }
     }
@@ -290,18 +290,23 @@ fn parse_sse(resp: reqwest::Response) -> impl Stream<Item = Result<ChatChunk, Ll
     )
 }
 
-/// The most useful words of a transport error: reqwest's Display omits the cause chain.
+/// The words of a transport error a person can act on. reqwest's own Display is about the
+/// request ("error sending request for url ..."); the cause at the bottom of the chain says
+/// what happened.
 fn describe_transport_error(err: &reqwest::Error) -> String {
-    let mut parts = vec![err.to_string()];
+    if err.is_timeout() {
+        return "timed out".into();
+    }
+    let mut innermost = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(s) = source {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
+        innermost = s.to_string();
         source = s.source();
     }
-    parts.join(": ")
+    if err.is_connect() && innermost.to_ascii_lowercase().contains("refused") {
+        return "connection refused (is the server running?)".into();
+    }
+    innermost
 }
 
 #[cfg(test)]
