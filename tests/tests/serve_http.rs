@@ -1,0 +1,236 @@
+//! `headroom serve` over HTTP against a fault-injecting upstream: OpenAI-shaped answers,
+//! immediate 429s with Retry-After, 400 without touching upstream, 502 when upstream is down.
+
+use futures::StreamExt;
+use headroom_core::lanes::{AudioLane, TextLane, TextLaneConfig};
+use headroom_core::llm::LlmClient;
+use headroom_core::metrics::Metrics;
+use headroom_core::server::{bind_loopback, RunningServer, ServerState};
+use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+async fn serve(upstream_url: &str) -> RunningServer {
+    let metrics = Arc::new(Metrics::new());
+    let lane = TextLane::new(
+        LlmClient::new(upstream_url, None).unwrap(),
+        TextLaneConfig::default(),
+        metrics.clone(),
+    );
+    let _ = lane.discover().await;
+    let state = Arc::new(ServerState {
+        text_lane: lane,
+        audio_lane: AudioLane::new(Default::default(), metrics.clone()),
+        metrics,
+        max_body_bytes: 64 * 1024,
+    });
+    RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), state).unwrap()
+}
+
+fn chat(stream: bool, text: &str) -> Value {
+    json!({"model": "fake-model", "stream": stream, "messages": [{"role": "user", "content": text}]})
+}
+
+#[tokio::test]
+async fn non_streaming_answer_is_a_chat_completion() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&chat(false, "hi there"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["choices"][0]["message"]["content"], "clean: hi there");
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    assert_eq!(body["usage"]["total_tokens"], 13);
+}
+
+#[tokio::test]
+async fn streaming_relays_chunks_and_ends_with_done_without_usage_unless_asked() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let text = reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&chat(true, "a b"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
+    assert!(text.contains(r#""content":"clean: ""#));
+    assert!(
+        !text.contains("usage"),
+        "usage only when stream_options asks: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_flood_gets_429_at_once_with_retry_after_and_the_reason_code() {
+    let up = FakeUpstream::start(Behavior::HangAfter(1), 4096).await;
+    let server = serve(&up.base_url()).await;
+    let proxy = LlmClient::new(&server.base_url(), None).unwrap();
+    let mut holders = Vec::new();
+    for _ in 0..2 {
+        let mut s = proxy
+            .stream_chat(&serde_json::from_value(chat(true, "hold")).unwrap())
+            .await
+            .unwrap();
+        while s.next().await.unwrap().unwrap().text().is_none() {}
+        holders.push(s);
+    }
+    let http = reqwest::Client::new();
+    let answers = futures::future::join_all((0..8).map(|_| {
+        http.post(format!("{}/chat/completions", server.base_url()))
+            .json(&chat(true, "flood"))
+            .send()
+    }))
+    .await;
+    for resp in answers {
+        let resp = resp.unwrap();
+        assert_eq!(resp.status(), 429);
+        let retry_after: u64 = resp.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(retry_after >= 1);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "text_lane_full");
+        assert_eq!(body["error"]["type"], "rate_limit_error");
+        assert_eq!(body["error"]["headroom"]["in_flight"], 2);
+        assert!(body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 of 2 running"));
+    }
+    assert_eq!(up.requests(), 2, "no flood request reached the upstream");
+    let metrics = http
+        .get(format!("http://{}/metrics", server.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"headroom_rejections_total{lane="text",reason="text_lane_full"} 8"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"headroom_in_flight{lane="text"} 2"#));
+    let lanes: Value = http
+        .get(format!("{}/headroom/lanes", server.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(lanes["text"]["occupancy"]["in_flight"], 2);
+    assert_eq!(
+        lanes["text"]["recent_rejections"].as_array().unwrap().len(),
+        8
+    );
+    drop(holders);
+    up.until_open_streams(0).await;
+}
+
+#[tokio::test]
+async fn oversized_input_is_400_and_oversized_bodies_413_without_touching_upstream() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&chat(false, &"long words ".repeat(1400)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "input_too_long");
+    let resp = http
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&chat(false, &"x".repeat(100 * 1024)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "input_too_long");
+    assert_eq!(up.requests(), 0);
+}
+
+#[tokio::test]
+async fn bad_json_is_a_clear_400() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_json");
+}
+
+#[tokio::test]
+async fn upstream_down_is_502_and_health_says_so() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = serve(&format!("http://127.0.0.1:{port}/v1")).await;
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&chat(false, "hi"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "upstream_unavailable");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("connection refused"));
+    let health = http
+        .get(format!("http://{}/health", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 503);
+}
+
+#[tokio::test]
+async fn a_mid_stream_failure_reaches_the_client_as_an_error_event() {
+    let up = FakeUpstream::start(
+        Behavior::ErrorInStream(
+            json!({"error": {"message": "engine died", "type": "x", "param": null, "code": 500}}),
+        ),
+        4096,
+    )
+    .await;
+    let server = serve(&up.base_url()).await;
+    let text = reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&chat(true, "hi"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains(r#""code":"upstream_error""#), "{text}");
+    assert!(text.contains("engine died"));
+    assert!(text.trim_end().ends_with("data: [DONE]"));
+}
