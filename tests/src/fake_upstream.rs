@@ -49,6 +49,7 @@ pub enum Behavior {
 #[derive(Default)]
 struct Recorder {
     bodies: Mutex<Vec<Value>>,
+    authorizations: Mutex<Vec<Option<String>>>,
     queue: Mutex<VecDeque<Behavior>>,
     open_streams: AtomicUsize,
     max_concurrent: AtomicUsize,
@@ -131,6 +132,11 @@ impl FakeUpstream {
     /// Chat requests received so far.
     pub fn requests(&self) -> usize {
         self.shared.recorder.bodies.lock().unwrap().len()
+    }
+
+    /// The Authorization header of each chat request.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.shared.recorder.authorizations.lock().unwrap().clone()
     }
 
     pub fn bodies(&self) -> Vec<Value> {
@@ -220,7 +226,16 @@ fn ok_stream(
     futures::stream::iter(items.into_iter().map(Ok))
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
+async fn chat(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    shared.recorder.authorizations.lock().unwrap().push(auth);
     shared.recorder.bodies.lock().unwrap().push(body.clone());
     let behavior = shared
         .recorder

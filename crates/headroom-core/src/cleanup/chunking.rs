@@ -45,7 +45,7 @@ pub fn split_into_chunks(text: &str, max_tokens: u32) -> Vec<Chunk> {
 /// any boundary allows it.
 fn units(text: &str, max_tokens: u32) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (line, sep) in split_keeping(text, |s| line_boundary(s)) {
+    for (line, sep) in split_keeping(text, line_boundary) {
         if estimate_tokens(&line) <= max_tokens {
             out.push((line, sep));
             continue;

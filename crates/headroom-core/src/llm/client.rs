@@ -276,7 +276,7 @@ fn parse_sse(resp: reqwest::Response) -> impl Stream<Item = Result<ChatChunk, Ll
                         };
                         if let Some(error) = ApiError::from_value(&value) {
                             st.done = true;
-                            return Some((Err(LlmError::InStream(error)), st));
+                            return Some((Err(LlmError::InStream(Box::new(error))), st));
                         }
                         let chunk = ChatChunk::parse(data, &value);
                         if chunk.finish_reason.is_some() {

@@ -98,17 +98,17 @@ pub enum LlmError {
     #[error("cannot reach {url}: {message}")]
     Unreachable { url: String, message: String },
     #[error("the prompt does not fit the model's context: {}", .error.message)]
-    ContextOverflow { error: ApiError },
+    ContextOverflow { error: Box<ApiError> },
     #[error("the server is overloaded (HTTP {status}): {}", .error.message)]
     Busy {
         status: u16,
-        error: ApiError,
+        error: Box<ApiError>,
         retry_after: Option<Duration>,
     },
     #[error("HTTP {status}: {}", .error.message)]
-    Status { status: u16, error: ApiError },
+    Status { status: u16, error: Box<ApiError> },
     #[error("error inside the stream: {}", .0.message)]
-    InStream(ApiError),
+    InStream(Box<ApiError>),
     #[error("malformed response: {0}")]
     Malformed(String),
     #[error("the connection broke mid-response: {0}")]
@@ -120,7 +120,7 @@ pub enum LlmError {
 impl LlmError {
     /// Classifies a non-2xx answer.
     pub fn from_status(status: u16, body: &str, retry_after: Option<Duration>) -> LlmError {
-        let error = ApiError::from_body(body);
+        let error = Box::new(ApiError::from_body(body));
         match status {
             400 | 413 if error.is_context_overflow() => LlmError::ContextOverflow { error },
             429 | 503 => LlmError::Busy {

@@ -1,0 +1,148 @@
+//! The `headroom` binary as a user runs it.
+
+use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.txt");
+
+async fn headroom(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_headroom"));
+    cmd.args(args)
+        // Never read the developer's own config.
+        .env("HEADROOM_CONFIG", empty_config())
+        .env_remove("HEADROOM_LLM_URL")
+        .env_remove("HEADROOM_API_KEY");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().await.expect("headroom runs")
+}
+
+fn empty_config() -> PathBuf {
+    let path = std::env::temp_dir().join(format!("headroom-cli-test-{}.toml", std::process::id()));
+    if !path.exists() {
+        std::fs::write(&path, "# defaults\n").unwrap();
+    }
+    path
+}
+
+fn closed_port_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test]
+async fn no_llm_cleans_with_the_rules_only() {
+    let out = headroom(&["cleanup", SAMPLE, "--no-llm"], &[]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with(
+            "[00:00:02] Interviewer: So, how did you get started with field recording."
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(" um "));
+}
+
+#[tokio::test]
+async fn fallback_policy_with_no_server_prints_rule_based_text_and_says_why() {
+    let url = closed_port_url();
+    let out = headroom(
+        &["cleanup", SAMPLE, "--llm-url", &url, "--policy", "fallback"],
+        &[],
+    )
+    .await;
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("rule-based cleanup because"), "{stderr}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(text(&out.stdout).contains("Maya: Well I was fourteen"));
+}
+
+#[tokio::test]
+async fn reject_policy_explains_and_exits_3() {
+    let url = closed_port_url();
+    let out = headroom(&["cleanup", SAMPLE, "--llm-url", &url], &[]).await;
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("reason: upstream_unavailable"), "{stderr}");
+    assert!(stderr.contains("--policy fallback"));
+    assert!(out.stdout.is_empty(), "nothing half-done on stdout");
+}
+
+#[tokio::test]
+async fn cleans_through_the_server_and_never_logs_the_key() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let out = headroom(
+        &["cleanup", SAMPLE, "--llm-url", &up.base_url(), "--json"],
+        &[
+            ("HEADROOM_API_KEY", "sk-very-secret"),
+            ("HEADROOM_LOG", "trace"),
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["pieces"][0]["source"]["kind"], "llm");
+    assert!(json["pieces"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("clean: [00:00:02]"));
+    assert_eq!(
+        up.authorizations()[0].as_deref(),
+        Some("Bearer sk-very-secret")
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("TRACE") || stderr.contains("DEBUG") || stderr.contains("INFO"),
+        "logs are on"
+    );
+    assert!(!stderr.contains("sk-very-secret"));
+}
+
+#[tokio::test]
+async fn a_missing_or_empty_file_is_a_clear_error() {
+    let out = headroom(&["cleanup", "/nonexistent/talk.txt", "--no-llm"], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("cannot read the transcript /nonexistent/talk.txt"));
+    let empty = std::env::temp_dir().join(format!("headroom-empty-{}.txt", std::process::id()));
+    std::fs::write(&empty, "  \n").unwrap();
+    let out = headroom(
+        &["cleanup", Path::new(&empty).to_str().unwrap(), "--no-llm"],
+        &[],
+    )
+    .await;
+    assert!(text(&out.stderr).contains("is empty"));
+    std::fs::remove_file(empty).unwrap();
+}
+
+#[tokio::test]
+async fn serve_refuses_a_non_loopback_address() {
+    let out = headroom(&["serve", "--listen", "0.0.0.0:0"], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("loopback only"));
+}
+
+#[tokio::test]
+async fn doctor_reports_server_model_context_and_gpu() {
+    let up = FakeUpstream::start(Behavior::Echo, 8192).await;
+    let out = headroom(&["doctor", "--llm-url", &up.base_url()], &[]).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("models      fake-model"), "{stdout}");
+    assert!(stdout.contains("context     8192 tokens"), "{stdout}");
+    assert!(stdout.contains("gpu         "), "{stdout}");
+    let down = headroom(&["doctor", "--llm-url", &closed_port_url()], &[]).await;
+    assert_eq!(down.status.code(), Some(1));
+    assert!(text(&down.stdout).contains("server      FAIL"));
+}
