@@ -81,6 +81,11 @@ impl LlmClient {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            // No idle connection reuse: servers close idle keep-alive connections on their own
+            // schedule (llama-server after 5 s), and a POST sent on a connection the server is
+            // closing fails with no way to know it was never processed. A fresh loopback
+            // connection costs well under a millisecond.
+            .pool_max_idle_per_host(0)
             // Streams can legitimately idle while the server prefills; deadlines live in the
             // text lane, where they can say which one passed.
             .build()
