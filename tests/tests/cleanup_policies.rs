@@ -250,3 +250,33 @@ async fn cancelling_stops_the_document_and_closes_the_request() {
     assert_eq!(lane.snapshot().occupancy.in_flight, 0);
     up.until_open_streams(0).await;
 }
+
+#[tokio::test]
+async fn a_reply_that_drifts_from_the_transcript_is_not_used() {
+    let chatter = "I'm so glad to have you on the show. ".repeat(3);
+    let up = FakeUpstream::start(Behavior::Reply(vec![chatter]), 4096).await;
+    let lane = lane(&up, TextLaneConfig::default()).await;
+    let out = clean_document(
+        &lane,
+        &request(TRANSCRIPT, FailurePolicy::Fallback),
+        &CancellationToken::new(),
+        &ignore,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.text(), "So the results were good.\nWe tested it twice.");
+    let reasons: Vec<RejectReason> = out.fallbacks().map(|r| r.reason).collect();
+    assert_eq!(reasons, vec![RejectReason::UnusableReply]);
+    let err = clean_document(
+        &lane,
+        &request(TRANSCRIPT, FailurePolicy::Retry),
+        &CancellationToken::new(),
+        &ignore,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, CleanupError::Rejected { ref rejection, .. } if rejection.reason == RejectReason::UnusableReply)
+    );
+    assert_eq!(up.requests(), 2, "an unusable reply is not retried");
+}

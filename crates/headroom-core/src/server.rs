@@ -169,7 +169,9 @@ pub fn rejection_status(r: &Rejection) -> StatusCode {
         }
         RejectReason::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
         RejectReason::InputTooLong => StatusCode::BAD_REQUEST,
-        RejectReason::UpstreamUnavailable | RejectReason::UpstreamError => StatusCode::BAD_GATEWAY,
+        RejectReason::UpstreamUnavailable
+        | RejectReason::UpstreamError
+        | RejectReason::UnusableReply => StatusCode::BAD_GATEWAY,
         RejectReason::UpstreamBusy => StatusCode::SERVICE_UNAVAILABLE,
         RejectReason::Cancelled => StatusCode::REQUEST_TIMEOUT,
     }

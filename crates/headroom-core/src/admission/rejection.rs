@@ -47,6 +47,8 @@ pub enum RejectReason {
     UpstreamBusy,
     /// The upstream server refused the request or answered something unusable.
     UpstreamError,
+    /// The model answered, but not with a usable cleanup (chatter, cut off, empty).
+    UnusableReply,
     /// Free GPU memory is below the headroom reserved for audio.
     GpuMemoryPressure,
     /// The user (or the client) cancelled.
@@ -54,7 +56,7 @@ pub enum RejectReason {
 }
 
 impl RejectReason {
-    pub const ALL: [RejectReason; 9] = [
+    pub const ALL: [RejectReason; 10] = [
         RejectReason::TextLaneFull,
         RejectReason::AudioLaneFull,
         RejectReason::InputTooLong,
@@ -62,6 +64,7 @@ impl RejectReason {
         RejectReason::UpstreamUnavailable,
         RejectReason::UpstreamBusy,
         RejectReason::UpstreamError,
+        RejectReason::UnusableReply,
         RejectReason::GpuMemoryPressure,
         RejectReason::Cancelled,
     ];
@@ -75,6 +78,7 @@ impl RejectReason {
             RejectReason::UpstreamUnavailable => "upstream_unavailable",
             RejectReason::UpstreamBusy => "upstream_busy",
             RejectReason::UpstreamError => "upstream_error",
+            RejectReason::UnusableReply => "unusable_reply",
             RejectReason::GpuMemoryPressure => "gpu_memory_pressure",
             RejectReason::Cancelled => "cancelled",
         }
@@ -179,9 +183,10 @@ impl Rejection {
             | RejectReason::UpstreamBusy
             | RejectReason::GpuMemoryPressure => true,
             RejectReason::DeadlineExceeded => self.deadline != Some(DeadlineKind::Total),
-            RejectReason::InputTooLong | RejectReason::UpstreamError | RejectReason::Cancelled => {
-                false
-            }
+            RejectReason::InputTooLong
+            | RejectReason::UpstreamError
+            | RejectReason::UnusableReply
+            | RejectReason::Cancelled => false,
         }
     }
 
@@ -228,6 +233,9 @@ impl Rejection {
             }
             RejectReason::UpstreamError => {
                 format!("The {what} server refused the request{detail}.")
+            }
+            RejectReason::UnusableReply => {
+                format!("The {what}'s reply could not be used{detail}.")
             }
             RejectReason::GpuMemoryPressure => format!(
                 "GPU memory is low, so new {what} work is paused to keep audio responsive{detail}.{retry}"

@@ -8,6 +8,7 @@
 
 pub mod chunking;
 mod prompts;
+mod reply_check;
 pub mod rules;
 
 pub use prompts::CleanupMode;
@@ -322,8 +323,10 @@ async fn ask_model(
     chat.temperature = Some(0.0);
     let mut stream = lane.submit(chat).await?;
     let mut reply = String::new();
+    let mut finish_reason = None;
     while let Some(item) = stream.next().await {
         let chunk = item?;
+        finish_reason = chunk.finish_reason.clone().or(finish_reason);
         if let Some(delta) = chunk.text() {
             reply.push_str(delta);
             on_event(CleanupEvent::Delta {
@@ -333,11 +336,8 @@ async fn ask_model(
         }
     }
     let reply = reply.trim();
-    if reply.is_empty() {
-        return Err(lane.record_rejection(
-            RejectReason::UpstreamError,
-            "the model replied with no text",
-        ));
+    if let Some(why) = reply_check::unusable_reply(mode, text, reply, finish_reason.as_deref()) {
+        return Err(lane.record_rejection(RejectReason::UnusableReply, why));
     }
     Ok(reply.to_string())
 }
