@@ -3,8 +3,8 @@
 
 use headroom_core::admission::RejectReason;
 use headroom_core::cleanup::{
-    clean_document, CleanupError, CleanupEvent, CleanupMode, CleanupRequest, FailurePolicy,
-    PieceSource, RetrySettings,
+    clean_document, CleanupError, CleanupEvent, CleanupMode, CleanupOutput, CleanupRequest,
+    FailurePolicy, PieceSource, RetrySettings,
 };
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::LlmClient;
@@ -49,18 +49,27 @@ fn request(text: &str, policy: FailurePolicy) -> CleanupRequest {
 
 fn ignore(_: CleanupEvent) {}
 
-#[tokio::test]
-async fn the_model_cleans_and_the_result_says_so() {
-    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
-    let lane = lane(&up, TextLaneConfig::default()).await;
-    let out = clean_document(
-        &lane,
-        &request(TRANSCRIPT, FailurePolicy::Reject),
+async fn clean(
+    lane: &TextLane,
+    text: &str,
+    policy: FailurePolicy,
+) -> Result<CleanupOutput, CleanupError> {
+    clean_document(
+        lane,
+        &request(text, policy),
         &CancellationToken::new(),
         &ignore,
     )
     .await
-    .unwrap();
+}
+
+#[tokio::test]
+async fn the_model_cleans_and_the_result_says_so() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let lane = lane(&up, TextLaneConfig::default()).await;
+    let out = clean(&lane, TRANSCRIPT, FailurePolicy::Reject)
+        .await
+        .unwrap();
     assert_eq!(out.text(), format!("clean: {TRANSCRIPT}"));
     assert_eq!(out.pieces[0].source, PieceSource::Llm { attempts: 1 });
     let sent = &up.bodies()[0];
@@ -121,14 +130,7 @@ async fn reject_policy_stops_with_the_rejection_and_keeps_finished_pieces() {
         "first line of words ".repeat(12).trim(),
         "second line of words ".repeat(12).trim()
     );
-    let err = clean_document(
-        &lane,
-        &request(&doc, FailurePolicy::Reject),
-        &CancellationToken::new(),
-        &ignore,
-    )
-    .await
-    .unwrap_err();
+    let err = clean(&lane, &doc, FailurePolicy::Reject).await.unwrap_err();
     match err {
         CleanupError::Rejected {
             rejection,
@@ -148,14 +150,9 @@ async fn reject_policy_stops_with_the_rejection_and_keeps_finished_pieces() {
 async fn fallback_policy_cleans_refused_chunks_with_the_rules() {
     let up = FakeUpstream::start(busy(), 4096).await;
     let lane = lane(&up, TextLaneConfig::default()).await;
-    let out = clean_document(
-        &lane,
-        &request(TRANSCRIPT, FailurePolicy::Fallback),
-        &CancellationToken::new(),
-        &ignore,
-    )
-    .await
-    .unwrap();
+    let out = clean(&lane, TRANSCRIPT, FailurePolicy::Fallback)
+        .await
+        .unwrap();
     assert_eq!(out.text(), "So the results were good.\nWe tested it twice.");
     let reasons: Vec<RejectReason> = out.fallbacks().map(|r| r.reason).collect();
     assert_eq!(reasons, vec![RejectReason::UpstreamBusy]);
@@ -190,14 +187,9 @@ async fn retry_policy_retries_retryable_rejections_then_succeeds() {
 async fn retry_policy_gives_up_after_its_attempts_and_never_retries_input_too_long() {
     let up = FakeUpstream::start(busy(), 4096).await;
     let lane = lane(&up, TextLaneConfig::default()).await;
-    let err = clean_document(
-        &lane,
-        &request(TRANSCRIPT, FailurePolicy::Retry),
-        &CancellationToken::new(),
-        &ignore,
-    )
-    .await
-    .unwrap_err();
+    let err = clean(&lane, TRANSCRIPT, FailurePolicy::Retry)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, CleanupError::Rejected { ref rejection, .. } if rejection.reason == RejectReason::UpstreamBusy)
     );
@@ -213,14 +205,9 @@ async fn retry_policy_gives_up_after_its_attempts_and_never_retries_input_too_lo
     )
     .await;
     let lane = self::lane(&up, TextLaneConfig::default()).await;
-    let err = clean_document(
-        &lane,
-        &request(TRANSCRIPT, FailurePolicy::Retry),
-        &CancellationToken::new(),
-        &ignore,
-    )
-    .await
-    .unwrap_err();
+    let err = clean(&lane, TRANSCRIPT, FailurePolicy::Retry)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, CleanupError::Rejected { ref rejection, .. } if rejection.reason == RejectReason::InputTooLong)
     );
@@ -256,25 +243,15 @@ async fn a_reply_that_drifts_from_the_transcript_is_not_used() {
     let chatter = "I'm so glad to have you on the show. ".repeat(3);
     let up = FakeUpstream::start(Behavior::Reply(vec![chatter]), 4096).await;
     let lane = lane(&up, TextLaneConfig::default()).await;
-    let out = clean_document(
-        &lane,
-        &request(TRANSCRIPT, FailurePolicy::Fallback),
-        &CancellationToken::new(),
-        &ignore,
-    )
-    .await
-    .unwrap();
+    let out = clean(&lane, TRANSCRIPT, FailurePolicy::Fallback)
+        .await
+        .unwrap();
     assert_eq!(out.text(), "So the results were good.\nWe tested it twice.");
     let reasons: Vec<RejectReason> = out.fallbacks().map(|r| r.reason).collect();
     assert_eq!(reasons, vec![RejectReason::UnusableReply]);
-    let err = clean_document(
-        &lane,
-        &request(TRANSCRIPT, FailurePolicy::Retry),
-        &CancellationToken::new(),
-        &ignore,
-    )
-    .await
-    .unwrap_err();
+    let err = clean(&lane, TRANSCRIPT, FailurePolicy::Retry)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, CleanupError::Rejected { ref rejection, .. } if rejection.reason == RejectReason::UnusableReply)
     );

@@ -6,10 +6,10 @@ use headroom_core::admission::RejectReason;
 use headroom_core::cleanup::{
     clean_document, CleanupMode, CleanupRequest, FailurePolicy, PieceSource, RetrySettings,
 };
-use headroom_core::lanes::{AudioLane, TextLane, TextLaneConfig};
+use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
 use headroom_core::metrics::Metrics;
-use headroom_core::server::{bind_loopback, RunningServer, ServerState};
+use headroom_core::server::RunningServer;
 use headroom_tests::llama::LlamaServer;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -47,14 +47,7 @@ async fn discovery_reads_the_per_slot_context_and_model() {
 async fn flooded_serve_admits_two_streams_and_rejects_the_rest_while_they_run() {
     let llama = LlamaServer::start().await;
     let lane = lane_for(&llama).await;
-    let metrics = Arc::new(Metrics::new());
-    let state = Arc::new(ServerState {
-        text_lane: lane,
-        audio_lane: AudioLane::new(Default::default(), metrics.clone()),
-        metrics,
-        max_body_bytes: 1 << 20,
-    });
-    let server = RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), state).unwrap();
+    let server = RunningServer::ephemeral(lane).await.unwrap();
     let proxy = LlmClient::new(&server.base_url(), None).unwrap();
     let mut holders = Vec::new();
     for _ in 0..2 {

@@ -1,10 +1,10 @@
 //! The official `openai` Python client (PyPI `openai`) against `headroom serve` in front of a
 //! real llama-server: streamed text on success, `RateLimitError` on overload.
 
-use headroom_core::lanes::{AudioLane, TextLane, TextLaneConfig};
+use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::LlmClient;
 use headroom_core::metrics::Metrics;
-use headroom_core::server::{bind_loopback, RunningServer, ServerState};
+use headroom_core::server::RunningServer;
 use headroom_tests::llama::LlamaServer;
 use serde_json::Value;
 use std::sync::Arc;
@@ -12,20 +12,13 @@ use std::sync::Arc;
 #[tokio::test]
 async fn the_openai_python_client_sees_text_then_rate_limit_errors() {
     let llama = LlamaServer::start().await;
-    let metrics = Arc::new(Metrics::new());
     let lane = TextLane::new(
         LlmClient::new(&llama.base_url(), None).unwrap(),
         TextLaneConfig::default(),
-        metrics.clone(),
+        Arc::new(Metrics::new()),
     );
     lane.discover().await.unwrap();
-    let state = Arc::new(ServerState {
-        text_lane: lane,
-        audio_lane: AudioLane::new(Default::default(), metrics.clone()),
-        metrics,
-        max_body_bytes: 1 << 20,
-    });
-    let server = RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), state).unwrap();
+    let server = RunningServer::ephemeral(lane).await.unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/openai_client_check.py");
     let out = tokio::process::Command::new("python3")
         .arg(script)

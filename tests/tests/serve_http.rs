@@ -2,29 +2,31 @@
 //! immediate 429s with Retry-After, 400 without touching upstream, 502 when upstream is down.
 
 use futures::StreamExt;
-use headroom_core::lanes::{AudioLane, TextLane, TextLaneConfig};
+use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::LlmClient;
 use headroom_core::metrics::Metrics;
-use headroom_core::server::{bind_loopback, RunningServer, ServerState};
+use headroom_core::server::RunningServer;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 async fn serve(upstream_url: &str) -> RunningServer {
-    let metrics = Arc::new(Metrics::new());
     let lane = TextLane::new(
         LlmClient::new(upstream_url, None).unwrap(),
         TextLaneConfig::default(),
-        metrics.clone(),
+        Arc::new(Metrics::new()),
     );
     let _ = lane.discover().await;
-    let state = Arc::new(ServerState {
-        text_lane: lane,
-        audio_lane: AudioLane::new(Default::default(), metrics.clone()),
-        metrics,
-        max_body_bytes: 64 * 1024,
-    });
-    RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), state).unwrap()
+    RunningServer::ephemeral(lane).await.unwrap()
+}
+
+async fn post_chat(server: &RunningServer, body: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
 }
 
 fn chat(stream: bool, text: &str) -> Value {
@@ -35,12 +37,7 @@ fn chat(stream: bool, text: &str) -> Value {
 async fn non_streaming_answer_is_a_chat_completion() {
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     let server = serve(&up.base_url()).await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/chat/completions", server.base_url()))
-        .json(&chat(false, "hi there"))
-        .send()
-        .await
-        .unwrap();
+    let resp = post_chat(&server, chat(false, "hi there")).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["object"], "chat.completion");
@@ -53,12 +50,8 @@ async fn non_streaming_answer_is_a_chat_completion() {
 async fn streaming_relays_chunks_and_ends_with_done_without_usage_unless_asked() {
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     let server = serve(&up.base_url()).await;
-    let text = reqwest::Client::new()
-        .post(format!("{}/chat/completions", server.base_url()))
-        .json(&chat(true, "a b"))
-        .send()
+    let text = post_chat(&server, chat(true, "a b"))
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -144,22 +137,11 @@ async fn a_flood_gets_429_at_once_with_retry_after_and_the_reason_code() {
 async fn oversized_input_is_400_and_oversized_bodies_413_without_touching_upstream() {
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     let server = serve(&up.base_url()).await;
-    let http = reqwest::Client::new();
-    let resp = http
-        .post(format!("{}/chat/completions", server.base_url()))
-        .json(&chat(false, &"long words ".repeat(1400)))
-        .send()
-        .await
-        .unwrap();
+    let resp = post_chat(&server, chat(false, &"long words ".repeat(1400))).await;
     assert_eq!(resp.status(), 400);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "input_too_long");
-    let resp = http
-        .post(format!("{}/chat/completions", server.base_url()))
-        .json(&chat(false, &"x".repeat(100 * 1024)))
-        .send()
-        .await
-        .unwrap();
+    let resp = post_chat(&server, chat(false, &"x".repeat(1100 * 1024))).await;
     assert_eq!(resp.status(), 413);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "input_too_long");
@@ -190,12 +172,7 @@ async fn upstream_down_is_502_and_health_says_so() {
         .port();
     let server = serve(&format!("http://127.0.0.1:{port}/v1")).await;
     let http = reqwest::Client::new();
-    let resp = http
-        .post(format!("{}/chat/completions", server.base_url()))
-        .json(&chat(false, "hi"))
-        .send()
-        .await
-        .unwrap();
+    let resp = post_chat(&server, chat(false, "hi")).await;
     assert_eq!(resp.status(), 502);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "upstream_unavailable");
@@ -221,12 +198,8 @@ async fn a_mid_stream_failure_reaches_the_client_as_an_error_event() {
     )
     .await;
     let server = serve(&up.base_url()).await;
-    let text = reqwest::Client::new()
-        .post(format!("{}/chat/completions", server.base_url()))
-        .json(&chat(true, "hi"))
-        .send()
+    let text = post_chat(&server, chat(true, "hi"))
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();

@@ -18,8 +18,24 @@ fn lane_with(upstream: &FakeUpstream, config: TextLaneConfig) -> TextLane {
     TextLane::new(client, config, Arc::new(Metrics::new()))
 }
 
+fn lane_with_deadline(upstream: &FakeUpstream, set: impl FnOnce(&mut Deadlines)) -> TextLane {
+    let mut config = TextLaneConfig::default();
+    set(&mut config.deadlines);
+    lane_with(upstream, config)
+}
+
 fn lane(upstream: &FakeUpstream) -> TextLane {
     lane_with(upstream, TextLaneConfig::default())
+}
+
+/// Submits a request that is admitted and then fails; returns the text before the failure.
+async fn failed_reply(lane: &TextLane) -> (String, headroom_core::admission::Rejection) {
+    lane.submit(ask("x"))
+        .await
+        .unwrap()
+        .collect_text()
+        .await
+        .unwrap_err()
 }
 
 fn ask(text: &str) -> ChatRequest {
@@ -105,23 +121,8 @@ async fn dropping_a_stream_frees_the_slot_and_closes_the_upstream_connection() {
 async fn slow_first_token_hits_the_first_chunk_deadline_and_closes_upstream() {
     let gate = Arc::new(Notify::new());
     let up = FakeUpstream::start(Behavior::SlowFirstToken(gate), 4096).await;
-    let lane = lane_with(
-        &up,
-        TextLaneConfig {
-            deadlines: Deadlines {
-                first_chunk: Duration::from_millis(300),
-                ..Deadlines::default()
-            },
-            ..TextLaneConfig::default()
-        },
-    );
-    let (text, r) = lane
-        .submit(ask("x"))
-        .await
-        .unwrap()
-        .collect_text()
-        .await
-        .unwrap_err();
+    let lane = lane_with_deadline(&up, |d| d.first_chunk = Duration::from_millis(300));
+    let (text, r) = failed_reply(&lane).await;
     assert_eq!(text, "");
     assert_eq!(r.reason, RejectReason::DeadlineExceeded);
     assert_eq!(r.deadline, Some(DeadlineKind::FirstChunk));
@@ -135,16 +136,7 @@ async fn slow_first_token_hits_the_first_chunk_deadline_and_closes_upstream() {
 async fn a_server_that_holds_headers_is_caught_by_the_first_chunk_deadline() {
     let gate = Arc::new(Notify::new());
     let up = FakeUpstream::start(Behavior::HoldHeaders(gate), 4096).await;
-    let lane = lane_with(
-        &up,
-        TextLaneConfig {
-            deadlines: Deadlines {
-                first_chunk: Duration::from_millis(300),
-                ..Deadlines::default()
-            },
-            ..TextLaneConfig::default()
-        },
-    );
+    let lane = lane_with_deadline(&up, |d| d.first_chunk = Duration::from_millis(300));
     let r = lane.submit(ask("x")).await.err().unwrap();
     assert_eq!(r.deadline, Some(DeadlineKind::FirstChunk));
     assert_eq!(lane.snapshot().occupancy.in_flight, 0);
@@ -153,23 +145,8 @@ async fn a_server_that_holds_headers_is_caught_by_the_first_chunk_deadline() {
 #[tokio::test]
 async fn a_hang_mid_stream_hits_the_total_deadline_after_output() {
     let up = FakeUpstream::start(Behavior::HangAfter(2), 4096).await;
-    let lane = lane_with(
-        &up,
-        TextLaneConfig {
-            deadlines: Deadlines {
-                total: Duration::from_millis(400),
-                ..Deadlines::default()
-            },
-            ..TextLaneConfig::default()
-        },
-    );
-    let (text, r) = lane
-        .submit(ask("x"))
-        .await
-        .unwrap()
-        .collect_text()
-        .await
-        .unwrap_err();
+    let lane = lane_with_deadline(&up, |d| d.total = Duration::from_millis(400));
+    let (text, r) = failed_reply(&lane).await;
     assert_eq!(text, "w0 w1 ");
     assert_eq!(r.reason, RejectReason::DeadlineExceeded);
     assert_eq!(r.deadline, Some(DeadlineKind::Total));
@@ -219,13 +196,7 @@ async fn an_error_chunk_inside_a_200_stream_is_caught() {
     )
     .await;
     let lane = lane(&up);
-    let (text, r) = lane
-        .submit(ask("x"))
-        .await
-        .unwrap()
-        .collect_text()
-        .await
-        .unwrap_err();
+    let (text, r) = failed_reply(&lane).await;
     assert_eq!(text, "partial ");
     assert_eq!(r.reason, RejectReason::UpstreamError);
     assert!(r.detail.unwrap().contains("engine died"));

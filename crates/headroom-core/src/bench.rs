@@ -3,10 +3,10 @@
 //! - what `headroom serve` adds to time-to-first-token compared with calling the same server
 //!   directly, in the same run.
 
-use crate::lanes::{AudioLane, TextLane, TextLaneConfig};
+use crate::lanes::{TextLane, TextLaneConfig};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use crate::metrics::Metrics;
-use crate::server::{bind_loopback, RunningServer, ServerError, ServerState};
+use crate::server::{RunningServer, ServerError};
 use futures::StreamExt;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -62,19 +62,9 @@ async fn start_proxy(
     upstream: &LlmClient,
     config: TextLaneConfig,
 ) -> Result<(RunningServer, TextLane), BenchError> {
-    let metrics = Arc::new(Metrics::new());
-    let lane = TextLane::new(upstream.clone(), config, metrics.clone());
+    let lane = TextLane::new(upstream.clone(), config, Arc::new(Metrics::new()));
     lane.discover().await?;
-    let state = Arc::new(ServerState {
-        text_lane: lane.clone(),
-        audio_lane: AudioLane::new(Default::default(), metrics.clone()),
-        metrics,
-        max_body_bytes: 1 << 20,
-    });
-    let listener = bind_loopback("127.0.0.1:0").await?;
-    let server =
-        RunningServer::start(listener, state).map_err(|e| BenchError::Setup(e.to_string()))?;
-    Ok((server, lane))
+    Ok((RunningServer::ephemeral(lane.clone()).await?, lane))
 }
 
 fn bench_request(model: Option<String>, max_tokens: u32) -> ChatRequest {

@@ -123,6 +123,24 @@ impl RunningServer {
         })
     }
 
+    /// Serves a text lane (and an idle default audio lane) on an ephemeral loopback port: for
+    /// benchmarks, tests and embedding.
+    pub async fn ephemeral(text_lane: TextLane) -> Result<Self, ServerError> {
+        let metrics = text_lane.metrics().clone();
+        let state = Arc::new(ServerState {
+            audio_lane: AudioLane::new(Default::default(), metrics.clone()),
+            text_lane,
+            metrics,
+            max_body_bytes: crate::config::ServerSettings::default().max_body_bytes,
+        });
+        let listener = bind_loopback("127.0.0.1:0").await?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            source,
+        })?;
+        Self::start(listener, state).map_err(|source| ServerError::Bind { addr, source })
+    }
+
     /// The OpenAI base URL, `http://ADDR/v1`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)

@@ -121,6 +121,11 @@ impl TextLane {
         Ok(info)
     }
 
+    /// The metrics this lane reports to.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        self.inner.monitor.metrics()
+    }
+
     pub fn client(&self) -> &LlmClient {
         &self.inner.client
     }
