@@ -13,6 +13,8 @@
 //! - [`config`] loads settings from defaults, a TOML file and the environment.
 
 pub mod admission;
+pub mod asr;
+pub mod audio;
 pub mod bench;
 pub mod cleanup;
 pub mod config;

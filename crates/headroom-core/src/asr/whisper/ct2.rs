@@ -1,0 +1,229 @@
+//! Reads CTranslate2 `model.bin` files (the format faster-whisper ships) into candle tensors.
+//!
+//! Layout (version 6): u32 version; u16-length-prefixed spec name; u32 spec revision; u32
+//! variable count; per variable: name, u8 rank, u32 dims, u8 dtype, u32 byte count, data;
+//! then u32 alias count and (alias, target) name pairs.
+
+use candle_core::{DType, Device, Tensor};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A problem with a model file, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum Ct2Error {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a CTranslate2 model file: {reason}")]
+    Format { path: String, reason: String },
+    #[error("{path}: {reason}")]
+    Unsupported { path: String, reason: String },
+    #[error("{path}: variable {name}: {message}")]
+    Tensor {
+        path: String,
+        name: String,
+        message: String,
+    },
+}
+
+/// The variables of a model: tensors (as f32) and integer scalars.
+pub struct Ct2Model {
+    pub tensors: HashMap<String, Tensor>,
+    pub scalars: HashMap<String, i64>,
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
+        let bytes = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(bytes)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn string(&mut self) -> Result<String, String> {
+        let len = self.u16()? as usize;
+        let bytes = self.take(len)?;
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("a name is not UTF-8: {e}"))?;
+        Ok(text.trim_end_matches('\0').to_string())
+    }
+}
+
+impl Ct2Model {
+    pub fn load(path: &Path) -> Result<Ct2Model, Ct2Error> {
+        let shown = path.display().to_string();
+        let data = std::fs::read(path).map_err(|source| Ct2Error::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&data, &shown)
+    }
+
+    pub fn parse(data: &[u8], shown: &str) -> Result<Ct2Model, Ct2Error> {
+        let format = |reason: String| Ct2Error::Format {
+            path: shown.to_string(),
+            reason,
+        };
+        let mut r = Reader { data, pos: 0 };
+        let version = r.u32().map_err(format)?;
+        if !(5..=6).contains(&version) {
+            return Err(format(format!("unknown format version {version}")));
+        }
+        let _spec = r.string().map_err(format)?;
+        let _revision = r.u32().map_err(format)?;
+        let count = r.u32().map_err(format)?;
+        let mut tensors = HashMap::new();
+        let mut scalars = HashMap::new();
+        for _ in 0..count {
+            let name = r.string().map_err(format)?;
+            let rank = r.u8().map_err(format)? as usize;
+            let mut dims = Vec::with_capacity(rank);
+            for _ in 0..rank {
+                dims.push(r.u32().map_err(format)? as usize);
+            }
+            let dtype = r.u8().map_err(format)?;
+            let bytes = r.u32().map_err(format)? as usize;
+            let raw = r.take(bytes).map_err(format)?;
+            if rank == 0 {
+                let value = match (dtype, raw.len()) {
+                    (1, 1) => raw[0] as i8 as i64,
+                    (2, 2) => i16::from_le_bytes([raw[0], raw[1]]) as i64,
+                    (3, 4) => i32::from_le_bytes(raw.try_into().expect("4 bytes")) as i64,
+                    _ => continue, // float scalars (e.g. scales) are not used by Whisper
+                };
+                scalars.insert(name, value);
+                continue;
+            }
+            let candle_dtype = match dtype {
+                0 => DType::F32,
+                4 => DType::F16,
+                5 => DType::BF16,
+                1..=3 => {
+                    return Err(Ct2Error::Unsupported {
+                        path: shown.to_string(),
+                        reason: format!(
+                            "{name} is integer-quantized; only float16/bfloat16/float32 models are supported"
+                        ),
+                    })
+                }
+                other => return Err(format(format!("{name} has unknown dtype {other}"))),
+            };
+            let tensor = Tensor::from_raw_buffer(raw, candle_dtype, &dims, &Device::Cpu)
+                .and_then(|t| t.to_dtype(DType::F32))
+                .map_err(|e| Ct2Error::Tensor {
+                    path: shown.to_string(),
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?;
+            tensors.insert(name, tensor);
+        }
+        if version >= 5 {
+            if let Ok(aliases) = r.u32() {
+                for _ in 0..aliases {
+                    let alias = r.string().map_err(format)?;
+                    let target = r.string().map_err(format)?;
+                    if let Some(t) = tensors.get(&target).cloned() {
+                        tensors.insert(alias, t);
+                    }
+                }
+            }
+        }
+        Ok(Ct2Model { tensors, scalars })
+    }
+
+    /// A tensor by name, or an error naming what is missing.
+    pub fn tensor(&self, name: &str) -> Result<Tensor, String> {
+        self.tensors
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("the model has no variable {name}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put_str(out: &mut Vec<u8>, s: &str) {
+        out.extend((s.len() as u16 + 1).to_le_bytes());
+        out.extend(s.as_bytes());
+        out.push(0);
+    }
+
+    fn tiny_file() -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend(6u32.to_le_bytes());
+        put_str(&mut out, "WhisperSpec");
+        out.extend(3u32.to_le_bytes());
+        out.extend(2u32.to_le_bytes());
+        // a 2x2 f32 matrix
+        put_str(&mut out, "a/weight");
+        out.push(2);
+        out.extend(2u32.to_le_bytes());
+        out.extend(2u32.to_le_bytes());
+        out.push(0);
+        out.extend(16u32.to_le_bytes());
+        for v in [1.0f32, 2.0, 3.0, 4.0] {
+            out.extend(v.to_le_bytes());
+        }
+        // an int16 scalar
+        put_str(&mut out, "num_heads");
+        out.push(0);
+        out.push(2);
+        out.extend(2u32.to_le_bytes());
+        out.extend(6i16.to_le_bytes());
+        out.extend(1u32.to_le_bytes());
+        put_str(&mut out, "b/weight");
+        put_str(&mut out, "a/weight");
+        out
+    }
+
+    #[test]
+    fn parses_tensors_scalars_and_aliases() {
+        let m = Ct2Model::parse(&tiny_file(), "test.bin").unwrap();
+        assert_eq!(m.scalars["num_heads"], 6);
+        let a = m.tensor("a/weight").unwrap();
+        assert_eq!(a.dims(), &[2, 2]);
+        assert_eq!(
+            a.to_vec2::<f32>().unwrap(),
+            vec![vec![1.0, 2.0], vec![3.0, 4.0]]
+        );
+        assert_eq!(
+            m.tensor("b/weight").unwrap().to_vec2::<f32>().unwrap()[1][1],
+            4.0
+        );
+    }
+
+    #[test]
+    fn truncated_files_are_reported_not_panicked() {
+        let file = tiny_file();
+        for cut in [0, 3, 10, 40, file.len() - 20] {
+            let err = Ct2Model::parse(&file[..cut], "cut.bin")
+                .err()
+                .expect("an error");
+            assert!(err.to_string().contains("cut.bin"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Whisper's log-mel front end: 25 ms Hann windows every 10 ms at 16 kHz (n_fft 400, hop
+//! 160), power spectrum by FFT, Slaney-scale mel filters up to 8 kHz, log10, clamp to 8 below
+//! the peak, rescale. Frames are centred (reflect padding), and the last frame is dropped, as
+//! the reference implementation does.
+
+use rustfft::num_complex::Complex32;
+use rustfft::{Fft, FftPlanner};
+use std::sync::Arc;
+
+pub const SAMPLE_RATE: usize = 16_000;
+pub const N_FFT: usize = 400;
+pub const HOP: usize = 160;
+/// Frames in one 30-second window.
+pub const WINDOW_FRAMES: usize = 3000;
+pub const WINDOW_SAMPLES: usize = WINDOW_FRAMES * HOP;
+
+/// Computes log-mel spectrograms.
+pub struct MelFrontend {
+    n_mels: usize,
+    filters: Vec<f32>,
+    window: Vec<f32>,
+    fft: Arc<dyn Fft<f32>>,
+}
+
+fn hz_to_mel(hz: f64) -> f64 {
+    // Slaney: linear below 1 kHz, logarithmic above.
+    let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
+    let min_log_mel = min_log_hz / f_sp;
+    let logstep = (6.4f64).ln() / 27.0;
+    if hz >= min_log_hz {
+        min_log_mel + (hz / min_log_hz).ln() / logstep
+    } else {
+        hz / f_sp
+    }
+}
+
+fn mel_to_hz(mel: f64) -> f64 {
+    let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
+    let min_log_mel = min_log_hz / f_sp;
+    let logstep = (6.4f64).ln() / 27.0;
+    if mel >= min_log_mel {
+        min_log_hz * (logstep * (mel - min_log_mel)).exp()
+    } else {
+        mel * f_sp
+    }
+}
+
+/// Slaney-normalized triangular filters, n_mels × (N_FFT/2 + 1), row-major.
+pub fn mel_filters(n_mels: usize) -> Vec<f32> {
+    let bins = N_FFT / 2 + 1;
+    let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(SAMPLE_RATE as f64 / 2.0));
+    let points: Vec<f64> = (0..n_mels + 2)
+        .map(|i| mel_to_hz(lo + (hi - lo) * i as f64 / (n_mels + 1) as f64))
+        .collect();
+    let mut filters = vec![0f32; n_mels * bins];
+    for m in 0..n_mels {
+        let (left, centre, right) = (points[m], points[m + 1], points[m + 2]);
+        let norm = 2.0 / (right - left);
+        for b in 0..bins {
+            let f = b as f64 * SAMPLE_RATE as f64 / N_FFT as f64;
+            let rising = (f - left) / (centre - left);
+            let falling = (right - f) / (right - centre);
+            let w = rising.min(falling).max(0.0) * norm;
+            filters[m * bins + b] = w as f32;
+        }
+    }
+    filters
+}
+
+impl MelFrontend {
+    pub fn new(n_mels: usize) -> Self {
+        let window = (0..N_FFT)
+            .map(|i| {
+                (0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / N_FFT as f64).cos()) as f32
+            })
+            .collect();
+        MelFrontend {
+            n_mels,
+            filters: mel_filters(n_mels),
+            window,
+            fft: FftPlanner::new().plan_fft_forward(N_FFT),
+        }
+    }
+
+    pub fn n_mels(&self) -> usize {
+        self.n_mels
+    }
+
+    /// Log-mel features of `samples` (16 kHz mono): n_mels × frames, row-major, with
+    /// frames = samples.len() / HOP.
+    pub fn log_mel(&self, samples: &[f32]) -> (Vec<f32>, usize) {
+        let frames = samples.len() / HOP;
+        let bins = N_FFT / 2 + 1;
+        let pad = N_FFT / 2;
+        // Reflect padding, as torch.stft(center=True) does.
+        let at = |i: isize| -> f32 {
+            let n = samples.len() as isize;
+            if n == 0 {
+                return 0.0;
+            }
+            let mut j = i;
+            if j < 0 {
+                j = -j;
+            }
+            if j >= n {
+                j = 2 * (n - 1) - j;
+            }
+            samples[j.clamp(0, n - 1) as usize]
+        };
+        let mut power = vec![0f32; frames * bins];
+        let mut buf = vec![Complex32::new(0.0, 0.0); N_FFT];
+        let mut scratch = vec![Complex32::new(0.0, 0.0); self.fft.get_inplace_scratch_len()];
+        for f in 0..frames {
+            let start = (f * HOP) as isize - pad as isize;
+            for (k, slot) in buf.iter_mut().enumerate() {
+                *slot = Complex32::new(at(start + k as isize) * self.window[k], 0.0);
+            }
+            self.fft.process_with_scratch(&mut buf, &mut scratch);
+            for b in 0..bins {
+                power[f * bins + b] = buf[b].norm_sqr();
+            }
+        }
+        let mut mel = vec![0f32; self.n_mels * frames];
+        for m in 0..self.n_mels {
+            let filter = &self.filters[m * bins..(m + 1) * bins];
+            for f in 0..frames {
+                let spectrum = &power[f * bins..(f + 1) * bins];
+                let energy: f32 = filter.iter().zip(spectrum).map(|(w, p)| w * p).sum();
+                mel[m * frames + f] = energy.max(1e-10).log10();
+            }
+        }
+        let peak = mel.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        for v in mel.iter_mut() {
+            *v = (v.max(peak - 8.0) + 4.0) / 4.0;
+        }
+        (mel, frames)
+    }
+}
+
+/// Copies frames [start, start + WINDOW_FRAMES) of an n_mels × total mel into a window,
+/// padding past the end with `fill`.
+pub fn window(mel: &[f32], n_mels: usize, total: usize, start: usize, fill: f32) -> Vec<f32> {
+    let mut out = vec![fill; n_mels * WINDOW_FRAMES];
+    let take = total.saturating_sub(start).min(WINDOW_FRAMES);
+    for m in 0..n_mels {
+        out[m * WINDOW_FRAMES..m * WINDOW_FRAMES + take]
+            .copy_from_slice(&mel[m * total + start..m * total + start + take]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slaney_scale_round_trips_and_bends_at_1khz() {
+        for hz in [0.0, 440.0, 1000.0, 4000.0, 8000.0] {
+            assert!((mel_to_hz(hz_to_mel(hz)) - hz).abs() < 1e-6);
+        }
+        assert!((hz_to_mel(1000.0) - 15.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn filters_are_triangles_with_slaney_area() {
+        let f = mel_filters(80);
+        let bins = N_FFT / 2 + 1;
+        assert_eq!(f.len(), 80 * bins);
+        for m in 0..80 {
+            let row = &f[m * bins..(m + 1) * bins];
+            assert!(row.iter().all(|&w| w >= 0.0));
+            assert!(row.iter().any(|&w| w > 0.0), "filter {m} is empty");
+        }
+        // Whisper's filterbank: the first filter peaks at bin 1 with weight ~0.0246.
+        assert!((f[1] - 0.02486).abs() < 1e-3, "{}", f[1]);
+    }
+
+    #[test]
+    fn a_tone_lights_up_the_matching_mel_band() {
+        let tone: Vec<f32> = (0..SAMPLE_RATE)
+            .map(|i| {
+                (2.0 * std::f32::consts::PI * 1000.0 * i as f32 / SAMPLE_RATE as f32).sin() * 0.5
+            })
+            .collect();
+        let frontend = MelFrontend::new(80);
+        let (mel, frames) = frontend.log_mel(&tone);
+        assert_eq!(frames, 100);
+        let mid = frames / 2;
+        let loudest = (0..80)
+            .max_by(|&a, &b| mel[a * frames + mid].total_cmp(&mel[b * frames + mid]))
+            .unwrap();
+        let centre_hz = |m: usize| mel_to_hz(hz_to_mel(8000.0) * (m + 1) as f64 / 81.0);
+        assert!(
+            (centre_hz(loudest) - 1000.0).abs() < 60.0,
+            "band {loudest} at {} Hz",
+            centre_hz(loudest)
+        );
+        // Values are rescaled into Whisper's range.
+        assert!(mel.iter().all(|v| (-1.5..=2.5).contains(v)));
+    }
+
+    #[test]
+    fn windows_pad_past_the_end() {
+        let mel: Vec<f32> = (0..2 * 5).map(|v| v as f32).collect();
+        let w = window(&mel, 2, 5, 3, -1.0);
+        assert_eq!(&w[..3], &[3.0, 4.0, -1.0]);
+        assert_eq!(&w[WINDOW_FRAMES..WINDOW_FRAMES + 2], &[8.0, 9.0]);
+    }
+}

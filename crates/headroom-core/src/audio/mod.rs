@@ -1,0 +1,62 @@
+//! Audio in and out: decoding any common file to mono samples, resampling, writing WAV.
+
+mod decode;
+mod resample;
+mod wav;
+
+pub use decode::{decode_bytes, decode_file, DecodeLimits};
+pub use resample::resample;
+pub use wav::{wav_bytes, write_wav};
+
+use std::path::PathBuf;
+
+/// Mono samples in [-1, 1] at a sample rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audio {
+    pub samples: Vec<f32>,
+    pub sample_rate: u32,
+}
+
+impl Audio {
+    pub fn duration_secs(&self) -> f64 {
+        self.samples.len() as f64 / self.sample_rate as f64
+    }
+
+    /// The loudest sample's magnitude.
+    pub fn peak(&self) -> f32 {
+        self.samples.iter().fold(0.0f32, |m, s| m.max(s.abs()))
+    }
+
+    /// This audio at 16 kHz, as speech models want it.
+    pub fn to_16k(&self) -> Result<Audio, AudioError> {
+        Ok(Audio {
+            samples: resample(&self.samples, self.sample_rate, 16_000)?,
+            sample_rate: 16_000,
+        })
+    }
+}
+
+/// A problem with an audio file, naming the file and what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AudioError {
+    #[error("cannot read {path}: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("{path} is empty")]
+    Empty { path: PathBuf },
+    #[error("{path} is not an audio format Headroom can read ({detail}); use WAV, MP3, FLAC, OGG Vorbis or AAC/M4A")]
+    Unsupported { path: PathBuf, detail: String },
+    #[error("{path} is damaged: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("{path} contains no sound (it is silent)")]
+    Silent { path: PathBuf },
+    #[error("{path} is too long: {seconds:.0} s, the limit is {limit:.0} s")]
+    TooLong {
+        path: PathBuf,
+        seconds: f64,
+        limit: f64,
+    },
+    #[error("cannot resample from {from} Hz to {to} Hz: {detail}")]
+    Resample { from: u32, to: u32, detail: String },
+    #[error("cannot write {path}: {message}")]
+    Write { path: PathBuf, message: String },
+}

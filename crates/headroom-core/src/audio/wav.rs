@@ -1,0 +1,49 @@
+//! 16-bit PCM WAV output, written atomically (temporary file, then rename).
+
+use super::{Audio, AudioError};
+use std::io::Cursor;
+use std::path::Path;
+
+/// The audio as a 16-bit mono WAV file in memory.
+pub fn wav_bytes(audio: &Audio) -> Vec<u8> {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: audio.sample_rate,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut cursor = Cursor::new(Vec::new());
+    {
+        let mut writer = hound::WavWriter::new(&mut cursor, spec).expect("writing to memory");
+        for s in &audio.samples {
+            let v = (s.clamp(-1.0, 1.0) * i16::MAX as f32).round() as i16;
+            writer.write_sample(v).expect("writing to memory");
+        }
+        writer.finalize().expect("writing to memory");
+    }
+    cursor.into_inner()
+}
+
+/// Writes a WAV file so that readers never see a half-written file.
+pub fn write_wav(path: &Path, audio: &Audio) -> Result<(), AudioError> {
+    let err = |e: std::io::Error| AudioError::Write {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("audio.wav"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, wav_bytes(audio)).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e)
+    })
+}
