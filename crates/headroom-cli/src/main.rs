@@ -3,7 +3,11 @@
 mod bench;
 mod cleanup;
 mod doctor;
+mod models;
+mod progress;
 mod serve;
+mod speak;
+mod transcribe;
 
 use clap::{Args, Parser, Subcommand};
 use headroom_core::config::Config;
@@ -37,6 +41,13 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Check the text model server, its model and context, and the GPU.
     Doctor(doctor::DoctorArgs),
+    /// Transcribe an audio file with the embedded Whisper engine.
+    Transcribe(transcribe::TranscribeArgs),
+    /// Synthesize speech to a WAV file.
+    Speak(speak::SpeakArgs),
+    /// List, install and verify speech models.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
     /// Measure the admission boundary against a real server.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -118,6 +129,9 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args, config).await,
             Command::Doctor(args) => doctor::run(args, config).await,
             Command::Bench(cmd) => bench::run(cmd, config).await,
+            Command::Transcribe(args) => transcribe::run(args, config).await,
+            Command::Speak(args) => speak::run(args, config).await,
+            Command::Models(cmd) => models::run(cmd),
         }
     });
     match result {

@@ -1,4 +1,4 @@
-//! 16-bit PCM WAV output, written atomically (temporary file, then rename).
+//! 16-bit PCM WAV output, written atomically.
 
 use super::{Audio, AudioError};
 use std::io::Cursor;
@@ -26,24 +26,8 @@ pub fn wav_bytes(audio: &Audio) -> Vec<u8> {
 
 /// Writes a WAV file so that readers never see a half-written file.
 pub fn write_wav(path: &Path, audio: &Audio) -> Result<(), AudioError> {
-    let err = |e: std::io::Error| AudioError::Write {
+    crate::fsutil::write_atomic(path, &wav_bytes(audio)).map_err(|e| AudioError::Write {
         path: path.to_path_buf(),
         message: e.to_string(),
-    };
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("audio.wav"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, wav_bytes(audio)).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e)
     })
 }

@@ -1,0 +1,85 @@
+use crate::progress::Progress;
+use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
+use anyhow::Context;
+use clap::Args;
+use headroom_core::asr::export::{render, ExportFormat};
+use headroom_core::asr::{AsrError, TranscribeOptions};
+use headroom_core::config::Config;
+use headroom_core::fsutil::write_atomic;
+use headroom_core::lanes::AudioLane;
+use headroom_core::metrics::Metrics;
+use headroom_core::models::DEFAULT_MODEL;
+use headroom_core::speech::{AudioInput, SpeechError, SpeechService};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Args, Debug)]
+pub struct TranscribeArgs {
+    /// Audio file: WAV, MP3, FLAC, OGG Vorbis or AAC/M4A.
+    file: PathBuf,
+    /// Model (see `headroom models list`).
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    /// Language code for multilingual models (detected when not given).
+    #[arg(long)]
+    language: Option<String>,
+    /// txt, srt, vtt or json.
+    #[arg(long, default_value = "txt")]
+    format: ExportFormat,
+    /// Write here (atomically) instead of to stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub async fn run(args: TranscribeArgs, config: Config) -> anyhow::Result<ExitCode> {
+    let speech = SpeechService::new(AudioLane::new(
+        config.audio_lane(),
+        Arc::new(Metrics::new()),
+    ));
+    let input = AudioInput::from_file(&args.file)?;
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let shown = Arc::new(Progress::new(format!(
+        "transcribing {}",
+        args.file.display()
+    )));
+    let progress = {
+        let shown = shown.clone();
+        Arc::new(move |fraction: f32| shown.update(fraction))
+    };
+    let started = std::time::Instant::now();
+    let options = TranscribeOptions {
+        language: args.language.clone(),
+    };
+    let transcript = match speech
+        .transcribe(input, &args.model, options, progress, cancel)
+        .await
+    {
+        Ok(t) => t,
+        Err(SpeechError::Asr(AsrError::Cancelled)) => {
+            shown.finish("headroom: transcription cancelled; nothing was written");
+            return Ok(ExitCode::from(EXIT_CANCELLED));
+        }
+        Err(e) => {
+            shown.finish("");
+            return Err(e.into());
+        }
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    shown.finish(&format!(
+        "transcribed {:.1} s of audio in {:.1} s ({}, language {})",
+        transcript.duration,
+        elapsed,
+        args.model,
+        transcript.language.as_deref().unwrap_or("unknown")
+    ));
+    let text = render(&transcript, args.format);
+    match &args.out {
+        Some(path) => write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

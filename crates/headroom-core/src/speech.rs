@@ -1,0 +1,143 @@
+//! Speech jobs on the audio lane: transcription and synthesis with the embedded engines,
+//! shared by the CLI, `headroom serve` and the desktop app. Loaded models are kept, so the
+//! second job on a model does not load it again.
+
+use crate::admission::Rejection;
+use crate::asr::whisper::WhisperEngine;
+use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript};
+use crate::audio::{decode_bytes, Audio, AudioError, DecodeLimits};
+use crate::lanes::AudioLane;
+use crate::models::{self, ModelError};
+use crate::tts::{Espeak, Synthesizer, TtsError};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Why a speech job failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SpeechError {
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Asr(#[from] AsrError),
+    #[error(transparent)]
+    Tts(#[from] TtsError),
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+}
+
+/// Audio to transcribe: a file's bytes and a name for messages.
+pub struct AudioInput {
+    pub bytes: Vec<u8>,
+    /// Shown in errors, and its extension hints the format.
+    pub name: PathBuf,
+}
+
+impl AudioInput {
+    pub fn from_file(path: &std::path::Path) -> Result<AudioInput, SpeechError> {
+        let bytes = std::fs::read(path).map_err(|e| AudioError::Read {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(AudioInput {
+            bytes,
+            name: path.to_path_buf(),
+        })
+    }
+}
+
+/// The embedded speech engines behind the audio lane.
+pub struct SpeechService {
+    lane: AudioLane,
+    transcribers: Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>,
+    synthesizer: Arc<dyn Synthesizer>,
+    limits: DecodeLimits,
+}
+
+impl SpeechService {
+    pub fn new(lane: AudioLane) -> Self {
+        SpeechService {
+            lane,
+            transcribers: Arc::new(Mutex::new(HashMap::new())),
+            synthesizer: Arc::new(Espeak::default()),
+            limits: DecodeLimits::default(),
+        }
+    }
+
+    pub fn lane(&self) -> &AudioLane {
+        &self.lane
+    }
+
+    pub fn synthesizer(&self) -> &Arc<dyn Synthesizer> {
+        &self.synthesizer
+    }
+
+    /// The loaded engine for a model, loading it (on the calling thread) the first time.
+    fn transcriber(
+        cache: &Mutex<HashMap<String, Arc<WhisperEngine>>>,
+        model: &str,
+        dir: &std::path::Path,
+    ) -> Result<Arc<WhisperEngine>, SpeechError> {
+        if let Some(engine) = cache.lock().expect("model cache lock").get(model) {
+            return Ok(engine.clone());
+        }
+        let engine = Arc::new(WhisperEngine::load(dir, model)?);
+        cache
+            .lock()
+            .expect("model cache lock")
+            .insert(model.to_string(), engine.clone());
+        Ok(engine)
+    }
+
+    /// Decodes, resamples and transcribes on the audio lane. `progress` gets 0.0..=1.0.
+    pub async fn transcribe(
+        &self,
+        input: AudioInput,
+        model: &str,
+        options: TranscribeOptions,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<Transcript, SpeechError> {
+        let model = models::spec(model)?.name.to_string();
+        // A missing model is reported at once, before the job waits for a slot.
+        let dir = models::locate(&model)?;
+        let limits = self.limits;
+        let cache = self.transcribers.clone();
+        let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
+            let extension = input
+                .name
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_string);
+            let audio: Audio =
+                decode_bytes(input.bytes, extension.as_deref(), &input.name, limits)?;
+            let audio = audio.to_16k()?;
+            let engine = Self::transcriber(&cache, &model, &dir)?;
+            Ok(engine.transcribe(&audio.samples, &options, &*progress, cancel)?)
+        };
+        match self.lane.run(cancel, job).await {
+            Ok(result) => result,
+            Err(rejection) => Err(rejection.into()),
+        }
+    }
+
+    /// Synthesizes speech on the audio lane.
+    pub async fn synthesize(
+        &self,
+        text: String,
+        voice: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<Audio, SpeechError> {
+        let synthesizer = self.synthesizer.clone();
+        let job = move |cancel: &CancellationToken| {
+            synthesizer.synthesize(&text, voice.as_deref(), cancel)
+        };
+        match self.lane.run(cancel, job).await {
+            Ok(result) => Ok(result?),
+            Err(rejection) => Err(rejection.into()),
+        }
+    }
+}
