@@ -5,6 +5,7 @@ use headroom_core::lanes::{AudioLane, TextLane};
 use headroom_core::llm::LlmClient;
 use headroom_core::metrics::Metrics;
 use headroom_core::server::{bind_loopback, serve, ServerState};
+use headroom_core::speech::SpeechService;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -65,10 +66,14 @@ pub async fn run(args: ServeArgs, mut config: Config) -> anyhow::Result<ExitCode
         text_lane.context_tokens()
     );
     let state = Arc::new(ServerState {
+        speech: Arc::new(SpeechService::new(AudioLane::new(
+            config.audio_lane(),
+            metrics.clone(),
+        ))),
         text_lane,
-        audio_lane: AudioLane::new(config.audio_lane(), metrics.clone()),
         metrics,
         max_body_bytes: config.server.max_body_bytes,
+        max_upload_bytes: config.server.max_upload_bytes,
     });
     serve(listener, state, async {
         let _ = tokio::signal::ctrl_c().await;

@@ -94,8 +94,10 @@ impl Default for CleanupSettings {
 pub struct ServerSettings {
     /// Loopback address only.
     pub listen: String,
-    /// Largest request body accepted.
+    /// Largest chat request body accepted.
     pub max_body_bytes: usize,
+    /// Largest audio upload accepted for transcription.
+    pub max_upload_bytes: usize,
 }
 
 impl Default for ServerSettings {
@@ -103,6 +105,7 @@ impl Default for ServerSettings {
         ServerSettings {
             listen: "127.0.0.1:8089".into(),
             max_body_bytes: 1024 * 1024,
+            max_upload_bytes: 200 * 1024 * 1024,
         }
     }
 }

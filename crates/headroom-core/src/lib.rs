@@ -25,5 +25,6 @@ pub mod llm;
 pub mod metrics;
 pub mod models;
 pub mod server;
+mod server_audio;
 pub mod speech;
 pub mod tts;

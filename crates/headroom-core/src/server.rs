@@ -8,6 +8,7 @@ use crate::admission::{DeadlineKind, RejectReason, Rejection};
 use crate::lanes::{AudioLane, TextLane};
 use crate::llm::{ChatChunk, ChatRequest, Usage};
 use crate::metrics::Metrics;
+use crate::speech::SpeechService;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -26,9 +27,31 @@ use tokio::net::TcpListener;
 /// What the handlers share.
 pub struct ServerState {
     pub text_lane: TextLane,
-    pub audio_lane: AudioLane,
+    /// The embedded speech engines on the audio lane.
+    pub speech: Arc<SpeechService>,
     pub metrics: Arc<Metrics>,
     pub max_body_bytes: usize,
+    /// Largest audio upload for transcription.
+    pub max_upload_bytes: usize,
+}
+
+impl ServerState {
+    /// A server over a text lane, with the embedded speech engines on a default audio lane
+    /// reporting to the same metrics.
+    pub fn new(text_lane: TextLane) -> Self {
+        let metrics = text_lane.metrics().clone();
+        let defaults = crate::config::ServerSettings::default();
+        ServerState {
+            speech: Arc::new(SpeechService::new(AudioLane::new(
+                Default::default(),
+                metrics.clone(),
+            ))),
+            text_lane,
+            metrics,
+            max_body_bytes: defaults.max_body_bytes,
+            max_upload_bytes: defaults.max_upload_bytes,
+        }
+    }
 }
 
 /// Why the server could not start.
@@ -84,6 +107,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/v1/headroom/lanes", get(lanes))
+        .merge(crate::server_audio::routes(state.clone()))
         .with_state(state)
 }
 
@@ -126,13 +150,7 @@ impl RunningServer {
     /// Serves a text lane (and an idle default audio lane) on an ephemeral loopback port: for
     /// benchmarks, tests and embedding.
     pub async fn ephemeral(text_lane: TextLane) -> Result<Self, ServerError> {
-        let metrics = text_lane.metrics().clone();
-        let state = Arc::new(ServerState {
-            audio_lane: AudioLane::new(Default::default(), metrics.clone()),
-            text_lane,
-            metrics,
-            max_body_bytes: crate::config::ServerSettings::default().max_body_bytes,
-        });
+        let state = Arc::new(ServerState::new(text_lane));
         let listener = bind_loopback("127.0.0.1:0").await?;
         let addr = listener.local_addr().map_err(|source| ServerError::Bind {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -172,7 +190,12 @@ fn error_body(message: String, kind: &str, code: &str, headroom: Option<Value>) 
     json!({ "error": error })
 }
 
-fn error_response(status: StatusCode, kind: &str, code: &str, message: String) -> Response {
+pub(crate) fn error_response(
+    status: StatusCode,
+    kind: &str,
+    code: &str,
+    message: String,
+) -> Response {
     (status, Json(error_body(message, kind, code, None))).into_response()
 }
 
@@ -390,7 +413,7 @@ async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
 async fn lanes(State(state): State<Arc<ServerState>>) -> Response {
     Json(json!({
         "text": state.text_lane.snapshot(),
-        "audio": state.audio_lane.snapshot(),
+        "audio": state.speech.lane().snapshot(),
     }))
     .into_response()
 }

@@ -1,0 +1,102 @@
+//! `headroom serve`'s audio endpoints with the embedded engines: the official openai Python
+//! client for both endpoints, and upload limits.
+
+use headroom_core::lanes::{TextLane, TextLaneConfig};
+use headroom_core::llm::LlmClient;
+use headroom_core::metrics::Metrics;
+use headroom_core::server::{bind_loopback, RunningServer, ServerState};
+use serde_json::Value;
+use std::sync::Arc;
+
+fn text_lane() -> TextLane {
+    // The audio endpoints need no text model; nothing listens on port 9.
+    TextLane::new(
+        LlmClient::new("http://127.0.0.1:9/v1", None).unwrap(),
+        TextLaneConfig::default(),
+        Arc::new(Metrics::new()),
+    )
+}
+
+fn require_models() {
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
+    );
+}
+
+#[tokio::test]
+async fn the_openai_python_client_speaks_and_transcribes() {
+    require_models();
+    let server = RunningServer::ephemeral(text_lane()).await.unwrap();
+    let scratch = std::env::temp_dir().join(format!("headroom-serve-audio-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/openai_audio_check.py");
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .arg(server.base_url())
+        .arg(&scratch)
+        .output()
+        .await
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = seen["text"].as_str().unwrap().to_lowercase();
+    assert!(
+        text.contains("ferry") && (text.contains("harbour") || text.contains("harbor")),
+        "{text}"
+    );
+    assert!(seen["srt"]
+        .as_str()
+        .unwrap()
+        .starts_with("1\n00:00:00,000 --> "));
+    assert_eq!(seen["verbose_language"], "en");
+    assert!(seen["verbose_segments"].as_u64().unwrap() >= 1);
+    assert_eq!(seen["bad_status"], 400);
+    assert_eq!(seen["bad_code"], "invalid_audio");
+    assert!(seen["bad_message"].as_str().unwrap().contains("notes.mp3"));
+}
+
+#[tokio::test]
+async fn uploads_over_the_limit_get_413_and_bad_requests_clear_400s() {
+    let mut state = ServerState::new(text_lane());
+    state.max_upload_bytes = 64 * 1024;
+    let server =
+        RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), Arc::new(state)).unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("{}/audio/transcriptions", server.base_url());
+    let big = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(vec![0u8; 200 * 1024]).file_name("big.wav"),
+        )
+        .text("model", "whisper-1");
+    let resp = http.post(&url).multipart(big).send().await.unwrap();
+    assert_eq!(resp.status(), 413);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "file_too_large");
+
+    let no_file = reqwest::multipart::Form::new().text("model", "whisper-1");
+    let resp = http.post(&url).multipart(no_file).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(
+        resp.json::<Value>().await.unwrap()["error"]["code"],
+        "missing_file"
+    );
+
+    let speech = format!("{}/audio/speech", server.base_url());
+    let resp = http
+        .post(&speech)
+        .json(&serde_json::json!({"model": "tts-1", "input": "hi", "voice": "alloy", "response_format": "mp3"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(
+        resp.json::<Value>().await.unwrap()["error"]["code"],
+        "invalid_response_format"
+    );
+}
