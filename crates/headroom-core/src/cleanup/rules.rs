@@ -34,20 +34,26 @@ fn line_prefix() -> &'static Regex {
     })
 }
 
-/// Cleans a whole transcript, keeping its line structure.
+/// Cleans a whole transcript, keeping its line structure. A line that ends with a comma
+/// continues on the next (recognizers break segments mid-sentence), so it gets no full stop
+/// and the next line no capital.
 pub fn clean_transcript(text: &str) -> String {
     let mut out = Vec::new();
     let mut blank_run = 0;
+    let mut continues = false;
     for line in text.lines() {
         if line.trim().is_empty() {
             blank_run += 1;
+            continues = false;
             if blank_run == 1 && !out.is_empty() {
                 out.push(String::new());
             }
             continue;
         }
         blank_run = 0;
-        out.push(clean_line(line));
+        let (cleaned, open) = clean_line_in_context(line, continues);
+        continues = open;
+        out.push(cleaned);
     }
     while out.last().is_some_and(|l| l.is_empty()) {
         out.pop();
@@ -57,14 +63,22 @@ pub fn clean_transcript(text: &str) -> String {
 
 /// Cleans one line; a timestamp or speaker label at its start is kept as it is.
 pub fn clean_line(line: &str) -> String {
+    clean_line_in_context(line, false).0
+}
+
+/// Cleans one line that may continue the previous line's sentence; also says whether this
+/// line's sentence continues on the next.
+fn clean_line_in_context(line: &str, continues: bool) -> (String, bool) {
     let line = line.trim();
     let prefix_len = line_prefix().find(line).map(|m| m.end()).unwrap_or(0);
     let (prefix, body) = line.split_at(prefix_len);
-    let body = clean_body(body);
+    // A timestamp or speaker label starts a new utterance.
+    let starts_sentence = !continues || prefix_len > 0;
+    let (body, open) = clean_body(body, starts_sentence);
     if body.is_empty() {
-        return prefix.trim_end().to_string();
+        return (prefix.trim_end().to_string(), false);
     }
-    format!("{prefix}{body}")
+    (format!("{prefix}{body}"), open)
 }
 
 /// A whitespace-separated word split into leading punctuation, the word, trailing punctuation.
@@ -110,7 +124,7 @@ impl Token {
     }
 }
 
-fn clean_body(body: &str) -> String {
+fn clean_body(body: &str, starts_sentence: bool) -> (String, bool) {
     let mut tokens: Vec<Token> = Vec::new();
     for raw in body.split_whitespace() {
         let mut tok = Token::parse(raw);
@@ -128,24 +142,24 @@ fn clean_body(body: &str) -> String {
     let tokens = drop_fillers(tokens);
     let tokens = drop_comma_fillers(tokens);
     let mut tokens = drop_repeats(tokens);
-    fix_capitals(&mut tokens);
+    fix_capitals(&mut tokens, starts_sentence);
     let mut text = tokens
         .iter()
         .map(Token::render)
         .collect::<Vec<_>>()
         .join(" ");
+    let mut open = false;
     if let Some(last) = tokens.last() {
-        let ends_clause = last
-            .trail
-            .trim_end_matches(['"', '\'', ')', '”', '’'])
-            .ends_with(['.', '?', '!', '…', ':', ';']);
-        if !ends_clause {
-            let trimmed = text.trim_end_matches([',', '-', '—']).len();
+        let trail = last.trail.trim_end_matches(['"', '\'', ')', '”', '’']);
+        if trail.ends_with(',') {
+            open = true;
+        } else if !trail.ends_with(['.', '?', '!', '…', ':', ';']) {
+            let trimmed = text.trim_end_matches(['-', '—']).len();
             text.truncate(trimmed);
             text.push('.');
         }
     }
-    text
+    (text, open)
 }
 
 /// "I-I-I" → "I", "th-the" → "the"; "well-known", "re-read" stay.
@@ -243,8 +257,8 @@ fn drop_repeats(tokens: Vec<Token>) -> Vec<Token> {
     out
 }
 
-fn fix_capitals(tokens: &mut [Token]) {
-    let mut sentence_start = true;
+fn fix_capitals(tokens: &mut [Token], starts_sentence: bool) {
+    let mut sentence_start = starts_sentence;
     for tok in tokens.iter_mut() {
         let lower = tok.lower();
         if lower == "i" || lower.starts_with("i'") || lower.starts_with("i’") {
@@ -355,6 +369,16 @@ mod tests {
                     Maya: Well I was fourteen and my uncle gave me a cassette recorder.\n\
                     Maya: It was the best thing ever honestly.";
         assert_eq!(clean_transcript(raw), want);
+    }
+
+    #[test]
+    fn a_sentence_split_across_segments_stays_one_sentence() {
+        assert_eq!(
+            clean_transcript(
+                "I recorded the gulls, the ferries,\npeople arguing about fish\nthen I left"
+            ),
+            "I recorded the gulls, the ferries,\npeople arguing about fish.\nThen I left."
+        );
     }
 
     #[test]
