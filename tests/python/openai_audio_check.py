@@ -18,7 +18,7 @@ result = {}
 speech = client.audio.speech.create(
     model="tts-1",
     voice="alloy",
-    input="The ferry leaves the harbour at seven in the morning.",
+    input="Please send the report to my office before noon.",
     response_format="wav",
 )
 wav = scratch / "speech.wav"

