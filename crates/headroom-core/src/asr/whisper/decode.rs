@@ -205,10 +205,12 @@ impl Decoding<'_> {
         window_frames: usize,
         cancel: &CancellationToken,
     ) -> Result<Vec<u32>, AsrError> {
+        let started = std::time::Instant::now();
         let audio = self
             .model
             .encode(window, WINDOW_FRAMES)
             .map_err(AsrError::model)?;
+        let encoded = started.elapsed();
         let mut state = self.model.decoder.start(&audio).map_err(AsrError::model)?;
         let mut feed: Vec<u32> = prompt.to_vec();
         let mut sampled: Vec<u32> = Vec::new();
@@ -237,6 +239,12 @@ impl Decoding<'_> {
             sampled.push(next);
             feed = vec![next];
         }
+        tracing::debug!(
+            encode_ms = encoded.as_millis() as u64,
+            decode_ms = (started.elapsed() - encoded).as_millis() as u64,
+            tokens = sampled.len(),
+            "window decoded"
+        );
         Ok(sampled)
     }
 

@@ -69,31 +69,61 @@ fn count_layers(m: &Ct2Model, stack: &str) -> usize {
         .count()
 }
 
-/// Attention of `q` (b, tq, d) over `k`, `v` (b, tk, d), with an optional additive mask.
-fn attention(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    heads: usize,
-    mask: Option<&Tensor>,
-) -> Result<Tensor> {
-    let (b, tq, d) = (q.dims3())?;
-    let tk = (k.dim(1))?;
-    let dh = d / heads;
-    let split = |x: &Tensor, t: usize| -> Result<Tensor> {
-        x.reshape((b, t, heads, dh))
-            .and_then(|x| x.transpose(1, 2))
-            .and_then(|x| x.contiguous())
-    };
-    let (q, k, v) = (split(q, tq)?, split(k, tk)?, split(v, tk)?);
-    let scale = (dh as f64).powf(-0.5);
-    let mut scores = ((q * scale).and_then(|q| q.matmul(&(k.t().and_then(|k| k.contiguous()))?)))?;
-    if let Some(mask) = mask {
-        scores = (scores.broadcast_add(mask))?;
+/// (b, t, d) → (b, heads, t, dh), contiguous.
+fn split_heads(x: &Tensor, heads: usize) -> Result<Tensor> {
+    let (b, t, d) = x.dims3()?;
+    x.reshape((b, t, heads, d / heads))?
+        .transpose(1, 2)?
+        .contiguous()
+}
+
+/// (b, t, d) → keys laid out for q·kᵀ: (b, heads, dh, t), contiguous.
+fn split_heads_transposed(x: &Tensor, heads: usize) -> Result<Tensor> {
+    let (b, t, d) = x.dims3()?;
+    x.reshape((b, t, heads, d / heads))?
+        .permute((0, 2, 3, 1))?
+        .contiguous()
+}
+
+/// Keys and values already split into heads, so that decoding steps reuse them as they are.
+#[derive(Clone)]
+struct HeadKv {
+    /// (b, heads, dh, tk)
+    keys_t: Tensor,
+    /// (b, heads, tk, dh)
+    values: Tensor,
+}
+
+impl HeadKv {
+    fn new(k: &Tensor, v: &Tensor, heads: usize) -> Result<Self> {
+        Ok(HeadKv {
+            keys_t: split_heads_transposed(k, heads)?,
+            values: split_heads(v, heads)?,
+        })
     }
-    let weights = (candle_nn::ops::softmax_last_dim(&scores))?;
-    let out = (weights.matmul(&v))?;
-    out.transpose(1, 2).and_then(|o| o.reshape((b, tq, d)))
+
+    fn append(&self, more: &HeadKv) -> Result<Self> {
+        Ok(HeadKv {
+            keys_t: Tensor::cat(&[&self.keys_t, &more.keys_t], 3)?,
+            values: Tensor::cat(&[&self.values, &more.values], 2)?,
+        })
+    }
+}
+
+/// Attention of `q` (b, tq, d) over prepared keys/values, with an optional additive mask.
+fn attention(q: &Tensor, kv: &HeadKv, heads: usize, mask: Option<&Tensor>) -> Result<Tensor> {
+    let (b, tq, d) = q.dims3()?;
+    let dh = d / heads;
+    let q = (split_heads(q, heads)? * (dh as f64).powf(-0.5))?;
+    let mut scores = q.matmul(&kv.keys_t)?;
+    if let Some(mask) = mask {
+        scores = scores.broadcast_add(mask)?;
+    }
+    let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+    weights
+        .matmul(&kv.values)?
+        .transpose(1, 2)?
+        .reshape((b, tq, d))
 }
 
 struct Mlp {
@@ -173,7 +203,7 @@ impl Encoder {
             let a = &block.attn;
             let h = (a.norm.forward(&x))?;
             let (q, k, v) = ((a.q.forward(&h))?, (a.k.forward(&h))?, (a.v.forward(&h))?);
-            let att = attention(&q, &k, &v, self.heads, None)?;
+            let att = attention(&q, &HeadKv::new(&k, &v, self.heads)?, self.heads, None)?;
             x = (&x + (a.out.forward(&att))?)?;
             x = block.mlp.residual(&x)?;
         }
@@ -201,8 +231,8 @@ pub struct Decoder {
 
 /// Per-window decoding state: cross-attention keys/values and the self-attention cache.
 pub struct DecoderState {
-    cross: Vec<(Tensor, Tensor)>,
-    cache: Vec<Option<(Tensor, Tensor)>>,
+    cross: Vec<HeadKv>,
+    cache: Vec<Option<HeadKv>>,
     offset: usize,
 }
 
@@ -213,10 +243,11 @@ impl Decoder {
             .blocks
             .iter()
             .map(|b| {
-                Ok((
-                    (b.cross_kv[0].forward(audio))?,
-                    (b.cross_kv[1].forward(audio))?,
-                ))
+                HeadKv::new(
+                    &b.cross_kv[0].forward(audio)?,
+                    &b.cross_kv[1].forward(audio)?,
+                    self.heads,
+                )
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(DecoderState {
@@ -253,25 +284,26 @@ impl Decoder {
             let a = &block.attn;
             let h = (a.norm.forward(&x))?;
             let (q, k, v) = ((a.q.forward(&h))?, (a.k.forward(&h))?, (a.v.forward(&h))?);
-            let (k, v) = match &state.cache[i] {
-                Some((pk, pv)) => ((Tensor::cat(&[pk, &k], 1))?, (Tensor::cat(&[pv, &v], 1))?),
-                None => (k, v),
+            let new = HeadKv::new(&k, &v, self.heads)?;
+            let kv = match &state.cache[i] {
+                Some(cached) => cached.append(&new)?,
+                None => new,
             };
-            state.cache[i] = Some((k.clone(), v.clone()));
-            let att = attention(&q, &k, &v, self.heads, mask.as_ref())?;
+            let att = attention(&q, &kv, self.heads, mask.as_ref())?;
+            state.cache[i] = Some(kv);
             x = (&x + (a.out.forward(&att))?)?;
             let h = (block.cross_norm.forward(&x))?;
             let q = (block.cross_q.forward(&h))?;
-            let (ck, cv) = &state.cross[i];
-            let att = attention(&q, ck, cv, self.heads, None)?;
+            let att = attention(&q, &state.cross[i], self.heads, None)?;
             x = (&x + (block.cross_out.forward(&att))?)?;
             x = block.mlp.residual(&x)?;
         }
         state.offset += t;
         let last = (x.i((.., t - 1, ..)))?;
-        let last = (self.norm.forward(&last))?;
-        last.matmul(&(self.embeddings.t())?)
-            .and_then(|l| l.squeeze(0))
+        let last = self.norm.forward(&last)?;
+        // (vocab, d) x (d, 1): multiplying by the transposed embeddings instead would copy
+        // the whole vocabulary matrix on every step.
+        self.embeddings.matmul(&last.t()?)?.squeeze(1)
     }
 }
 
