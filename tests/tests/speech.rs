@@ -1,6 +1,7 @@
 //! Speech with real models and real audio: espeak-ng speaks, the embedded Whisper engine
 //! (whisper-tiny.en, installed by scripts/test) transcribes, in every input format.
 
+use headroom_core::admission::Priority;
 use headroom_core::asr::TranscribeOptions;
 use headroom_core::audio::{decode_file, write_wav, AudioError, DecodeLimits};
 use headroom_core::lanes::{AudioLane, AudioLaneConfig};
@@ -76,6 +77,7 @@ async fn transcribe(
             input,
             MODEL,
             TranscribeOptions::default(),
+            Priority::Normal,
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
@@ -250,6 +252,7 @@ async fn cancelling_stops_transcription_and_frees_the_lane() {
             AudioInput::from_file(&path).unwrap(),
             MODEL,
             TranscribeOptions::default(),
+            Priority::Normal,
             progress,
             cancel,
         )
@@ -277,6 +280,7 @@ async fn an_uninstalled_model_says_how_to_install_it() {
             AudioInput::from_file(&path).unwrap(),
             MODEL,
             TranscribeOptions::default(),
+            Priority::Normal,
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
@@ -318,6 +322,7 @@ async fn the_multilingual_model_detects_the_language() {
             input,
             model,
             options,
+            Priority::Normal,
             Arc::new(|_| {}),
             CancellationToken::new(),
         )

@@ -2,7 +2,7 @@
 //! rejection, slots are always given back, and dropped requests close their connection.
 
 use futures::StreamExt;
-use headroom_core::admission::{DeadlineKind, Deadlines, Lane, RejectReason};
+use headroom_core::admission::{DeadlineKind, Deadlines, Lane, Priority, RejectReason, YieldRule};
 use headroom_core::lanes::{AudioLane, AudioLaneConfig, TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
 use headroom_core::metrics::Metrics;
@@ -330,7 +330,9 @@ async fn audio_jobs_run_while_the_text_lane_is_saturated() {
     b.next().await.unwrap().unwrap();
     assert_eq!(text.submit(ask("c")).await.err().unwrap().lane, Lane::Text);
     let out = audio
-        .run(CancellationToken::new(), |_| "transcribed")
+        .run(Priority::Interactive, CancellationToken::new(), |_| {
+            "transcribed"
+        })
         .await
         .expect("audio is not behind text");
     assert_eq!(out, "transcribed");
@@ -341,4 +343,93 @@ async fn audio_jobs_run_while_the_text_lane_is_saturated() {
     );
     assert!(rendered
         .contains(r#"headroom_requests_finished_total{lane="audio",outcome="completed"} 1"#));
+}
+
+/// An audio lane with one interactive job held running until the returned sender fires.
+async fn interactive_job_running(
+    audio: &AudioLane,
+) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let job = {
+        let audio = audio.clone();
+        tokio::spawn(async move {
+            audio
+                .run(Priority::Interactive, CancellationToken::new(), move |_| {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                })
+                .await
+                .unwrap();
+        })
+    };
+    tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+        .await
+        .unwrap();
+    (release_tx, job)
+}
+
+fn lanes_with_rule(up: &FakeUpstream, rule: YieldRule) -> (TextLane, AudioLane) {
+    let metrics = Arc::new(Metrics::new());
+    let audio = AudioLane::new(AudioLaneConfig::default(), metrics.clone());
+    let text = TextLane::beside_audio(
+        LlmClient::new(&up.base_url(), None).unwrap(),
+        TextLaneConfig {
+            yield_rule: rule,
+            ..TextLaneConfig::default()
+        },
+        metrics,
+        audio.activity(),
+    );
+    (text, audio)
+}
+
+#[tokio::test]
+async fn gate_holds_new_text_while_interactive_audio_runs() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let (text, audio) = lanes_with_rule(&up, YieldRule::Gate);
+    let (release, job) = interactive_job_running(&audio).await;
+    let r = text.submit(ask("x")).await.err().unwrap();
+    assert_eq!(r.reason, RejectReason::AudioPriority);
+    assert!(r.is_retryable() && r.retry_after.is_some());
+    assert_eq!(up.requests(), 0);
+    release.send(()).unwrap();
+    job.await.unwrap();
+    assert!(
+        text.submit(ask("x")).await.is_ok(),
+        "text flows again once audio is done"
+    );
+}
+
+#[tokio::test]
+async fn preempt_stops_running_text_when_interactive_audio_starts() {
+    let up = FakeUpstream::start(Behavior::HangAfter(1), 4096).await;
+    let (text, audio) = lanes_with_rule(&up, YieldRule::Preempt);
+    let mut stream = text.submit(ask("x")).await.unwrap();
+    while stream.next().await.unwrap().unwrap().text().is_none() {}
+    let (release, job) = interactive_job_running(&audio).await;
+    let r = stream.next().await.unwrap().unwrap_err();
+    assert_eq!(r.reason, RejectReason::AudioPriority);
+    assert!(r.after_output);
+    assert_eq!(text.snapshot().occupancy.in_flight, 0);
+    up.until_open_streams(0).await;
+    release.send(()).unwrap();
+    job.await.unwrap();
+}
+
+#[tokio::test]
+async fn rule_none_lets_text_run_beside_audio() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let (text, audio) = lanes_with_rule(&up, YieldRule::None);
+    let (release, job) = interactive_job_running(&audio).await;
+    let reply = text
+        .submit(ask("hi"))
+        .await
+        .unwrap()
+        .collect_text()
+        .await
+        .unwrap();
+    assert_eq!(reply, "clean: hi");
+    release.send(()).unwrap();
+    job.await.unwrap();
 }

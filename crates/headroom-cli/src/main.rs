@@ -74,6 +74,10 @@ pub struct LaneArgs {
     /// Longest time for a whole request, in seconds.
     #[arg(long)]
     total_secs: Option<f64>,
+    /// While interactive audio runs: none, gate (no new text requests), preempt (also stop
+    /// running ones).
+    #[arg(long)]
+    yield_to_audio: Option<headroom_core::admission::YieldRule>,
 }
 
 impl LaneArgs {
@@ -96,6 +100,9 @@ impl LaneArgs {
         }
         if let Some(v) = self.total_secs {
             t.total_secs = v;
+        }
+        if let Some(v) = self.yield_to_audio {
+            t.yield_to_audio = v;
         }
     }
 }

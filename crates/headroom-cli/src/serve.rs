@@ -44,7 +44,14 @@ pub async fn run(args: ServeArgs, mut config: Config) -> anyhow::Result<ExitCode
     let listener = bind_loopback(&config.server.listen).await?;
     let client = LlmClient::new(&config.llm.url, config.llm.api_key())?;
     let metrics = Arc::new(Metrics::new());
-    let text_lane = TextLane::new(client, config.text_lane()?, metrics.clone());
+    let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
+    // The text lane yields to the audio lane's interactive jobs (text_lane.yield_to_audio).
+    let text_lane = TextLane::beside_audio(
+        client,
+        config.text_lane()?,
+        metrics.clone(),
+        audio_lane.activity(),
+    );
     match text_lane.discover().await {
         Ok(info) => eprintln!(
             "headroom: upstream {} is up: model {}, context {} tokens",

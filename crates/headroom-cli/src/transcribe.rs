@@ -2,6 +2,7 @@ use crate::progress::Progress;
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
 use anyhow::Context;
 use clap::Args;
+use headroom_core::admission::Priority;
 use headroom_core::asr::export::{render, ExportFormat};
 use headroom_core::asr::{AsrError, TranscribeOptions};
 use headroom_core::config::Config;
@@ -54,7 +55,14 @@ pub async fn run(args: TranscribeArgs, config: Config) -> anyhow::Result<ExitCod
         language: args.language.clone(),
     };
     let transcript = match speech
-        .transcribe(input, &args.model, options, progress, cancel)
+        .transcribe(
+            input,
+            &args.model,
+            options,
+            Priority::Interactive,
+            progress,
+            cancel,
+        )
         .await
     {
         Ok(t) => t,

@@ -2,7 +2,7 @@
 //! its flags last. The file lives at `<config dir>/headroom/config.toml`
 //! (`~/.config/headroom/config.toml` on Linux) unless `HEADROOM_CONFIG` names another.
 
-use crate::admission::Deadlines;
+use crate::admission::{Deadlines, YieldRule};
 use crate::cleanup::{CleanupMode, FailurePolicy, RetrySettings};
 use crate::lanes::{AudioLaneConfig, TextLaneConfig};
 use crate::llm::ApiKey;
@@ -51,6 +51,9 @@ pub struct TextLaneSettings {
     pub queue_wait_secs: f64,
     pub first_chunk_secs: f64,
     pub total_secs: f64,
+    /// While interactive audio runs: none, gate (no new text requests) or preempt (also stop
+    /// running ones).
+    pub yield_to_audio: YieldRule,
 }
 
 impl Default for TextLaneSettings {
@@ -65,6 +68,7 @@ impl Default for TextLaneSettings {
             queue_wait_secs: lane.deadlines.queue_wait.as_secs_f64(),
             first_chunk_secs: lane.deadlines.first_chunk.as_secs_f64(),
             total_secs: lane.deadlines.total.as_secs_f64(),
+            yield_to_audio: lane.yield_rule,
         }
     }
 }
@@ -216,6 +220,7 @@ impl Config {
                 total: seconds("text_lane.total_secs", t.total_secs)?,
             },
             model: self.llm.model.clone(),
+            yield_rule: t.yield_to_audio,
         })
     }
 

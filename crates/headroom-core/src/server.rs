@@ -213,7 +213,7 @@ pub fn rejection_status(r: &Rejection) -> StatusCode {
         RejectReason::UpstreamUnavailable
         | RejectReason::UpstreamError
         | RejectReason::UnusableReply => StatusCode::BAD_GATEWAY,
-        RejectReason::UpstreamBusy => StatusCode::SERVICE_UNAVAILABLE,
+        RejectReason::UpstreamBusy | RejectReason::AudioPriority => StatusCode::SERVICE_UNAVAILABLE,
         RejectReason::Cancelled => StatusCode::REQUEST_TIMEOUT,
     }
 }

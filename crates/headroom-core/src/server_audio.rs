@@ -2,6 +2,7 @@
 //! the audio lane: `POST /v1/audio/transcriptions` (multipart) and `POST /v1/audio/speech`.
 //! A client that disconnects cancels its job.
 
+use crate::admission::Priority;
 use crate::asr::export::{render, ExportFormat};
 use crate::asr::{AsrError, TranscribeOptions};
 use crate::audio::wav_bytes;
@@ -94,6 +95,8 @@ async fn transcriptions(State(state): State<Arc<ServerState>>, mut form: Multipa
     let mut model = None;
     let mut format = "json".to_string();
     let mut language = None;
+    // Uploads are batch work unless the client says a person is waiting.
+    let mut priority = Priority::Normal;
     loop {
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
@@ -141,6 +144,7 @@ async fn transcriptions(State(state): State<Arc<ServerState>>, mut form: Multipa
             "model" => model = Some(text()),
             "response_format" => format = text(),
             "language" => language = Some(text()).filter(|l| !l.is_empty()),
+            "priority" if text() == "interactive" => priority = Priority::Interactive,
             _ => {} // temperature, prompt, timestamp_granularities: accepted, not used
         }
     }
@@ -170,7 +174,7 @@ async fn transcriptions(State(state): State<Arc<ServerState>>, mut form: Multipa
     let model = transcription_model(model.as_deref());
     let transcript = match state
         .speech
-        .transcribe(input, model, options, Arc::new(|_| {}), cancel)
+        .transcribe(input, model, options, priority, Arc::new(|_| {}), cancel)
         .await
     {
         Ok(t) => t,

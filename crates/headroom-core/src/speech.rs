@@ -2,7 +2,7 @@
 //! shared by the CLI, `headroom serve` and the desktop app. Loaded models are kept, so the
 //! second job on a model does not load it again.
 
-use crate::admission::Rejection;
+use crate::admission::{Priority, Rejection};
 use crate::asr::whisper::WhisperEngine;
 use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript};
 use crate::audio::{decode_bytes, Audio, AudioError, DecodeLimits};
@@ -106,6 +106,7 @@ impl SpeechService {
         input: AudioInput,
         model: &str,
         options: TranscribeOptions,
+        priority: Priority,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Transcript, SpeechError> {
@@ -126,7 +127,7 @@ impl SpeechService {
             let engine = Self::transcriber(&cache, &model, &dir)?;
             Ok(engine.transcribe(&audio.samples, &options, &*progress, cancel)?)
         };
-        match self.lane.run(cancel, job).await {
+        match self.lane.run(priority, cancel, job).await {
             Ok(result) => result,
             Err(rejection) => Err(rejection.into()),
         }
@@ -143,7 +144,7 @@ impl SpeechService {
         let job = move |cancel: &CancellationToken| {
             synthesizer.synthesize(&text, voice.as_deref(), cancel)
         };
-        match self.lane.run(cancel, job).await {
+        match self.lane.run(Priority::Interactive, cancel, job).await {
             Ok(result) => Ok(result?),
             Err(rejection) => Err(rejection.into()),
         }

@@ -1,12 +1,15 @@
 //! A fixed number of slots plus a small bounded wait queue; excess work is shed at once.
 //!
-//! Unlike a plain semaphore, the wait queue has a bound, and a [`Permit`] is an owned value the
-//! caller keeps for as long as the work runs (for a stream: until it ends or is dropped), not
-//! until a response future resolves.
+//! Unlike a plain semaphore, the wait queue has a bound and an order: higher-priority waiters
+//! (interactive audio) are served before lower ones, first come first served within a
+//! priority. A [`Permit`] is an owned value the caller keeps for as long as the work runs (for a
+//! stream: until it ends or is dropped), not until a response future resolves.
 
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::oneshot;
 
 /// How full a lane is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,26 +23,69 @@ pub struct Occupancy {
 /// Called with the new occupancy after every change (admission, queueing, release).
 pub type OccupancyObserver = Arc<dyn Fn(Occupancy) + Send + Sync>;
 
+/// Queue order: interactive work is served before normal work.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Batch work: long transcriptions, exports, text requests.
+    #[default]
+    Normal,
+    /// A person is waiting on it right now: a short transcription, speaking a segment.
+    Interactive,
+}
+
+type WaiterKey = (Reverse<Priority>, u64);
+
+struct State {
+    occupancy: Occupancy,
+    waiters: BTreeMap<WaiterKey, oneshot::Sender<()>>,
+    next_seq: u64,
+}
+
 struct Shared {
-    semaphore: Arc<Semaphore>,
-    occupancy: std::sync::Mutex<Occupancy>,
+    state: Mutex<State>,
     observer: Option<OccupancyObserver>,
 }
 
 impl Shared {
-    fn update(&self, change: impl FnOnce(&mut Occupancy)) {
-        let now = {
-            let mut occ = self.occupancy.lock().expect("occupancy lock poisoned");
-            change(&mut occ);
-            *occ
-        };
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("capacity lock poisoned")
+    }
+
+    fn notify(&self, occ: Occupancy) {
         if let Some(observer) = &self.observer {
-            observer(now);
+            observer(occ);
         }
+    }
+
+    /// Gives a freed slot to the first waiter still waiting, or frees it.
+    fn release_slot(&self) {
+        let now = {
+            let mut st = self.lock();
+            loop {
+                match st.waiters.pop_first() {
+                    Some((_, waiter)) => {
+                        st.occupancy.waiting -= 1;
+                        if waiter.send(()).is_ok() {
+                            // The slot passes to the waiter: in_flight is unchanged.
+                            break;
+                        }
+                    }
+                    None => {
+                        st.occupancy.in_flight -= 1;
+                        break;
+                    }
+                }
+            }
+            st.occupancy
+        };
+        self.notify(now);
     }
 }
 
-/// The concurrency limit with a bounded wait queue.
+/// The concurrency limit with a bounded, prioritized wait queue.
 #[derive(Clone)]
 pub struct CapacityLimit {
     shared: Arc<Shared>,
@@ -62,12 +108,15 @@ impl CapacityLimit {
         assert!(limit > 0, "a lane needs at least one slot");
         CapacityLimit {
             shared: Arc::new(Shared {
-                semaphore: Arc::new(Semaphore::new(limit)),
-                occupancy: std::sync::Mutex::new(Occupancy {
-                    in_flight: 0,
-                    limit,
-                    waiting: 0,
-                    wait_limit,
+                state: Mutex::new(State {
+                    occupancy: Occupancy {
+                        in_flight: 0,
+                        limit,
+                        waiting: 0,
+                        wait_limit,
+                    },
+                    waiters: BTreeMap::new(),
+                    next_seq: 0,
                 }),
                 observer,
             }),
@@ -75,51 +124,54 @@ impl CapacityLimit {
     }
 
     pub fn occupancy(&self) -> Occupancy {
-        *self
-            .shared
-            .occupancy
-            .lock()
-            .expect("occupancy lock poisoned")
+        self.shared.lock().occupancy
     }
 
     /// Takes a free slot, or a place in the wait queue, or sheds the request at once.
     pub fn try_enter(&self) -> Result<Entry, Full> {
-        if let Ok(permit) = self.shared.semaphore.clone().try_acquire_owned() {
-            self.shared.update(|o| o.in_flight += 1);
+        self.try_enter_with(Priority::Normal)
+    }
+
+    /// [`CapacityLimit::try_enter`] with a queue priority.
+    pub fn try_enter_with(&self, priority: Priority) -> Result<Entry, Full> {
+        let mut st = self.shared.lock();
+        if st.occupancy.in_flight < st.occupancy.limit {
+            st.occupancy.in_flight += 1;
+            let now = st.occupancy;
+            drop(st);
+            self.shared.notify(now);
             return Ok(Entry::Admitted(Permit {
                 shared: self.shared.clone(),
-                _slot: permit,
             }));
         }
-        let mut occ = self
-            .shared
-            .occupancy
-            .lock()
-            .expect("occupancy lock poisoned");
-        if occ.waiting >= occ.wait_limit {
-            return Err(Full(*occ));
+        if st.occupancy.waiting >= st.occupancy.wait_limit {
+            return Err(Full(st.occupancy));
         }
-        occ.waiting += 1;
-        let position = occ.waiting;
-        let now = *occ;
-        drop(occ);
-        if let Some(observer) = &self.shared.observer {
-            observer(now);
-        }
+        let key = (Reverse(priority), st.next_seq);
+        st.next_seq += 1;
+        let (tx, rx) = oneshot::channel();
+        st.waiters.insert(key, tx);
+        st.occupancy.waiting += 1;
+        let position = st.waiters.range(..=key).count();
+        let now = st.occupancy;
+        drop(st);
+        self.shared.notify(now);
         Ok(Entry::Queued(QueueTicket {
             shared: self.shared.clone(),
+            key,
             position,
-            waiting: true,
+            granted: Some(rx),
         }))
     }
 }
 
 /// A place in the wait queue. Dropping it (or the future of [`QueueTicket::wait`]) leaves the
-/// queue.
+/// queue, and passes on a slot it was given but never used.
 pub struct QueueTicket {
     shared: Arc<Shared>,
+    key: WaiterKey,
     position: usize,
-    waiting: bool,
+    granted: Option<oneshot::Receiver<()>>,
 }
 
 impl QueueTicket {
@@ -128,31 +180,35 @@ impl QueueTicket {
         self.position
     }
 
-    /// Waits (first come, first served) for a slot.
+    /// Waits for a slot.
     pub async fn wait(mut self) -> Permit {
-        let slot = self
-            .shared
-            .semaphore
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the lane semaphore is never closed");
-        self.waiting = false;
-        self.shared.update(|o| {
-            o.waiting -= 1;
-            o.in_flight += 1;
-        });
+        let rx = self.granted.as_mut().expect("a ticket is waited on once");
+        rx.await.expect("the capacity limit outlives its tickets");
+        self.granted = None;
         Permit {
             shared: self.shared.clone(),
-            _slot: slot,
         }
     }
 }
 
 impl Drop for QueueTicket {
     fn drop(&mut self) {
-        if self.waiting {
-            self.shared.update(|o| o.waiting -= 1);
+        let Some(mut rx) = self.granted.take() else {
+            return; // became a Permit
+        };
+        let removed = {
+            let mut st = self.shared.lock();
+            let removed = st.waiters.remove(&self.key).is_some();
+            if removed {
+                st.occupancy.waiting -= 1;
+            }
+            removed.then_some(st.occupancy)
+        };
+        match removed {
+            Some(now) => self.shared.notify(now),
+            // Granted a slot just as it left: hand the slot on.
+            None if rx.try_recv().is_ok() => self.shared.release_slot(),
+            None => {}
         }
     }
 }
@@ -160,13 +216,11 @@ impl Drop for QueueTicket {
 /// A held slot; dropping it frees the slot for the next waiter.
 pub struct Permit {
     shared: Arc<Shared>,
-    // Dropped after `Drop::drop` runs, so the count goes down before a waiter takes the slot.
-    _slot: OwnedSemaphorePermit,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.shared.update(|o| o.in_flight -= 1);
+        self.shared.release_slot();
     }
 }
 
@@ -242,6 +296,52 @@ mod tests {
         assert_eq!(cap.occupancy().waiting, 0);
         drop(permit);
         assert_eq!(cap.occupancy().in_flight, 0);
+    }
+
+    #[tokio::test]
+    async fn interactive_waiters_are_served_before_normal_ones() {
+        let cap = CapacityLimit::new(1, 3, None);
+        let running = admitted(cap.try_enter());
+        let Ok(Entry::Queued(batch)) = cap.try_enter_with(Priority::Normal) else {
+            panic!("queued")
+        };
+        let Ok(Entry::Queued(interactive)) = cap.try_enter_with(Priority::Interactive) else {
+            panic!("queued")
+        };
+        assert_eq!(interactive.position(), 1, "jumps ahead of the batch job");
+        let batch_wait = tokio::spawn(batch.wait());
+        let interactive_wait = tokio::spawn(interactive.wait());
+        drop(running);
+        let first = interactive_wait.await.unwrap();
+        assert!(!batch_wait.is_finished());
+        drop(first);
+        let _second = batch_wait.await.unwrap();
+        assert_eq!(cap.occupancy().waiting, 0);
+    }
+
+    #[test]
+    fn a_ticket_granted_as_it_leaves_passes_the_slot_on() {
+        let cap = CapacityLimit::new(1, 2, None);
+        let running = admitted(cap.try_enter());
+        let Ok(Entry::Queued(first)) = cap.try_enter() else {
+            panic!("queued")
+        };
+        let Ok(Entry::Queued(second)) = cap.try_enter() else {
+            panic!("queued")
+        };
+        drop(running); // the slot goes to `first`, which never collects it
+        drop(first);
+        assert_eq!(
+            cap.occupancy(),
+            Occupancy {
+                in_flight: 1,
+                limit: 1,
+                waiting: 0,
+                wait_limit: 2
+            }
+        );
+        drop(second);
+        assert_eq!(cap.occupancy().in_flight, 0, "no slot is lost");
     }
 
     #[test]

@@ -10,11 +10,15 @@ mod capacity;
 mod deadline;
 mod input_bound;
 mod rejection;
+mod yield_to_audio;
 
-pub use capacity::{CapacityLimit, Entry, Full, Occupancy, OccupancyObserver, Permit, QueueTicket};
+pub use capacity::{
+    CapacityLimit, Entry, Full, Occupancy, OccupancyObserver, Permit, Priority, QueueTicket,
+};
 pub use deadline::{DeadlineClock, Deadlines};
 pub use input_bound::{estimate_chat_tokens, estimate_tokens, ContextWindow, InputBound};
 pub use rejection::{human_duration, DeadlineKind, Lane, RejectReason, Rejection, SuggestedAction};
+pub use yield_to_audio::{YieldRule, YieldToAudio};
 
 use std::time::Duration;
 use tokio::time::Instant;
@@ -73,12 +77,18 @@ pub struct AdmissionStack {
 }
 
 impl AdmissionStack {
-    /// The text lane's stack, in order: bounded input, then capacity with a bounded wait queue
-    /// under the queue-wait deadline; first-chunk and total deadlines travel with the stream.
-    pub fn for_text_lane(input: InputBound, capacity: CapacityLimit, deadlines: Deadlines) -> Self {
+    /// The text lane's stack, in order: bounded input, yielding to interactive audio, then
+    /// capacity with a bounded wait queue under the queue-wait deadline; first-chunk and total
+    /// deadlines (and preemption by audio) travel with the stream.
+    pub fn for_text_lane(
+        input: InputBound,
+        yield_to_audio: YieldToAudio,
+        capacity: CapacityLimit,
+        deadlines: Deadlines,
+    ) -> Self {
         AdmissionStack {
             lane: Lane::Text,
-            gates: vec![Box::new(input)],
+            gates: vec![Box::new(input), Box::new(yield_to_audio)],
             capacity,
             deadlines,
         }
@@ -131,6 +141,17 @@ impl AdmissionStack {
         shape: &RequestShape,
         retry_estimate: RetryEstimate<'_>,
     ) -> Result<Admitted, Rejection> {
+        self.admit_with(shape, Priority::Normal, retry_estimate)
+            .await
+    }
+
+    /// [`AdmissionStack::admit`] with a queue priority.
+    pub async fn admit_with(
+        &self,
+        shape: &RequestShape,
+        priority: Priority,
+        retry_estimate: RetryEstimate<'_>,
+    ) -> Result<Admitted, Rejection> {
         let submitted = Instant::now();
         let clock = DeadlineClock::start(self.deadlines, submitted);
         for gate in &self.gates {
@@ -146,7 +167,7 @@ impl AdmissionStack {
             Lane::Text => RejectReason::TextLaneFull,
             Lane::Audio => RejectReason::AudioLaneFull,
         };
-        let permit = match self.capacity.try_enter() {
+        let permit = match self.capacity.try_enter_with(priority) {
             Ok(Entry::Admitted(permit)) => permit,
             Ok(Entry::Queued(ticket)) => {
                 let position = ticket.position();
@@ -194,6 +215,10 @@ mod tests {
             InputBound {
                 max_chars: 1000,
                 context: ContextWindow::new(4096),
+            },
+            YieldToAudio {
+                rule: YieldRule::Gate,
+                activity: crate::lanes::AudioActivity::idle(),
             },
             CapacityLimit::new(limit, wait, None),
             Deadlines {

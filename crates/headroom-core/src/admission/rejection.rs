@@ -49,6 +49,8 @@ pub enum RejectReason {
     UpstreamError,
     /// The model answered, but not with a usable cleanup (chatter, cut off, empty).
     UnusableReply,
+    /// The text lane is yielding to an interactive audio job (rules `gate` and `preempt`).
+    AudioPriority,
     /// Free GPU memory is below the headroom reserved for audio.
     GpuMemoryPressure,
     /// The user (or the client) cancelled.
@@ -56,7 +58,7 @@ pub enum RejectReason {
 }
 
 impl RejectReason {
-    pub const ALL: [RejectReason; 10] = [
+    pub const ALL: [RejectReason; 11] = [
         RejectReason::TextLaneFull,
         RejectReason::AudioLaneFull,
         RejectReason::InputTooLong,
@@ -65,6 +67,7 @@ impl RejectReason {
         RejectReason::UpstreamBusy,
         RejectReason::UpstreamError,
         RejectReason::UnusableReply,
+        RejectReason::AudioPriority,
         RejectReason::GpuMemoryPressure,
         RejectReason::Cancelled,
     ];
@@ -79,6 +82,7 @@ impl RejectReason {
             RejectReason::UpstreamBusy => "upstream_busy",
             RejectReason::UpstreamError => "upstream_error",
             RejectReason::UnusableReply => "unusable_reply",
+            RejectReason::AudioPriority => "audio_priority",
             RejectReason::GpuMemoryPressure => "gpu_memory_pressure",
             RejectReason::Cancelled => "cancelled",
         }
@@ -181,6 +185,7 @@ impl Rejection {
             | RejectReason::AudioLaneFull
             | RejectReason::UpstreamUnavailable
             | RejectReason::UpstreamBusy
+            | RejectReason::AudioPriority
             | RejectReason::GpuMemoryPressure => true,
             RejectReason::DeadlineExceeded => self.deadline != Some(DeadlineKind::Total),
             RejectReason::InputTooLong
@@ -237,6 +242,9 @@ impl Rejection {
             RejectReason::UnusableReply => {
                 format!("The {what}'s reply could not be used{detail}.")
             }
+            RejectReason::AudioPriority => format!(
+                "The {what} is paused while audio work a person is waiting on runs{detail}.{retry}"
+            ),
             RejectReason::GpuMemoryPressure => format!(
                 "GPU memory is low, so new {what} work is paused to keep audio responsive{detail}.{retry}"
             ),

@@ -1,12 +1,12 @@
 use super::monitor::{LaneEvent, LaneMonitor, LaneSnapshot};
 use crate::admission::{
-    AdmissionStack, CapacityLimit, Deadlines, Lane, RejectReason, Rejection, RequestShape,
+    AdmissionStack, CapacityLimit, Deadlines, Lane, Priority, RejectReason, Rejection, RequestShape,
 };
 use crate::metrics::{Metrics, Outcome};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +33,41 @@ impl Default for AudioLaneConfig {
     }
 }
 
+/// How many interactive audio jobs are running. The text lane watches it to yield to audio.
+#[derive(Clone)]
+pub struct AudioActivity {
+    rx: watch::Receiver<usize>,
+}
+
+impl AudioActivity {
+    /// An activity that never becomes active (a text lane with no audio lane beside it).
+    pub fn idle() -> Self {
+        let (tx, rx) = watch::channel(0);
+        // Keep the channel open so waiting on it waits forever instead of failing.
+        std::mem::forget(tx);
+        AudioActivity { rx }
+    }
+
+    pub fn interactive_running(&self) -> usize {
+        *self.rx.borrow()
+    }
+
+    /// Resolves when an interactive audio job is running.
+    pub async fn until_interactive(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|n| *n > 0).await;
+    }
+}
+
+/// Counts one running interactive job while it lives.
+struct InteractiveGuard(Arc<watch::Sender<usize>>);
+
+impl Drop for InteractiveGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
 /// The lane audio engines run on. It shares nothing with the text lane: no queue, no slot, no
 /// lock, so text work can never delay it.
 #[derive(Clone)]
@@ -40,6 +75,7 @@ pub struct AudioLane {
     stack: Arc<AdmissionStack>,
     capacity: CapacityLimit,
     monitor: Arc<LaneMonitor>,
+    interactive: Arc<watch::Sender<usize>>,
 }
 
 impl AudioLane {
@@ -64,6 +100,14 @@ impl AudioLane {
             )),
             capacity,
             monitor,
+            interactive: Arc::new(watch::channel(0).0),
+        }
+    }
+
+    /// Whether interactive audio is running, for the text lane's yield rule.
+    pub fn activity(&self) -> AudioActivity {
+        AudioActivity {
+            rx: self.interactive.subscribe(),
         }
     }
 
@@ -75,10 +119,16 @@ impl AudioLane {
         self.monitor.subscribe()
     }
 
-    /// Runs blocking audio work on a worker thread once a slot is free. The job receives the
-    /// cancel token and should check it between steps; the slot is held until the work has
-    /// really stopped, so a cancelled job's memory is gone before the next one starts.
-    pub async fn run<T, F>(&self, cancel: CancellationToken, work: F) -> Result<T, Rejection>
+    /// Runs blocking audio work on a worker thread once a slot is free; interactive jobs are
+    /// queued ahead of normal ones. The job receives the cancel token and should check it
+    /// between steps; the slot is held until the work has really stopped, so a cancelled
+    /// job's memory is gone before the next one starts.
+    pub async fn run<T, F>(
+        &self,
+        priority: Priority,
+        cancel: CancellationToken,
+        work: F,
+    ) -> Result<T, Rejection>
     where
         T: Send + 'static,
         F: FnOnce(&CancellationToken) -> T + Send + 'static,
@@ -92,7 +142,7 @@ impl AudioLane {
         let monitor = &self.monitor;
         let estimate = |occ| monitor.retry_after(occ);
         let admitted = tokio::select! {
-            admitted = self.stack.admit(&shape, &estimate) => {
+            admitted = self.stack.admit_with(&shape, priority, &estimate) => {
                 admitted.map_err(|r| monitor.reject(r))?
             }
             _ = cancel.cancelled() => {
@@ -105,8 +155,13 @@ impl AudioLane {
             .observe_queue_wait(Lane::Audio, admitted.queue_wait);
         let job_cancel = cancel.clone();
         let permit = admitted.permit;
+        let interactive = (priority == Priority::Interactive).then(|| {
+            self.interactive.send_modify(|n| *n += 1);
+            InteractiveGuard(self.interactive.clone())
+        });
         let result = tokio::task::spawn_blocking(move || {
             let out = work(&job_cancel);
+            drop(interactive);
             drop(permit);
             out
         })
@@ -152,7 +207,10 @@ mod tests {
     #[tokio::test]
     async fn runs_work_and_returns_its_value() {
         let lane = lane(1, 0);
-        let v = lane.run(CancellationToken::new(), |_| 6 * 7).await.unwrap();
+        let v = lane
+            .run(Priority::Normal, CancellationToken::new(), |_| 6 * 7)
+            .await
+            .unwrap();
         assert_eq!(v, 42);
         assert_eq!(lane.snapshot().occupancy.in_flight, 0);
     }
@@ -165,7 +223,7 @@ mod tests {
         let busy = {
             let lane = lane.clone();
             tokio::spawn(async move {
-                lane.run(CancellationToken::new(), move |_| {
+                lane.run(Priority::Normal, CancellationToken::new(), move |_| {
                     started_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
                 })
@@ -176,7 +234,7 @@ mod tests {
             .await
             .unwrap();
         let r = lane
-            .run(CancellationToken::new(), |_| ())
+            .run(Priority::Normal, CancellationToken::new(), |_| ())
             .await
             .unwrap_err();
         assert_eq!(r.reason, RejectReason::AudioLaneFull);
@@ -191,7 +249,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();
         let r = lane
-            .run(cancel, move |token| {
+            .run(Priority::Interactive, cancel, move |token| {
                 trigger.cancel();
                 // A cooperative job notices the token and stops.
                 while !token.is_cancelled() {}

@@ -5,6 +5,6 @@ mod audio;
 mod monitor;
 mod text;
 
-pub use audio::{AudioLane, AudioLaneConfig};
+pub use audio::{AudioActivity, AudioLane, AudioLaneConfig};
 pub use monitor::{LaneEvent, LaneMonitor, LaneSnapshot, RejectionRecord};
 pub use text::{TextLane, TextLaneConfig, TextStream, DEFAULT_CONTEXT_TOKENS};

@@ -2,8 +2,9 @@ use super::monitor::{LaneEvent, LaneMonitor, LaneSnapshot};
 use crate::admission::{
     estimate_chat_tokens, human_duration, AdmissionStack, CapacityLimit, ContextWindow,
     DeadlineClock, DeadlineKind, Deadlines, InputBound, Lane, Permit, RejectReason, Rejection,
-    RequestShape,
+    RequestShape, YieldRule, YieldToAudio,
 };
+use crate::lanes::AudioActivity;
 use crate::llm::{ChatChunk, ChatRequest, ChatStream, LlmClient, LlmError, ServerInfo};
 use crate::metrics::{Metrics, Outcome};
 use futures::{Stream, StreamExt};
@@ -33,6 +34,8 @@ pub struct TextLaneConfig {
     pub deadlines: Deadlines,
     /// The model to use when a request names none (else the server's first model).
     pub model: Option<String>,
+    /// What the lane does while an interactive audio job runs.
+    pub yield_rule: YieldRule,
 }
 
 /// The context assumed when neither the user nor the server gives one.
@@ -48,6 +51,7 @@ impl Default for TextLaneConfig {
             default_max_tokens: 512,
             deadlines: Deadlines::default(),
             model: None,
+            yield_rule: YieldRule::default(),
         }
     }
 }
@@ -59,6 +63,7 @@ struct Inner {
     capacity: CapacityLimit,
     context: ContextWindow,
     config: TextLaneConfig,
+    audio: AudioActivity,
     discovered_model: RwLock<Option<String>>,
     next_id: AtomicU64,
 }
@@ -70,7 +75,18 @@ pub struct TextLane {
 }
 
 impl TextLane {
+    /// A text lane with no audio lane beside it.
     pub fn new(client: LlmClient, config: TextLaneConfig, metrics: Arc<Metrics>) -> Self {
+        Self::beside_audio(client, config, metrics, AudioActivity::idle())
+    }
+
+    /// A text lane that yields to the interactive jobs of an audio lane, by `config.yield_rule`.
+    pub fn beside_audio(
+        client: LlmClient,
+        config: TextLaneConfig,
+        metrics: Arc<Metrics>,
+        audio: AudioActivity,
+    ) -> Self {
         let monitor = LaneMonitor::new(Lane::Text, metrics);
         let capacity = CapacityLimit::new(
             config.max_in_flight.max(1),
@@ -83,6 +99,10 @@ impl TextLane {
                 max_chars: config.max_input_chars,
                 context: context.clone(),
             },
+            YieldToAudio {
+                rule: config.yield_rule,
+                activity: audio.clone(),
+            },
             capacity.clone(),
             config.deadlines,
         );
@@ -94,6 +114,7 @@ impl TextLane {
                 capacity,
                 context,
                 config,
+                audio,
                 discovered_model: RwLock::new(None),
                 next_id: AtomicU64::new(1),
             }),
@@ -335,7 +356,24 @@ impl StreamState {
             return None;
         }
         let (deadline, kind) = self.clock.next_deadline();
-        match tokio::time::timeout_at(deadline, self.upstream.next()).await {
+        let inner = self.lane.inner.clone();
+        let preempting = inner.config.yield_rule == YieldRule::Preempt;
+        let next = tokio::select! {
+            next = tokio::time::timeout_at(deadline, self.upstream.next()) => next,
+            _ = inner.audio.until_interactive(), if preempting => {
+                self.finish(Outcome::Cancelled);
+                let mut r = self
+                    .lane
+                    .inner
+                    .stack
+                    .rejection(RejectReason::AudioPriority)
+                    .with_detail("stopped: an interactive audio job started")
+                    .with_retry_after(Some(Duration::from_secs(1)));
+                r.after_output = self.delivered;
+                return Some(Err(inner.monitor.reject(r)));
+            }
+        };
+        match next {
             Err(_) => {
                 self.finish(Outcome::Failed);
                 let r = self
