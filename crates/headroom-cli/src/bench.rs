@@ -19,6 +19,23 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+    /// Audio latency idle vs under text load, for each yield rule (none, gate, preempt).
+    Yield {
+        #[command(flatten)]
+        common: Common,
+        /// The clip the audio job transcribes.
+        #[arg(long, default_value = "samples/interview.flac")]
+        clip: std::path::PathBuf,
+        /// Speech model.
+        #[arg(long, default_value = headroom_core::models::DEFAULT_MODEL)]
+        model: String,
+        /// Audio jobs timed per condition.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Long text generations kept going as load.
+        #[arg(long, default_value_t = 2)]
+        streams: usize,
+    },
     /// Time to first token through `headroom serve` vs directly, same server, same run.
     Ttft {
         #[command(flatten)]
@@ -45,10 +62,10 @@ pub struct Common {
 fn line(label: &str, s: &Option<LatencySummary>) -> String {
     match s {
         Some(s) => format!(
-            "{label:<22} n={:<4} p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms",
+            "{label:<28} n={:<4} p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms",
             s.count, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms
         ),
-        None => format!("{label:<22} no samples"),
+        None => format!("{label:<28} no samples"),
     }
 }
 
@@ -85,6 +102,45 @@ pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> 
                 report.reasons
             );
             eprintln!("{}", line("rejection latency", &report.rejection_latency));
+            write_json(&common.json, &report)?;
+        }
+        BenchCommand::Yield {
+            common,
+            clip,
+            model,
+            runs,
+            streams,
+        } => {
+            let input = headroom_core::speech::AudioInput::from_file(&clip)?;
+            let report = headroom_core::bench::yield_rules(
+                &client_for(&common)?,
+                &input,
+                &model,
+                runs,
+                streams,
+            )
+            .await?;
+            eprintln!(
+                "audio job: transcribe {} ({:.1} s, {model}), {runs} runs per condition, {streams} text streams as load",
+                clip.display(),
+                report.clip_seconds
+            );
+            eprintln!("{}", line("audio idle", &report.audio_idle));
+            for r in &report.rules {
+                eprintln!(
+                    "{}",
+                    line(
+                        &format!("audio, text load, {:?}", r.rule).to_lowercase(),
+                        &r.audio_under_load
+                    )
+                );
+                if let Some(ratio) = r.p50_ratio {
+                    eprintln!(
+                        "{:<22} p50 ratio vs idle {ratio:.2}; text requests {:?}",
+                        "", r.text_outcomes
+                    );
+                }
+            }
             write_json(&common.json, &report)?;
         }
         BenchCommand::Ttft {

@@ -259,3 +259,180 @@ mod tests {
         assert_eq!(one.p99_ms, 7.0);
     }
 }
+
+/// Audio latency with and without text load, for one yield rule.
+#[derive(Debug, Clone, Serialize)]
+pub struct YieldRuleResult {
+    pub rule: crate::admission::YieldRule,
+    pub audio_under_load: Option<LatencySummary>,
+    /// Median audio latency under text load over median idle latency.
+    pub p50_ratio: Option<f64>,
+    /// Text requests the load generator started, and how they ended.
+    pub text_outcomes: BTreeMap<String, usize>,
+}
+
+/// How each yield rule protects an interactive audio job from text load on the same machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct YieldReport {
+    pub clip_seconds: f64,
+    pub runs_each: usize,
+    pub text_streams: usize,
+    pub audio_idle: Option<LatencySummary>,
+    pub rules: Vec<YieldRuleResult>,
+}
+
+/// Keeps `streams` long text requests going through `lane` until `stop`, recording outcomes.
+async fn text_load(
+    lane: TextLane,
+    model: Option<String>,
+    stop: tokio_util::sync::CancellationToken,
+    outcomes: Arc<std::sync::Mutex<BTreeMap<String, usize>>>,
+) {
+    let count = |key: &str| {
+        *outcomes
+            .lock()
+            .expect("outcomes")
+            .entry(key.to_string())
+            .or_default() += 1
+    };
+    while !stop.is_cancelled() {
+        let mut request = bench_request(model.clone(), 2048);
+        request.messages = vec![ChatMessage::new(
+            "user",
+            "Write a long story about a lighthouse keeper and the sea.",
+        )];
+        let attempt = async {
+            match lane.submit(request).await {
+                Err(r) => Err(r),
+                Ok(mut stream) => {
+                    while let Some(item) = stream.next().await {
+                        item?;
+                    }
+                    Ok(())
+                }
+            }
+        };
+        tokio::select! {
+            result = attempt => match result {
+                Ok(()) => count("completed"),
+                Err(r) => {
+                    count(r.reason.code());
+                    // A refused load generator tries again shortly, like a retrying client.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            },
+            _ = stop.cancelled() => count("running_at_end"),
+        }
+    }
+}
+
+/// Times `runs` interactive transcriptions of `clip`: idle, then under text load with each
+/// yield rule (`streams` long generations kept going against `upstream`).
+pub async fn yield_rules(
+    upstream: &LlmClient,
+    clip: &crate::speech::AudioInput,
+    model: &str,
+    runs: usize,
+    streams: usize,
+) -> Result<YieldReport, BenchError> {
+    use crate::admission::{Priority, YieldRule};
+    use crate::lanes::{AudioLane, AudioLaneConfig};
+    use crate::speech::{AudioInput, SpeechService};
+    let time_audio = |speech: Arc<SpeechService>| {
+        let bytes = clip.bytes.clone();
+        let name = clip.name.clone();
+        let model = model.to_string();
+        async move {
+            let mut times = Vec::new();
+            let mut seconds = 0.0;
+            for _ in 0..runs {
+                let input = AudioInput {
+                    bytes: bytes.clone(),
+                    name: name.clone(),
+                };
+                let started = Instant::now();
+                let t = speech
+                    .transcribe(
+                        input,
+                        &model,
+                        Default::default(),
+                        Priority::Interactive,
+                        Arc::new(|_| {}),
+                        Default::default(),
+                    )
+                    .await
+                    .map_err(|e| BenchError::Setup(e.to_string()))?;
+                times.push(started.elapsed());
+                seconds = t.duration;
+            }
+            Ok::<_, BenchError>((times, seconds))
+        }
+    };
+    let metrics = Arc::new(Metrics::new());
+    let idle_speech = Arc::new(SpeechService::new(AudioLane::new(
+        AudioLaneConfig::default(),
+        metrics.clone(),
+    )));
+    // Warm-up: load the model once, excluded from the figures.
+    time_audio(idle_speech.clone()).await?;
+    let (idle, clip_seconds) = time_audio(idle_speech).await?;
+    let audio_idle = summarize(&idle);
+    let mut rules = Vec::new();
+    for rule in [YieldRule::None, YieldRule::Gate, YieldRule::Preempt] {
+        let audio_lane = AudioLane::new(AudioLaneConfig::default(), metrics.clone());
+        let config = TextLaneConfig {
+            yield_rule: rule,
+            max_in_flight: streams.max(1),
+            ..TextLaneConfig::default()
+        };
+        let text = TextLane::beside_audio(
+            upstream.clone(),
+            config,
+            metrics.clone(),
+            audio_lane.activity(),
+        );
+        text.discover().await?;
+        let speech = Arc::new(SpeechService::new(audio_lane));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let outcomes = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        let load: Vec<_> = (0..streams)
+            .map(|_| {
+                tokio::spawn(text_load(
+                    text.clone(),
+                    text.model(),
+                    stop.clone(),
+                    outcomes.clone(),
+                ))
+            })
+            .collect();
+        // Let generation get going before the audio job arrives.
+        let mut events = text.subscribe();
+        while text.snapshot().occupancy.in_flight < streams {
+            let _ = events.recv().await;
+        }
+        let timed = time_audio(speech).await;
+        stop.cancel();
+        for task in load {
+            let _ = task.await;
+        }
+        let (times, _) = timed?;
+        let under = summarize(&times);
+        let p50_ratio = match (&audio_idle, &under) {
+            (Some(i), Some(u)) => Some(u.p50_ms / i.p50_ms),
+            _ => None,
+        };
+        rules.push(YieldRuleResult {
+            rule,
+            audio_under_load: under,
+            p50_ratio,
+            text_outcomes: outcomes.lock().expect("outcomes").clone(),
+        });
+    }
+    Ok(YieldReport {
+        clip_seconds,
+        runs_each: runs,
+        text_streams: streams,
+        audio_idle,
+        rules,
+    })
+}
