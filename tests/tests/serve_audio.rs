@@ -97,3 +97,69 @@ async fn uploads_over_the_limit_get_413_and_bad_requests_clear_400s() {
         "invalid_response_format"
     );
 }
+
+#[tokio::test]
+async fn remote_backends_speak_and_transcribe_through_another_server() {
+    use headroom_core::admission::Priority;
+    use headroom_core::lanes::{AudioLane, AudioLaneConfig};
+    use headroom_core::remote_audio::{RemoteSynthesizer, RemoteTranscriber};
+    use headroom_core::speech::{AudioInput, SpeechService};
+    use tokio_util::sync::CancellationToken;
+    require_models();
+    let server = RunningServer::ephemeral(text_lane()).await.unwrap();
+    let url = server.base_url();
+    let client_side = SpeechService::new(AudioLane::new(
+        AudioLaneConfig::default(),
+        Arc::new(Metrics::new()),
+    ))
+    .with_transcriber(Arc::new(
+        RemoteTranscriber::new(&url, "whisper-tiny.en", None).unwrap(),
+    ))
+    .with_synthesizer(Arc::new(
+        RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
+    ));
+    let audio = client_side
+        .synthesize(
+            "Please send the report to my office before noon.".into(),
+            Some("alloy".into()),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(audio.duration_secs() > 1.0);
+    let input = AudioInput {
+        bytes: headroom_core::audio::wav_bytes(&audio),
+        name: "remote.wav".into(),
+    };
+    let transcript = client_side
+        .transcribe(
+            input,
+            "ignored-for-remote",
+            Default::default(),
+            Priority::Interactive,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let text = transcript.text().to_lowercase();
+    assert!(text.contains("report") && text.contains("office"), "{text}");
+    assert!(
+        !transcript.segments.is_empty()
+            && transcript.segments[0].end > transcript.segments[0].start
+    );
+
+    // A server that refuses says so, naming itself.
+    let bad = SpeechService::new(AudioLane::new(
+        AudioLaneConfig::default(),
+        Arc::new(Metrics::new()),
+    ))
+    .with_synthesizer(Arc::new(
+        RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
+    ));
+    let err = bad
+        .synthesize("x".repeat(5000), None, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("HTTP 400"), "{err}");
+}

@@ -3,6 +3,7 @@ use headroom_core::audio::write_wav;
 use headroom_core::config::Config;
 use headroom_core::lanes::AudioLane;
 use headroom_core::metrics::Metrics;
+use headroom_core::remote_audio::RemoteSynthesizer;
 use headroom_core::speech::SpeechService;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,13 +24,25 @@ pub struct SpeakArgs {
     /// List the available voices.
     #[arg(long)]
     list_voices: bool,
+    /// Use an OpenAI-compatible speech server (e.g. http://127.0.0.1:8089/v1) instead of
+    /// espeak-ng.
+    #[arg(long)]
+    server_url: Option<String>,
+    /// Model name sent to --server-url.
+    #[arg(long, default_value = "tts-1")]
+    model: String,
 }
 
 pub async fn run(args: SpeakArgs, config: Config) -> anyhow::Result<ExitCode> {
-    let speech = SpeechService::new(AudioLane::new(
+    let mut speech = SpeechService::new(AudioLane::new(
         config.audio_lane(),
         Arc::new(Metrics::new()),
     ));
+    if let Some(url) = &args.server_url {
+        let remote = RemoteSynthesizer::new(url, &args.model, audio_api_key())
+            .map_err(anyhow::Error::msg)?;
+        speech = speech.with_synthesizer(Arc::new(remote));
+    }
     if args.list_voices {
         for v in speech.synthesizer().voices()? {
             println!("{:<12} {}", v.id, v.name);
@@ -51,4 +64,12 @@ pub async fn run(args: SpeakArgs, config: Config) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The key for an external speech server: its own variable, so the text model's key never
+/// goes to another server.
+pub fn audio_api_key() -> Option<headroom_core::llm::ApiKey> {
+    std::env::var("HEADROOM_AUDIO_API_KEY")
+        .ok()
+        .and_then(headroom_core::llm::ApiKey::new)
 }

@@ -10,6 +10,7 @@ use headroom_core::fsutil::write_atomic;
 use headroom_core::lanes::AudioLane;
 use headroom_core::metrics::Metrics;
 use headroom_core::models::DEFAULT_MODEL;
+use headroom_core::remote_audio::RemoteTranscriber;
 use headroom_core::speech::{AudioInput, SpeechError, SpeechService};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,13 +33,22 @@ pub struct TranscribeArgs {
     /// Write here (atomically) instead of to stdout.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Use an OpenAI-compatible transcription server (e.g. http://127.0.0.1:8089/v1) instead
+    /// of the embedded engine; --model is sent as its model name.
+    #[arg(long)]
+    server_url: Option<String>,
 }
 
 pub async fn run(args: TranscribeArgs, config: Config) -> anyhow::Result<ExitCode> {
-    let speech = SpeechService::new(AudioLane::new(
+    let mut speech = SpeechService::new(AudioLane::new(
         config.audio_lane(),
         Arc::new(Metrics::new()),
     ));
+    if let Some(url) = &args.server_url {
+        let remote = RemoteTranscriber::new(url, &args.model, crate::speak::audio_api_key())
+            .map_err(anyhow::Error::msg)?;
+        speech = speech.with_transcriber(Arc::new(remote));
+    }
     let input = AudioInput::from_file(&args.file)?;
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

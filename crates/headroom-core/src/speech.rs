@@ -56,6 +56,8 @@ pub struct SpeechService {
     synthesizer: Arc<dyn Synthesizer>,
     limits: DecodeLimits,
     models_dir: PathBuf,
+    /// An external transcription server, used instead of the embedded models when set.
+    remote_transcriber: Option<Arc<dyn Transcriber>>,
 }
 
 impl SpeechService {
@@ -66,7 +68,21 @@ impl SpeechService {
             synthesizer: Arc::new(Espeak::default()),
             limits: DecodeLimits::default(),
             models_dir: models::models_dir(),
+            remote_transcriber: None,
         }
+    }
+
+    /// Transcribes with this engine (e.g. a [`crate::remote_audio::RemoteTranscriber`])
+    /// instead of the embedded models.
+    pub fn with_transcriber(mut self, engine: Arc<dyn Transcriber>) -> Self {
+        self.remote_transcriber = Some(engine);
+        self
+    }
+
+    /// Synthesizes with this engine instead of espeak-ng.
+    pub fn with_synthesizer(mut self, engine: Arc<dyn Synthesizer>) -> Self {
+        self.synthesizer = engine;
+        self
     }
 
     /// Uses models installed under `dir` instead of the default directory.
@@ -110,11 +126,17 @@ impl SpeechService {
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Transcript, SpeechError> {
-        let model = models::spec(model)?.name.to_string();
-        // A missing model is reported at once, before the job waits for a slot.
-        let dir = models::locate(&self.models_dir, &model)?;
+        // The engine: the external server, or an embedded model (a missing one is reported at
+        // once, before the job waits for a slot).
+        let engine_source = match &self.remote_transcriber {
+            Some(remote) => Ok(remote.clone()),
+            None => {
+                let model = models::spec(model)?.name.to_string();
+                let dir = models::locate(&self.models_dir, &model)?;
+                Err((self.transcribers.clone(), model, dir))
+            }
+        };
         let limits = self.limits;
-        let cache = self.transcribers.clone();
         let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
             let extension = input
                 .name
@@ -124,7 +146,10 @@ impl SpeechService {
             let audio: Audio =
                 decode_bytes(input.bytes, extension.as_deref(), &input.name, limits)?;
             let audio = audio.to_16k()?;
-            let engine = Self::transcriber(&cache, &model, &dir)?;
+            let engine: Arc<dyn Transcriber> = match engine_source {
+                Ok(remote) => remote,
+                Err((cache, model, dir)) => Self::transcriber(&cache, &model, &dir)?,
+            };
             Ok(engine.transcribe(&audio.samples, &options, &*progress, cancel)?)
         };
         match self.lane.run(priority, cancel, job).await {

@@ -18,7 +18,7 @@ impl ApiKey {
         (!key.trim().is_empty()).then(|| ApiKey(key.trim().to_string()))
     }
 
-    fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }

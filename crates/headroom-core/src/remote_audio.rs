@@ -1,0 +1,259 @@
+//! External speech servers that speak OpenAI's audio API, plugged in by URL:
+//! `POST /v1/audio/transcriptions` and `POST /v1/audio/speech` (another `headroom serve`,
+//! openedai-speech, a Whisper server, Chatterbox's OpenAI route, ...).
+//!
+//! The traits are synchronous (engines run on the audio lane's worker thread), so these
+//! backends drive their HTTP calls on the runtime they were created in.
+
+use crate::asr::{AsrError, Segment, TranscribeOptions, Transcriber, Transcript};
+use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits};
+use crate::llm::ApiKey;
+use crate::tts::{Synthesizer, TtsError, Voice};
+use serde_json::Value;
+use std::future::Future;
+use std::path::Path;
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+struct Remote {
+    base: Url,
+    http: reqwest::Client,
+    api_key: Option<ApiKey>,
+    model: String,
+    runtime: Handle,
+}
+
+impl Remote {
+    fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Remote, String> {
+        let mut base =
+            Url::parse(base_url.trim()).map_err(|e| format!("invalid URL {base_url:?}: {e}"))?;
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let runtime = Handle::try_current().map_err(|_| {
+            "remote audio backends are created inside the async runtime".to_string()
+        })?;
+        Ok(Remote {
+            base,
+            http: reqwest::Client::new(),
+            api_key,
+            model: model.to_string(),
+            runtime,
+        })
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.post(self.base.join(path).expect("relative path"));
+        match &self.api_key {
+            Some(key) => req.bearer_auth(key.expose()),
+            None => req,
+        }
+    }
+
+    /// Runs `request` on the runtime from this worker thread, giving up when `cancel` fires.
+    fn block_on<T>(
+        &self,
+        cancel: &CancellationToken,
+        request: impl Future<Output = Result<T, String>>,
+    ) -> Option<Result<T, String>> {
+        self.runtime.block_on(async {
+            tokio::select! {
+                r = request => Some(r),
+                _ = cancel.cancelled() => None,
+            }
+        })
+    }
+}
+
+async fn checked(
+    resp: Result<reqwest::Response, reqwest::Error>,
+    url: &Url,
+) -> Result<reqwest::Response, String> {
+    let resp = resp.map_err(|e| format!("cannot reach {url}: {e}"))?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let body = resp.text().await.unwrap_or_default();
+    let message = crate::llm::ApiError::from_body(&body).message;
+    Err(format!(
+        "{url} answered HTTP {}: {message}",
+        status.as_u16()
+    ))
+}
+
+/// Transcription by an OpenAI-compatible server.
+pub struct RemoteTranscriber {
+    remote: Remote,
+}
+
+impl RemoteTranscriber {
+    /// `base_url` like `http://127.0.0.1:8089/v1`; `model` is sent as the request's `model`.
+    pub fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Self, String> {
+        Ok(RemoteTranscriber {
+            remote: Remote::new(base_url, model, api_key)?,
+        })
+    }
+}
+
+impl Transcriber for RemoteTranscriber {
+    fn name(&self) -> &str {
+        &self.remote.model
+    }
+
+    fn transcribe(
+        &self,
+        samples: &[f32],
+        options: &TranscribeOptions,
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        let wav = wav_bytes(&Audio {
+            samples: samples.to_vec(),
+            sample_rate: 16_000,
+        });
+        let url = self
+            .remote
+            .base
+            .join("audio/transcriptions")
+            .expect("relative path");
+        let mut form = reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(wav)
+                    .file_name("audio.wav")
+                    .mime_str("audio/wav")
+                    .expect("valid mime"),
+            )
+            .text("model", self.remote.model.clone())
+            .text("response_format", "verbose_json");
+        if let Some(language) = &options.language {
+            form = form.text("language", language.clone());
+        }
+        let request = async {
+            let resp = checked(
+                self.remote
+                    .post("audio/transcriptions")
+                    .multipart(form)
+                    .send()
+                    .await,
+                &url,
+            )
+            .await?;
+            resp.json::<Value>()
+                .await
+                .map_err(|e| format!("{url} sent an unreadable answer: {e}"))
+        };
+        let body = match self.remote.block_on(cancel, request) {
+            None => return Err(AsrError::Cancelled),
+            Some(r) => r.map_err(AsrError::Model)?,
+        };
+        progress(1.0);
+        let duration = samples.len() as f64 / 16_000.0;
+        let segments = match body.get("segments").and_then(Value::as_array) {
+            Some(list) => list
+                .iter()
+                .map(|s| Segment {
+                    start: s["start"].as_f64().unwrap_or(0.0),
+                    end: s["end"].as_f64().unwrap_or(duration),
+                    text: s["text"].as_str().unwrap_or("").trim().to_string(),
+                })
+                .collect(),
+            // A server that only answers `text`: one segment for the whole clip.
+            None => vec![Segment {
+                start: 0.0,
+                end: duration,
+                text: body["text"].as_str().unwrap_or("").trim().to_string(),
+            }],
+        };
+        Ok(Transcript {
+            language: body["language"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| options.language.clone()),
+            duration,
+            segments,
+        })
+    }
+}
+
+/// Speech synthesis by an OpenAI-compatible server.
+pub struct RemoteSynthesizer {
+    remote: Remote,
+}
+
+impl RemoteSynthesizer {
+    pub fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Self, String> {
+        Ok(RemoteSynthesizer {
+            remote: Remote::new(base_url, model, api_key)?,
+        })
+    }
+}
+
+impl Synthesizer for RemoteSynthesizer {
+    fn name(&self) -> &str {
+        &self.remote.model
+    }
+
+    /// OpenAI's API has no voice list; these are the names its servers accept.
+    fn voices(&self) -> Result<Vec<Voice>, TtsError> {
+        Ok(["alloy", "echo", "fable", "onyx", "nova", "shimmer"]
+            .iter()
+            .map(|v| Voice {
+                id: v.to_string(),
+                language: "en".into(),
+                name: v.to_string(),
+            })
+            .collect())
+    }
+
+    fn synthesize(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        if text.trim().is_empty() {
+            return Err(TtsError::EmptyText);
+        }
+        let url = self
+            .remote
+            .base
+            .join("audio/speech")
+            .expect("relative path");
+        let body = serde_json::json!({
+            "model": self.remote.model,
+            "input": text,
+            "voice": voice.unwrap_or("alloy"),
+            "response_format": "wav",
+        });
+        let request = async {
+            let resp = checked(
+                self.remote.post("audio/speech").json(&body).send().await,
+                &url,
+            )
+            .await?;
+            resp.bytes()
+                .await
+                .map(|b| b.to_vec())
+                .map_err(|e| format!("{url}: {e}"))
+        };
+        let engine = |message: String| TtsError::Engine {
+            engine: url.to_string(),
+            message,
+        };
+        let bytes = match self.remote.block_on(cancel, request) {
+            None => return Err(TtsError::Cancelled),
+            Some(r) => r.map_err(engine)?,
+        };
+        decode_bytes(
+            bytes,
+            Some("wav"),
+            Path::new("the server's audio"),
+            DecodeLimits::default(),
+        )
+        .map_err(|e| engine(e.to_string()))
+    }
+}
