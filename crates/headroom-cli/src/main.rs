@@ -5,6 +5,7 @@ mod cleanup;
 mod doctor;
 mod models;
 mod progress;
+mod record;
 mod serve;
 mod speak;
 mod transcribe;
@@ -45,6 +46,8 @@ enum Command {
     Transcribe(transcribe::TranscribeArgs),
     /// Synthesize speech to a WAV file.
     Speak(speak::SpeakArgs),
+    /// Record from a microphone to a WAV file, with a level meter.
+    Record(record::RecordArgs),
     /// List, install and verify speech models.
     #[command(subcommand)]
     Models(models::ModelsCommand),
@@ -138,6 +141,7 @@ fn main() -> ExitCode {
             Command::Bench(cmd) => bench::run(cmd, config).await,
             Command::Transcribe(args) => transcribe::run(args, config).await,
             Command::Speak(args) => speak::run(args, config).await,
+            Command::Record(args) => record::run(args, config).await,
             Command::Models(cmd) => models::run(cmd),
         }
     });

@@ -29,6 +29,14 @@ impl Progress {
         let _ = std::io::stderr().flush();
     }
 
+    /// Shows a free-form status (a level meter) on a terminal.
+    pub fn show(&self, status: &str) {
+        if self.terminal {
+            eprint!("\r{}: {status}", self.label);
+            let _ = std::io::stderr().flush();
+        }
+    }
+
     /// Ends the progress line with a message.
     pub fn finish(&self, message: &str) {
         if self.terminal {

@@ -146,3 +146,57 @@ async fn doctor_reports_server_model_context_and_gpu() {
     assert_eq!(down.status.code(), Some(1));
     assert!(text(&down.stdout).contains("server      FAIL"));
 }
+
+#[tokio::test]
+async fn record_writes_the_asked_length_and_explains_a_missing_device() {
+    let null_device = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/alsa/null-device.conf"
+    );
+    let out = std::env::temp_dir().join(format!("headroom-record-{}.wav", std::process::id()));
+    let rec = headroom(
+        &["record", "--seconds", "1", "--out", out.to_str().unwrap()],
+        &[("ALSA_CONFIG_PATH", null_device)],
+    )
+    .await;
+    assert!(rec.status.success(), "{}", text(&rec.stderr));
+    let audio = headroom_core::audio::decode_bytes(
+        std::fs::read(&out).unwrap(),
+        Some("wav"),
+        &out,
+        headroom_core::audio::DecodeLimits::default(),
+    );
+    // The null device records silence, which decoding refuses as silent: the file is complete.
+    assert!(
+        matches!(audio, Err(headroom_core::audio::AudioError::Silent { .. })),
+        "{audio:?}"
+    );
+    let reader = hound::WavReader::open(&out).unwrap();
+    assert_eq!(
+        reader.duration(),
+        reader.spec().sample_rate,
+        "exactly one second"
+    );
+    std::fs::remove_file(&out).unwrap();
+
+    let missing = headroom(
+        &[
+            "record",
+            "--seconds",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "no-such-mic",
+        ],
+        &[("ALSA_CONFIG_PATH", null_device)],
+    )
+    .await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).contains("no input device named \"no-such-mic\""),
+        "{}",
+        text(&missing.stderr)
+    );
+    assert!(!out.exists(), "nothing is written on failure");
+}

@@ -1,10 +1,12 @@
 //! Audio in and out: decoding any common file to mono samples, resampling, writing WAV.
 
 mod decode;
+mod device;
 mod resample;
 mod wav;
 
 pub use decode::{decode_bytes, decode_file, DecodeLimits};
+pub use device::{input_devices, record};
 pub use resample::resample;
 pub use wav::{wav_bytes, write_wav};
 
@@ -57,6 +59,8 @@ pub enum AudioError {
     },
     #[error("cannot resample from {from} Hz to {to} Hz: {detail}")]
     Resample { from: u32, to: u32, detail: String },
+    #[error("sound device: {message}")]
+    Device { message: String },
     #[error("cannot write {path}: {message}")]
     Write { path: PathBuf, message: String },
 }

@@ -1,0 +1,147 @@
+//! Recording from and playing to sound devices with cpal. Machines without a sound card are
+//! common (servers, containers): every failure is a clear error naming the device, never a
+//! panic. ALSA may still print its own complaints on stderr.
+
+use super::{Audio, AudioError};
+use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use cpal::{SampleFormat, StreamConfig};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+fn device_error(what: &str, detail: impl std::fmt::Display) -> AudioError {
+    AudioError::Device {
+        message: format!("{what}: {detail}"),
+    }
+}
+
+/// Names of the input devices, for choosing one.
+pub fn input_devices() -> Result<Vec<String>, AudioError> {
+    let host = cpal::default_host();
+    let devices = host
+        .input_devices()
+        .map_err(|e| device_error("cannot list input devices", e))?;
+    Ok(devices.filter_map(|d| d.name().ok()).collect())
+}
+
+fn input_device(name: Option<&str>) -> Result<cpal::Device, AudioError> {
+    let host = cpal::default_host();
+    match name {
+        None => host
+            .default_input_device()
+            .ok_or_else(|| AudioError::Device {
+                message: "no sound input device found (is a microphone connected?)".into(),
+            }),
+        Some(wanted) => host
+            .input_devices()
+            .map_err(|e| device_error("cannot list input devices", e))?
+            .find(|d| d.name().is_ok_and(|n| n == wanted))
+            .ok_or_else(|| AudioError::Device {
+                message: format!(
+                    "no input device named {wanted:?}; `headroom record --list-devices` shows them"
+                ),
+            }),
+    }
+}
+
+/// Records `seconds` of mono audio from `device` (the default input when `None`), reporting the
+/// input level (peak dBFS of the last tenth of a second) as it goes. Stops early on `cancel`.
+pub fn record(
+    device: Option<&str>,
+    seconds: f64,
+    level: &dyn Fn(f32),
+    cancel: &CancellationToken,
+) -> Result<Audio, AudioError> {
+    let device = input_device(device)?;
+    let name = device.name().unwrap_or_else(|_| "the input device".into());
+    let supported = device
+        .default_input_config()
+        .map_err(|e| device_error(&format!("{name} cannot record"), e))?;
+    let format = supported.sample_format();
+    let config: StreamConfig = supported.into();
+    let channels = config.channels.max(1) as usize;
+    let sample_rate = config.sample_rate.0;
+    let captured: Arc<Mutex<Vec<f32>>> = Arc::new(Mutex::new(Vec::new()));
+    let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let sink = captured.clone();
+    // Devices without a clock (ALSA's null device) deliver as fast as they can: never keep
+    // more than was asked for.
+    let max_samples = (seconds.max(0.0) * sample_rate as f64).round() as usize;
+    let push = move |frames: &mut dyn Iterator<Item = f32>| {
+        let interleaved: Vec<f32> = frames.collect();
+        let mut kept = sink.lock().expect("capture lock");
+        let room = max_samples.saturating_sub(kept.len());
+        let mono = interleaved
+            .chunks(channels)
+            .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
+            .take(room);
+        kept.extend(mono);
+    };
+    let on_error = {
+        let failure = failure.clone();
+        move |e: cpal::StreamError| {
+            failure
+                .lock()
+                .expect("failure lock")
+                .get_or_insert(e.to_string());
+        }
+    };
+    let stream = match format {
+        SampleFormat::F32 => device.build_input_stream(
+            &config,
+            move |data: &[f32], _: &_| push(&mut data.iter().copied()),
+            on_error,
+            None,
+        ),
+        SampleFormat::I16 => device.build_input_stream(
+            &config,
+            move |data: &[i16], _: &_| push(&mut data.iter().map(|s| *s as f32 / 32768.0)),
+            on_error,
+            None,
+        ),
+        SampleFormat::U16 => device.build_input_stream(
+            &config,
+            move |data: &[u16], _: &_| {
+                push(&mut data.iter().map(|s| (*s as f32 - 32768.0) / 32768.0))
+            },
+            on_error,
+            None,
+        ),
+        other => {
+            return Err(AudioError::Device {
+                message: format!(
+                    "{name} delivers {other:?} samples, which Headroom does not record"
+                ),
+            })
+        }
+    }
+    .map_err(|e| device_error(&format!("cannot open {name} for recording"), e))?;
+    stream
+        .play()
+        .map_err(|e| device_error(&format!("cannot start recording from {name}"), e))?;
+    let started = Instant::now();
+    let wanted = Duration::from_secs_f64(seconds.max(0.0));
+    let tick = Duration::from_millis(100);
+    // Recording is paced by the clock: report the level every tenth of a second.
+    let full = || captured.lock().expect("capture lock").len() >= max_samples;
+    while started.elapsed() < wanted && !cancel.is_cancelled() && !full() {
+        std::thread::sleep(tick.min(wanted.saturating_sub(started.elapsed())));
+        if let Some(message) = failure.lock().expect("failure lock").clone() {
+            return Err(device_error(
+                &format!("recording from {name} failed"),
+                message,
+            ));
+        }
+        let samples = captured.lock().expect("capture lock");
+        let recent = samples.len().saturating_sub(sample_rate as usize / 10);
+        let peak = samples[recent..].iter().fold(0.0f32, |m, s| m.max(s.abs()));
+        drop(samples);
+        level(20.0 * peak.max(1e-5).log10());
+    }
+    drop(stream);
+    let samples = std::mem::take(&mut *captured.lock().expect("capture lock"));
+    Ok(Audio {
+        samples,
+        sample_rate,
+    })
+}
