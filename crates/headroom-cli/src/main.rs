@@ -4,6 +4,7 @@ mod bench;
 mod cleanup;
 mod doctor;
 mod models;
+mod play;
 mod progress;
 mod record;
 mod serve;
@@ -48,6 +49,8 @@ enum Command {
     Speak(speak::SpeakArgs),
     /// Record from a microphone to a WAV file, with a level meter.
     Record(record::RecordArgs),
+    /// Play an audio file on the default output device.
+    Play(play::PlayArgs),
     /// List, install and verify speech models.
     #[command(subcommand)]
     Models(models::ModelsCommand),
@@ -142,6 +145,7 @@ fn main() -> ExitCode {
             Command::Transcribe(args) => transcribe::run(args, config).await,
             Command::Speak(args) => speak::run(args, config).await,
             Command::Record(args) => record::run(args, config).await,
+            Command::Play(args) => play::run(args, config).await,
             Command::Models(cmd) => models::run(cmd),
         }
     });

@@ -200,3 +200,26 @@ async fn record_writes_the_asked_length_and_explains_a_missing_device() {
     );
     assert!(!out.exists(), "nothing is written on failure");
 }
+
+#[tokio::test]
+async fn play_runs_to_the_end_on_a_device_and_explains_a_bad_file() {
+    let null_device = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/alsa/null-device.conf"
+    );
+    let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let played = headroom(&["play", clip], &[("ALSA_CONFIG_PATH", null_device)]).await;
+    assert!(played.status.success(), "{}", text(&played.stderr));
+    assert!(
+        text(&played.stderr).contains("played"),
+        "{}",
+        text(&played.stderr)
+    );
+    let bad = headroom(&["play", SAMPLE], &[("ALSA_CONFIG_PATH", null_device)]).await;
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("interview.txt is not an audio format"),
+        "{}",
+        text(&bad.stderr)
+    );
+}

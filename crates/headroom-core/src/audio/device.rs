@@ -1,4 +1,5 @@
-//! Recording from and playing to sound devices with cpal. Machines without a sound card are
+//! Recording from and playing to sound devices with cpal (playback is for the desktop app and
+//! `headroom play`). Machines without a sound card are
 //! common (servers, containers): every failure is a clear error naming the device, never a
 //! panic. ALSA may still print its own complaints on stderr.
 
@@ -144,4 +145,86 @@ pub fn record(
         samples,
         sample_rate,
     })
+}
+
+/// Plays mono audio on the default output device until it ends or `cancel` fires.
+pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError> {
+    let host = cpal::default_host();
+    let device = host
+        .default_output_device()
+        .ok_or_else(|| AudioError::Device {
+            message: "no sound output device found".into(),
+        })?;
+    let name = device.name().unwrap_or_else(|_| "the output device".into());
+    let supported = device
+        .default_output_config()
+        .map_err(|e| device_error(&format!("{name} cannot play"), e))?;
+    let format = supported.sample_format();
+    let config: StreamConfig = supported.into();
+    let channels = config.channels.max(1) as usize;
+    // Play at the device's rate: resample once up front.
+    let samples = Arc::new(super::resample(
+        &audio.samples,
+        audio.sample_rate,
+        config.sample_rate.0,
+    )?);
+    let total = samples.len();
+    let position = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let next = {
+        let samples = samples.clone();
+        let position = position.clone();
+        move || -> f32 {
+            let i = position.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            samples.get(i).copied().unwrap_or(0.0)
+        }
+    };
+    let on_error = {
+        let failure = failure.clone();
+        move |e: cpal::StreamError| {
+            failure
+                .lock()
+                .expect("failure lock")
+                .get_or_insert(e.to_string());
+        }
+    };
+    let stream = match format {
+        SampleFormat::F32 => device.build_output_stream(
+            &config,
+            move |data: &mut [f32], _: &_| {
+                for frame in data.chunks_mut(channels) {
+                    frame.fill(next());
+                }
+            },
+            on_error,
+            None,
+        ),
+        SampleFormat::I16 => device.build_output_stream(
+            &config,
+            move |data: &mut [i16], _: &_| {
+                for frame in data.chunks_mut(channels) {
+                    frame.fill((next().clamp(-1.0, 1.0) * i16::MAX as f32) as i16);
+                }
+            },
+            on_error,
+            None,
+        ),
+        other => {
+            return Err(AudioError::Device {
+                message: format!("{name} wants {other:?} samples, which Headroom does not play"),
+            })
+        }
+    }
+    .map_err(|e| device_error(&format!("cannot open {name} for playback"), e))?;
+    stream
+        .play()
+        .map_err(|e| device_error(&format!("cannot start playback on {name}"), e))?;
+    // Paced by the device: check every 50 ms whether it has consumed everything.
+    while position.load(std::sync::atomic::Ordering::Relaxed) < total && !cancel.is_cancelled() {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(message) = failure.lock().expect("failure lock").clone() {
+            return Err(device_error(&format!("playback on {name} failed"), message));
+        }
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@ mod resample;
 mod wav;
 
 pub use decode::{decode_bytes, decode_file, DecodeLimits};
-pub use device::{input_devices, record};
+pub use device::{input_devices, play, record};
 pub use resample::resample;
 pub use wav::{wav_bytes, write_wav};
 
