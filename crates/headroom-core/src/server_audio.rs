@@ -37,6 +37,18 @@ pub fn routes(state: Arc<ServerState>) -> Router<Arc<ServerState>> {
         .route("/v1/audio/speech", post(speech))
 }
 
+fn too_large(state: &ServerState) -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid_request_error",
+        "file_too_large",
+        format!(
+            "the upload is over the {} MiB limit",
+            state.max_upload_bytes / (1024 * 1024)
+        ),
+    )
+}
+
 fn bad_request(code: &str, message: String) -> Response {
     error_response(
         StatusCode::BAD_REQUEST,
@@ -101,17 +113,7 @@ async fn transcriptions(State(state): State<Arc<ServerState>>, mut form: Multipa
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
             Ok(None) => break,
-            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                return error_response(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request_error",
-                    "file_too_large",
-                    format!(
-                        "the upload is over the {} MiB limit",
-                        state.max_upload_bytes / (1024 * 1024)
-                    ),
-                )
-            }
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return too_large(&state),
             Err(e) => {
                 return bad_request("invalid_multipart", format!("cannot read the form: {e}"))
             }
@@ -120,17 +122,7 @@ async fn transcriptions(State(state): State<Arc<ServerState>>, mut form: Multipa
         let file_name = field.file_name().map(str::to_string);
         let bytes = match field.bytes().await {
             Ok(b) => b,
-            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                return error_response(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request_error",
-                    "file_too_large",
-                    format!(
-                        "the upload is over the {} MiB limit",
-                        state.max_upload_bytes / (1024 * 1024)
-                    ),
-                )
-            }
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return too_large(&state),
             Err(e) => {
                 return bad_request(
                     "invalid_multipart",

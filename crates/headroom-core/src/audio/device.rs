@@ -16,6 +16,17 @@ fn device_error(what: &str, detail: impl std::fmt::Display) -> AudioError {
     }
 }
 
+/// A stream error callback that keeps the first error for the controlling loop to report.
+fn keep_first_error(
+    slot: Arc<Mutex<Option<String>>>,
+) -> impl FnMut(cpal::StreamError) + Send + 'static {
+    move |e| {
+        slot.lock()
+            .expect("failure lock")
+            .get_or_insert(e.to_string());
+    }
+}
+
 /// Names of the input devices, for choosing one.
 pub fn input_devices() -> Result<Vec<String>, AudioError> {
     let host = cpal::default_host();
@@ -78,15 +89,7 @@ pub fn record(
             .take(room);
         kept.extend(mono);
     };
-    let on_error = {
-        let failure = failure.clone();
-        move |e: cpal::StreamError| {
-            failure
-                .lock()
-                .expect("failure lock")
-                .get_or_insert(e.to_string());
-        }
-    };
+    let on_error = keep_first_error(failure.clone());
     let stream = match format {
         SampleFormat::F32 => device.build_input_stream(
             &config,
@@ -179,15 +182,7 @@ pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError>
             samples.get(i).copied().unwrap_or(0.0)
         }
     };
-    let on_error = {
-        let failure = failure.clone();
-        move |e: cpal::StreamError| {
-            failure
-                .lock()
-                .expect("failure lock")
-                .get_or_insert(e.to_string());
-        }
-    };
+    let on_error = keep_first_error(failure.clone());
     let stream = match format {
         SampleFormat::F32 => device.build_output_stream(
             &config,
