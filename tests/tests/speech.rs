@@ -348,3 +348,29 @@ async fn the_multilingual_model_detects_the_language() {
         ))
     ));
 }
+
+#[tokio::test]
+async fn the_neural_voice_speaks_intelligibly() {
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("HEADROOM_MODELS_DIR").expect("run with scripts/test"),
+    )
+    .join("piper-joe");
+    let piper =
+        headroom_core::tts::Piper::load(&dir, "joe").expect("scripts/test installs piper-joe");
+    let service = service().with_synthesizer(Arc::new(piper));
+    let text = "Please send the report to my office before noon. We recorded the river at night for three hours.";
+    let audio = service
+        .synthesize(text.into(), None, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(audio.sample_rate, 22_050);
+    let path = scratch("piper.wav");
+    write_wav(&path, &audio).unwrap();
+    let transcript = transcribe(&service, &path).await.unwrap();
+    let wer = word_error_rate(text, &transcript.text());
+    assert!(
+        wer <= 0.15,
+        "word error rate {wer:.2}: {:?}",
+        transcript.text()
+    );
+}

@@ -3,8 +3,10 @@ use headroom_core::audio::write_wav;
 use headroom_core::config::Config;
 use headroom_core::lanes::AudioLane;
 use headroom_core::metrics::Metrics;
+use headroom_core::models;
 use headroom_core::remote_audio::RemoteSynthesizer;
 use headroom_core::speech::SpeechService;
+use headroom_core::tts::Piper;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,7 +20,8 @@ pub struct SpeakArgs {
     /// Output WAV file.
     #[arg(long, required_unless_present = "list_voices")]
     out: Option<PathBuf>,
-    /// Voice (espeak-ng voice id, e.g. en-us, en-gb, de, fr).
+    /// Voice: an espeak-ng voice id (en-us, en-gb, de, fr, ...), or `joe` for the neural Piper
+    /// voice (`headroom models install piper-joe` first).
     #[arg(long)]
     voice: Option<String>,
     /// List the available voices.
@@ -43,6 +46,15 @@ pub async fn run(args: SpeakArgs, config: Config) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::msg)?;
         speech = speech.with_synthesizer(Arc::new(remote));
     }
+    let mut voice = args.voice.clone();
+    if let Some(name) = voice
+        .as_deref()
+        .filter(|v| models::spec(&format!("piper-{v}")).is_ok())
+    {
+        let dir = models::locate(&models::models_dir(), &format!("piper-{name}"))?;
+        speech = speech.with_synthesizer(Arc::new(Piper::load(&dir, name)?));
+        voice = None;
+    }
     if args.list_voices {
         for v in speech.synthesizer().voices()? {
             println!("{:<12} {}", v.id, v.name);
@@ -55,7 +67,7 @@ pub async fn run(args: SpeakArgs, config: Config) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
     let started = std::time::Instant::now();
-    let audio = speech.synthesize(text, args.voice, cancel).await?;
+    let audio = speech.synthesize(text, voice, cancel).await?;
     write_wav(&out, &audio)?;
     eprintln!(
         "wrote {} ({:.1} s of speech in {:.2} s)",

