@@ -114,12 +114,34 @@ impl Default for ServerSettings {
     }
 }
 
+/// The audio lane's limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AudioLaneSettings {
+    /// Heavy audio jobs at once.
+    pub max_in_flight: usize,
+    pub max_waiting: usize,
+    pub queue_wait_secs: f64,
+}
+
+impl Default for AudioLaneSettings {
+    fn default() -> Self {
+        let lane = AudioLaneConfig::default();
+        AudioLaneSettings {
+            max_in_flight: lane.max_in_flight,
+            max_waiting: lane.max_waiting,
+            queue_wait_secs: lane.queue_wait.as_secs_f64(),
+        }
+    }
+}
+
 /// Everything configurable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub llm: LlmSettings,
     pub text_lane: TextLaneSettings,
+    pub audio_lane: AudioLaneSettings,
     pub cleanup: CleanupSettings,
     pub server: ServerSettings,
 }
@@ -224,8 +246,21 @@ impl Config {
         })
     }
 
+    /// The audio lane's configuration. Values a lane cannot use (0 slots, a non-positive
+    /// wait) fall back to the defaults, with a warning in the log.
     pub fn audio_lane(&self) -> AudioLaneConfig {
-        AudioLaneConfig::default()
+        let a = &self.audio_lane;
+        let defaults = AudioLaneConfig::default();
+        let queue_wait =
+            seconds("audio_lane.queue_wait_secs", a.queue_wait_secs).unwrap_or_else(|e| {
+                tracing::warn!("{e}; using {} s", defaults.queue_wait.as_secs());
+                defaults.queue_wait
+            });
+        AudioLaneConfig {
+            max_in_flight: a.max_in_flight.max(1),
+            max_waiting: a.max_waiting,
+            queue_wait,
+        }
     }
 
     pub fn retry(&self) -> Result<RetrySettings, ConfigError> {
@@ -247,6 +282,17 @@ mod tests {
         assert_eq!((lane.max_in_flight, lane.max_waiting), (2, 0));
         assert_eq!(lane.context_tokens, None);
         assert_eq!(Config::default().cleanup.policy, FailurePolicy::Reject);
+        let audio = Config::default().audio_lane();
+        assert_eq!((audio.max_in_flight, audio.max_waiting), (1, 8));
+    }
+
+    #[test]
+    fn audio_lane_limits_come_from_the_file() {
+        let config: Config =
+            toml::from_str("[audio_lane]\nmax_in_flight = 2\nqueue_wait_secs = 5\n").unwrap();
+        let audio = config.audio_lane();
+        assert_eq!(audio.max_in_flight, 2);
+        assert_eq!(audio.queue_wait, Duration::from_secs(5));
     }
 
     #[test]
