@@ -49,10 +49,23 @@ impl AudioInput {
     }
 }
 
+type EngineCache = Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>;
+
+/// Where a transcription job gets its engine: decided before the job queues, loaded (for an
+/// embedded model) on the worker thread.
+enum EngineSource {
+    Remote(Arc<dyn Transcriber>),
+    Embedded {
+        cache: EngineCache,
+        model: String,
+        dir: PathBuf,
+    },
+}
+
 /// The embedded speech engines behind the audio lane.
 pub struct SpeechService {
     lane: AudioLane,
-    transcribers: Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>,
+    transcribers: EngineCache,
     synthesizer: Arc<dyn Synthesizer>,
     limits: DecodeLimits,
     models_dir: PathBuf,
@@ -128,12 +141,16 @@ impl SpeechService {
     ) -> Result<Transcript, SpeechError> {
         // The engine: the external server, or an embedded model (a missing one is reported at
         // once, before the job waits for a slot).
-        let engine_source = match &self.remote_transcriber {
-            Some(remote) => Ok(remote.clone()),
+        let source = match &self.remote_transcriber {
+            Some(remote) => EngineSource::Remote(remote.clone()),
             None => {
                 let model = models::spec(model)?.name.to_string();
                 let dir = models::locate(&self.models_dir, &model)?;
-                Err((self.transcribers.clone(), model, dir))
+                EngineSource::Embedded {
+                    cache: self.transcribers.clone(),
+                    model,
+                    dir,
+                }
             }
         };
         let limits = self.limits;
@@ -146,9 +163,11 @@ impl SpeechService {
             let audio: Audio =
                 decode_bytes(input.bytes, extension.as_deref(), &input.name, limits)?;
             let audio = audio.to_16k()?;
-            let engine: Arc<dyn Transcriber> = match engine_source {
-                Ok(remote) => remote,
-                Err((cache, model, dir)) => Self::transcriber(&cache, &model, &dir)?,
+            let engine: Arc<dyn Transcriber> = match source {
+                EngineSource::Remote(remote) => remote,
+                EngineSource::Embedded { cache, model, dir } => {
+                    Self::transcriber(&cache, &model, &dir)?
+                }
             };
             Ok(engine.transcribe(&audio.samples, &options, &*progress, cancel)?)
         };

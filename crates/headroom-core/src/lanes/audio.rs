@@ -37,15 +37,18 @@ impl Default for AudioLaneConfig {
 #[derive(Clone)]
 pub struct AudioActivity {
     rx: watch::Receiver<usize>,
+    /// For an idle activity: the sender, held so waiting on `rx` waits instead of failing.
+    _idle_sender: Option<Arc<watch::Sender<usize>>>,
 }
 
 impl AudioActivity {
     /// An activity that never becomes active (a text lane with no audio lane beside it).
     pub fn idle() -> Self {
         let (tx, rx) = watch::channel(0);
-        // Keep the channel open so waiting on it waits forever instead of failing.
-        std::mem::forget(tx);
-        AudioActivity { rx }
+        AudioActivity {
+            rx,
+            _idle_sender: Some(Arc::new(tx)),
+        }
     }
 
     pub fn interactive_running(&self) -> usize {
@@ -108,6 +111,7 @@ impl AudioLane {
     pub fn activity(&self) -> AudioActivity {
         AudioActivity {
             rx: self.interactive.subscribe(),
+            _idle_sender: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! espeak-ng, run as a separate program (it is GPL-3.0; Headroom does not link it).
 
-use super::{join_clips, sentences, Synthesizer, TtsError, Voice};
+use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
 use std::io::Write;
 use std::path::Path;
@@ -128,27 +128,15 @@ impl Synthesizer for Espeak {
         cancel: &CancellationToken,
     ) -> Result<Audio, TtsError> {
         let voice = voice.unwrap_or("en-us");
-        let parts = sentences(text);
-        if parts.is_empty() {
-            return Err(TtsError::EmptyText);
-        }
-        let mut clips = Vec::with_capacity(parts.len());
-        for part in &parts {
-            if cancel.is_cancelled() {
-                return Err(TtsError::Cancelled);
-            }
-            match self.speak_one(part, voice) {
-                Ok(clip) => clips.push(clip),
+        synthesize_by_sentence(text, 250, cancel, |sentence| {
+            match self.speak_one(sentence, voice) {
+                Ok(clip) => Ok(Some(clip)),
                 // A sentence of only punctuation makes no sound: skip it.
                 Err(TtsError::Engine { message, .. }) if message.contains("contains no sound") => {
-                    continue
+                    Ok(None)
                 }
-                Err(e) => return Err(e),
+                Err(e) => Err(e),
             }
-        }
-        if clips.is_empty() {
-            return Err(TtsError::EmptyText);
-        }
-        Ok(join_clips(&clips, 250))
+        })
     }
 }

@@ -71,6 +71,27 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// Speaks `text` sentence by sentence with `speak` (which may return `None` for a sentence
+/// that makes no sound), checking `cancel` between sentences, and joins the clips.
+pub fn synthesize_by_sentence(
+    text: &str,
+    pause_ms: u32,
+    cancel: &CancellationToken,
+    mut speak: impl FnMut(&str) -> Result<Option<Audio>, TtsError>,
+) -> Result<Audio, TtsError> {
+    let mut clips = Vec::new();
+    for sentence in sentences(text) {
+        if cancel.is_cancelled() {
+            return Err(TtsError::Cancelled);
+        }
+        clips.extend(speak(&sentence)?);
+    }
+    if clips.is_empty() {
+        return Err(TtsError::EmptyText);
+    }
+    Ok(join_clips(&clips, pause_ms))
+}
+
 /// Joins clips with a short pause, fading each edge over 5 ms so no joint clicks.
 pub fn join_clips(clips: &[Audio], pause_ms: u32) -> Audio {
     let rate = clips.first().map_or(22_050, |c| c.sample_rate);

@@ -2,7 +2,7 @@
 //! library installed with the voice, so Headroom neither links nor bundles it. Text becomes
 //! IPA phonemes with espeak-ng (a separate process), phonemes become the model's ids.
 
-use super::{join_clips, sentences, Synthesizer, TtsError, Voice};
+use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::Audio;
 use ort::session::Session;
 use ort::value::Tensor;
@@ -170,17 +170,8 @@ impl Synthesizer for Piper {
         _voice: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<Audio, TtsError> {
-        let parts = sentences(text);
-        if parts.is_empty() {
-            return Err(TtsError::EmptyText);
-        }
-        let mut clips = Vec::with_capacity(parts.len());
-        for part in &parts {
-            if cancel.is_cancelled() {
-                return Err(TtsError::Cancelled);
-            }
-            clips.push(self.speak_sentence(part)?);
-        }
-        Ok(join_clips(&clips, 200))
+        synthesize_by_sentence(text, 200, cancel, |sentence| {
+            self.speak_sentence(sentence).map(Some)
+        })
     }
 }
