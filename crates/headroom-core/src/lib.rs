@@ -24,6 +24,7 @@ pub mod lanes;
 pub mod llm;
 pub mod metrics;
 pub mod models;
+pub mod projects;
 pub mod remote_audio;
 pub mod server;
 mod server_audio;
