@@ -22,6 +22,8 @@ pub const BENCH_PROMPT: &str = "Rewrite this narration clearly: Local audio stay
 pub struct LatencySummary {
     pub count: usize,
     pub mean_ms: f64,
+    /// Population standard deviation.
+    pub std_ms: f64,
     pub p50_ms: f64,
     pub p95_ms: f64,
     pub p99_ms: f64,
@@ -36,9 +38,12 @@ pub fn summarize(samples: &[Duration]) -> Option<LatencySummary> {
     let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
     ms.sort_by(f64::total_cmp);
     let rank = |p: f64| ms[((p / 100.0 * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+    let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+    let variance = ms.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / ms.len() as f64;
     Some(LatencySummary {
         count: ms.len(),
-        mean_ms: ms.iter().sum::<f64>() / ms.len() as f64,
+        mean_ms: mean,
+        std_ms: variance.sqrt(),
         p50_ms: rank(50.0),
         p95_ms: rank(95.0),
         p99_ms: rank(99.0),

@@ -54,6 +54,9 @@ pub struct TextLaneSettings {
     /// While interactive audio runs: none, gate (no new text requests) or preempt (also stop
     /// running ones).
     pub yield_to_audio: YieldRule,
+    /// With an NVIDIA GPU: free device memory (MiB) kept for audio; below it new text work is
+    /// refused with `gpu_memory_pressure`. Unset or 0: no GPU gate.
+    pub audio_headroom_mib: Option<u64>,
 }
 
 impl Default for TextLaneSettings {
@@ -69,6 +72,7 @@ impl Default for TextLaneSettings {
             first_chunk_secs: lane.deadlines.first_chunk.as_secs_f64(),
             total_secs: lane.deadlines.total.as_secs_f64(),
             yield_to_audio: lane.yield_rule,
+            audio_headroom_mib: lane.audio_headroom_mib,
         }
     }
 }
@@ -243,6 +247,7 @@ impl Config {
             },
             model: self.llm.model.clone(),
             yield_rule: t.yield_to_audio,
+            audio_headroom_mib: t.audio_headroom_mib.filter(|&mib| mib > 0),
         })
     }
 

@@ -37,10 +37,13 @@ pub enum ProjectError {
     BadManifest { path: PathBuf, reason: String },
 }
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ProjectError + '_ {
-    move |source| ProjectError::Io {
-        path: path.to_path_buf(),
-        source,
+impl ProjectError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn from_io(path: &Path) -> impl FnOnce(std::io::Error) -> ProjectError + '_ {
+        move |source| ProjectError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -236,7 +239,11 @@ impl Project {
     /// Decides every pending suggestion at once; returns how many changed.
     pub fn decide_all(&mut self, decision: Decision) -> usize {
         let mut changed = 0;
-        for s in self.segments.iter_mut().filter_map(|s| s.suggestion.as_mut()) {
+        for s in self
+            .segments
+            .iter_mut()
+            .filter_map(|s| s.suggestion.as_mut())
+        {
             if s.decision == Decision::Pending {
                 s.decision = decision;
                 changed += 1;
@@ -338,12 +345,16 @@ impl ProjectStore {
         let entries = match std::fs::read_dir(&self.root) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&self.root)(e)),
+            Err(e) => return Err(ProjectError::from_io(&self.root)(e)),
         };
         let mut listed = Vec::new();
         for entry in entries.flatten() {
             let path = entry.path();
-            let Some(id) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+            else {
                 continue;
             };
             if id.starts_with('.') || !path.join(MANIFEST).exists() {
@@ -400,7 +411,7 @@ impl ProjectStore {
         let folder = self.root.join(&id);
         for sub in ["audio", "speech", "exports"] {
             let dir = folder.join(sub);
-            std::fs::create_dir_all(&dir).map_err(io_error(&dir))?;
+            std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
         }
         let now = now_ms();
         let project = Project {
@@ -428,7 +439,7 @@ impl ProjectStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ProjectError::NotFound(id.to_string()))
             }
-            Err(e) => return Err(io_error(&path)(e)),
+            Err(e) => return Err(ProjectError::from_io(&path)(e)),
         };
         let mut project: Project =
             serde_json::from_slice(&bytes).map_err(|e| ProjectError::BadManifest {
@@ -461,7 +472,7 @@ impl ProjectStore {
     fn write_manifest(&self, project: &Project) -> Result<(), ProjectError> {
         let path = self.folder(&project.id)?.join(MANIFEST);
         let json = serde_json::to_vec_pretty(project).expect("a project serializes");
-        write_atomic(&path, &json).map_err(io_error(&path))
+        write_atomic(&path, &json).map_err(ProjectError::from_io(&path))
     }
 
     /// Renames a project; its folder follows the name.
@@ -482,7 +493,8 @@ impl ProjectStore {
         let old_folder = self.folder(id)?;
         let new_folder = self.root.join(&new_id);
         if new_id != id {
-            std::fs::rename(&old_folder, &new_folder).map_err(io_error(&old_folder))?;
+            std::fs::rename(&old_folder, &new_folder)
+                .map_err(ProjectError::from_io(&old_folder))?;
         }
         project.id = new_id;
         project.name = new_name.trim().to_string();
@@ -502,7 +514,7 @@ impl ProjectStore {
         if !folder.join(MANIFEST).exists() {
             return Err(ProjectError::NotFound(id.to_string()));
         }
-        std::fs::remove_dir_all(&folder).map_err(io_error(&folder))?;
+        std::fs::remove_dir_all(&folder).map_err(ProjectError::from_io(&folder))?;
         tracing::info!(id, "project deleted");
         Ok(())
     }
@@ -510,18 +522,22 @@ impl ProjectStore {
     /// Copies an audio file into the project's `audio/` folder (atomically) and returns its
     /// path relative to the project.
     pub fn import_audio(&self, project: &Project, source: &Path) -> Result<String, ProjectError> {
-        let file_name = source
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| ProjectError::Io {
-                path: source.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
-            })?;
+        let file_name =
+            source
+                .file_name()
+                .and_then(|n| n.to_str())
+                .ok_or_else(|| ProjectError::Io {
+                    path: source.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "not a file name",
+                    ),
+                })?;
         let relative = format!("audio/{file_name}");
         let target = self.folder(&project.id)?.join(&relative);
         if source.canonicalize().ok() != target.canonicalize().ok() || !target.exists() {
-            let bytes = std::fs::read(source).map_err(io_error(source))?;
-            write_atomic(&target, &bytes).map_err(io_error(&target))?;
+            let bytes = std::fs::read(source).map_err(ProjectError::from_io(source))?;
+            write_atomic(&target, &bytes).map_err(ProjectError::from_io(&target))?;
         }
         Ok(relative)
     }
@@ -544,9 +560,9 @@ impl ProjectStore {
         }
         let path = self.folder(&project.id)?.join(relative_path);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+            std::fs::create_dir_all(dir).map_err(ProjectError::from_io(dir))?;
         }
-        write_atomic(&path, bytes).map_err(io_error(&path))?;
+        write_atomic(&path, bytes).map_err(ProjectError::from_io(&path))?;
         Ok(path)
     }
 }

@@ -30,6 +30,7 @@ pub enum SpeechError {
 }
 
 /// Audio to transcribe: a file's bytes and a name for messages.
+#[derive(Clone)]
 pub struct AudioInput {
     pub bytes: Vec<u8>,
     /// Shown in errors, and its extension hints the format.

@@ -77,18 +77,24 @@ pub struct AdmissionStack {
 }
 
 impl AdmissionStack {
-    /// The text lane's stack, in order: bounded input, yielding to interactive audio, then
-    /// capacity with a bounded wait queue under the queue-wait deadline; first-chunk and total
-    /// deadlines (and preemption by audio) travel with the stream.
+    /// The text lane's stack, in order: bounded input, yielding to interactive audio, GPU
+    /// memory pressure (when a headroom is set), then capacity with a bounded wait queue under
+    /// the queue-wait deadline; first-chunk and total deadlines (and preemption by audio)
+    /// travel with the stream.
     pub fn for_text_lane(
         input: InputBound,
         yield_to_audio: YieldToAudio,
+        gpu_pressure: Option<crate::gpu::GpuPressure>,
         capacity: CapacityLimit,
         deadlines: Deadlines,
     ) -> Self {
+        let mut gates: Vec<Box<dyn Gate>> = vec![Box::new(input), Box::new(yield_to_audio)];
+        if let Some(gate) = gpu_pressure {
+            gates.push(Box::new(gate));
+        }
         AdmissionStack {
             lane: Lane::Text,
-            gates: vec![Box::new(input), Box::new(yield_to_audio)],
+            gates,
             capacity,
             deadlines,
         }
@@ -210,6 +216,29 @@ impl AdmissionStack {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_text_stack_runs_its_gates_in_the_documented_order() {
+        let stack = AdmissionStack::for_text_lane(
+            InputBound {
+                max_chars: 1000,
+                context: ContextWindow::new(4096),
+            },
+            YieldToAudio {
+                rule: YieldRule::Gate,
+                activity: crate::lanes::AudioActivity::idle(),
+            },
+            Some(crate::gpu::GpuPressure {
+                sampler: crate::gpu::GpuSampler::no_gpu("test"),
+                audio_headroom_mib: 1024,
+            }),
+            CapacityLimit::new(1, 0, None),
+            Deadlines::default(),
+        );
+        let names = stack.gate_names();
+        assert_eq!(names.last(), Some(&"gpu_pressure"));
+        assert_eq!(names.len(), 3);
+    }
+
     fn stack(limit: usize, wait: usize, queue_wait: Duration) -> AdmissionStack {
         AdmissionStack::for_text_lane(
             InputBound {
@@ -220,6 +249,7 @@ mod tests {
                 rule: YieldRule::Gate,
                 activity: crate::lanes::AudioActivity::idle(),
             },
+            None,
             CapacityLimit::new(limit, wait, None),
             Deadlines {
                 queue_wait,

@@ -4,6 +4,7 @@ use crate::admission::{
     DeadlineClock, DeadlineKind, Deadlines, InputBound, Lane, Permit, RejectReason, Rejection,
     RequestShape, YieldRule, YieldToAudio,
 };
+use crate::gpu::{GpuPressure, GpuSampler};
 use crate::lanes::AudioActivity;
 use crate::llm::{ChatChunk, ChatRequest, ChatStream, LlmClient, LlmError, ServerInfo};
 use crate::metrics::{Metrics, Outcome};
@@ -36,6 +37,9 @@ pub struct TextLaneConfig {
     pub model: Option<String>,
     /// What the lane does while an interactive audio job runs.
     pub yield_rule: YieldRule,
+    /// Free GPU memory (MiB) kept for audio: below it new text work is refused with
+    /// `gpu_memory_pressure`. `None`: no GPU gate.
+    pub audio_headroom_mib: Option<u64>,
 }
 
 /// The context assumed when neither the user nor the server gives one.
@@ -52,6 +56,7 @@ impl Default for TextLaneConfig {
             deadlines: Deadlines::default(),
             model: None,
             yield_rule: YieldRule::default(),
+            audio_headroom_mib: None,
         }
     }
 }
@@ -87,6 +92,18 @@ impl TextLane {
         metrics: Arc<Metrics>,
         audio: AudioActivity,
     ) -> Self {
+        Self::guarded(client, config, metrics, audio, None)
+    }
+
+    /// A text lane beside an audio lane that also refuses new work under GPU memory pressure
+    /// (`config.audio_headroom_mib`, read from `gpu`).
+    pub fn guarded(
+        client: LlmClient,
+        config: TextLaneConfig,
+        metrics: Arc<Metrics>,
+        audio: AudioActivity,
+        gpu: Option<GpuSampler>,
+    ) -> Self {
         let monitor = LaneMonitor::new(Lane::Text, metrics);
         let capacity = CapacityLimit::new(
             config.max_in_flight.max(1),
@@ -103,6 +120,11 @@ impl TextLane {
                 rule: config.yield_rule,
                 activity: audio.clone(),
             },
+            gpu.zip(config.audio_headroom_mib)
+                .map(|(sampler, audio_headroom_mib)| GpuPressure {
+                    sampler,
+                    audio_headroom_mib,
+                }),
             capacity.clone(),
             config.deadlines,
         );

@@ -1,5 +1,18 @@
-//! What GPU is present, read through NVML (loaded at run time, so Headroom builds and runs
-//! anywhere). With no NVIDIA driver or device this is a clear "no GPU" state, never a crash.
+//! GPU memory, measured rather than assumed: what GPU is present ([`GpuStatus`]), a sampler that
+//! reads device and per-process memory on a fixed period into a bounded ring buffer
+//! ([`GpuSampler`], with baseline/peak/delta over any window), and the admission gate that turns
+//! low free memory into a `gpu_memory_pressure` rejection ([`GpuPressure`]). NVML is loaded at
+//! run time, so Headroom builds and runs anywhere; with no NVIDIA driver or device every part is
+//! in a clear "no GPU" state, never a crash.
+
+mod pressure;
+mod sampler;
+
+pub use pressure::GpuPressure;
+pub use sampler::{
+    DeviceMemory, GpuSampler, MemoryReader, MemorySample, MemoryWindow, NvmlReader, ProcessMemory,
+    ProcessRssReader, SamplerStatus, WindowStart, DEFAULT_CAPACITY, DEFAULT_PERIOD,
+};
 
 use serde::Serialize;
 
