@@ -8,6 +8,11 @@ use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// The serving harness: the reference article's figures (concurrency 2, 3 batches, TTFT,
+    /// latency, memory baseline/peak/delta every 200 ms) plus TPOT, ITL, percentiles,
+    /// failures by reason, an optional audio job alongside and a soak with leak detection.
+    /// Writes report.json and report.html.
+    Run(RunArgs),
     /// Rejection latency (p50/p99) while every text slot is held.
     Flood {
         #[command(flatten)]
@@ -50,6 +55,51 @@ pub enum BenchCommand {
 }
 
 #[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The text model server's base URL (default: from config). A server that is not on this
+    /// machine only ever receives the harness's synthetic prompt.
+    #[arg(long)]
+    upstream: Option<String>,
+    /// Requests per batch, sent together.
+    #[arg(long, default_value_t = 2)]
+    concurrency: usize,
+    /// Measured batches.
+    #[arg(long, default_value_t = 3)]
+    batches: usize,
+    /// Warm-up batches, excluded from the figures.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    #[arg(long, default_value_t = 128)]
+    max_tokens: u32,
+    /// Your own prompts, one per line (loopback servers only).
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+    /// Also run a real audio job (transcribing --clip) beside the text load, and report audio
+    /// latency idle vs under load and the text figures with and without it.
+    #[arg(long)]
+    with_audio_job: bool,
+    #[arg(long, default_value = "samples/interview.flac")]
+    clip: PathBuf,
+    #[arg(long, default_value = headroom_core::models::DEFAULT_MODEL)]
+    speech_model: String,
+    /// Timed idle transcriptions for --with-audio-job.
+    #[arg(long, default_value_t = 3)]
+    audio_runs: usize,
+    /// Repeat the measured pass N times and judge the memory floor (leak or retention).
+    #[arg(long, value_name = "N")]
+    soak: Option<usize>,
+    /// Sample this process's resident memory when there is no GPU (e.g. a CPU llama-server).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Memory sampling period in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    sample_ms: u64,
+    /// Where report.json and report.html go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
 pub struct Common {
     /// The text model server's base URL (default: from config).
     #[arg(long)]
@@ -87,6 +137,7 @@ pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> 
         LlmClient::new(&url, config.llm.api_key())
     };
     match cmd {
+        BenchCommand::Run(args) => return run_harness(args, &config).await,
         BenchCommand::Flood {
             common,
             requests,
@@ -157,5 +208,65 @@ pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> 
             write_json(&common.json, &report)?;
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_harness(args: RunArgs, config: &Config) -> anyhow::Result<ExitCode> {
+    use headroom_core::gpu::{GpuSampler, ProcessRssReader, SamplerStatus, DEFAULT_CAPACITY};
+    use headroom_core::harness::{self, AudioJob, HarnessConfig};
+    let url = args
+        .upstream
+        .clone()
+        .unwrap_or_else(|| config.llm.url.clone());
+    let client = LlmClient::new(&url, config.llm.api_key())?;
+    let mut harness_config = HarnessConfig {
+        concurrency: args.concurrency,
+        batches: args.batches,
+        warmup_batches: args.warmup,
+        max_tokens: args.max_tokens,
+        soak_runs: args.soak,
+        ..HarnessConfig::default()
+    };
+    if let Some(path) = &args.prompts {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        harness_config.prompts = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        harness_config.custom_prompts = true;
+    }
+    if args.with_audio_job {
+        harness_config.audio = Some(AudioJob {
+            clip: headroom_core::speech::AudioInput::from_file(&args.clip)?,
+            model: args.speech_model.clone(),
+            runs: args.audio_runs.max(1),
+        });
+    }
+    let period = std::time::Duration::from_millis(args.sample_ms.max(10));
+    let gpu = GpuSampler::start(period, DEFAULT_CAPACITY);
+    let (memory, absent) = match (gpu.status(), args.server_pid) {
+        (SamplerStatus::Sampling { device, .. }, _) => (Some((gpu, device)), String::new()),
+        (SamplerStatus::NoGpu { reason }, Some(pid)) => {
+            let reader = ProcessRssReader::open(pid).map_err(anyhow::Error::msg)?;
+            let sampler = GpuSampler::with_reader(reader, period, DEFAULT_CAPACITY, true);
+            let source = format!("no NVIDIA GPU ({reason}); {}", sampler.device());
+            (Some((sampler, source)), String::new())
+        }
+        (SamplerStatus::NoGpu { reason }, None) => (None, format!("no NVIDIA GPU: {reason}")),
+    };
+    let report = harness::run(&client, harness_config, memory, &absent, &|line| {
+        eprintln!("bench: {line}")
+    })
+    .await?;
+    print!("{}", harness::render_text(&report));
+    std::fs::create_dir_all(&args.out)?;
+    let json = args.out.join("report.json");
+    let html = args.out.join("report.html");
+    headroom_core::fsutil::write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    headroom_core::fsutil::write_atomic(&html, harness::render_html(&report).as_bytes())?;
+    eprintln!("bench: wrote {} and {}", json.display(), html.display());
     Ok(ExitCode::SUCCESS)
 }

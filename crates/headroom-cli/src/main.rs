@@ -4,6 +4,7 @@ mod bench;
 mod cleanup;
 mod doctor;
 mod models;
+mod plan;
 mod play;
 mod progress;
 mod record;
@@ -54,9 +55,12 @@ enum Command {
     /// List, install and verify speech models.
     #[command(subcommand)]
     Models(models::ModelsCommand),
-    /// Measure the admission boundary against a real server.
+    /// Measure the admission boundary and the text model's serving figures against a real server.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Plan GPU memory: how much vLLM may take beside the audio backends, and the bounded
+    /// `vllm serve` command, with the arithmetic shown.
+    Plan(plan::PlanArgs),
 }
 
 /// Text-lane limits shared by the commands that use the lane.
@@ -147,6 +151,7 @@ fn main() -> ExitCode {
             Command::Record(args) => record::run(args, config).await,
             Command::Play(args) => play::run(args, config).await,
             Command::Models(cmd) => models::run(cmd),
+            Command::Plan(args) => plan::run(args, config).await,
         }
     });
     match result {

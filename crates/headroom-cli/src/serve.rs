@@ -1,6 +1,7 @@
 use crate::LaneArgs;
 use clap::Args;
 use headroom_core::config::Config;
+use headroom_core::gpu::{self, GpuSampler};
 use headroom_core::lanes::{AudioLane, TextLane};
 use headroom_core::llm::LlmClient;
 use headroom_core::metrics::Metrics;
@@ -46,11 +47,17 @@ pub async fn run(args: ServeArgs, mut config: Config) -> anyhow::Result<ExitCode
     let metrics = Arc::new(Metrics::new());
     let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
     // The text lane yields to the audio lane's interactive jobs (text_lane.yield_to_audio).
-    let text_lane = TextLane::beside_audio(
+    let lane_config = config.text_lane()?;
+    // The GPU gate samples device memory only when an audio headroom is set.
+    let gpu = lane_config
+        .audio_headroom_mib
+        .map(|_| GpuSampler::start(gpu::DEFAULT_PERIOD, gpu::DEFAULT_CAPACITY));
+    let text_lane = TextLane::guarded(
         client,
-        config.text_lane()?,
+        lane_config,
         metrics.clone(),
         audio_lane.activity(),
+        gpu,
     );
     match text_lane.discover().await {
         Ok(info) => eprintln!(
