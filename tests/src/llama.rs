@@ -87,6 +87,11 @@ impl LlamaServer {
         }
     }
 
+    /// The server's process id (to sample its resident memory on CPU machines).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
     }

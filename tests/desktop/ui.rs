@@ -1,0 +1,546 @@
+//! The desktop app driven as QA drives it: the real binary under Xvfb, its real web view
+//! through tauri-driver and WebKitWebDriver, every step by `data-testid`. One test walks the
+//! whole workflow in one app session (the app owns one window and one WebDriver port):
+//! projects, transcription and SRT export, cleanup off (nothing sent), a flooded text lane
+//! (the rejection and its reason on screen), cleanup on against the real llama-server
+//! (streamed, accepted), the GPU panel's no-GPU state, synthesis and a saved WAV.
+//! A screenshot of each view lands in `target/ui-screenshots/`; cold start and idle memory
+//! in `target/ui-measurements.json`.
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use headroom_core::gpu::GpuStatus;
+use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use headroom_tests::llama::LlamaServer;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+const WAIT: Duration = Duration::from_secs(60);
+/// Transcription of the sample and first model load on a 2-core machine in a debug build.
+const LONG_WAIT: Duration = Duration::from_secs(240);
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Stops a child with SIGTERM (SIGKILL would orphan WebKitWebDriver and the app) and reaps it.
+struct Terminated(Child);
+
+impl Drop for Terminated {
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn require_tool(name: &str) -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!("{name} is not installed; scripts/install-test-deps installs the UI test tools")
+    })
+}
+
+/// A private X display for the app.
+fn start_xvfb() -> (Terminated, String) {
+    require_tool("Xvfb");
+    for n in 0..50 {
+        let display = 90 + (std::process::id() % 400) + n;
+        if Path::new(&format!("/tmp/.X11-unix/X{display}")).exists() {
+            continue;
+        }
+        let child = Command::new("Xvfb")
+            .arg(format!(":{display}"))
+            .args(["-screen", "0", "1440x1000x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb starts");
+        let mut child = Terminated(child);
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{display}"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if socket.exists() {
+                return (child, format!(":{display}"));
+            }
+            if let Ok(Some(_)) = child.0.try_wait() {
+                break; // Display taken: try the next one.
+            }
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+    panic!("Xvfb did not start");
+}
+
+struct Desktop {
+    client: Client,
+    _driver: Terminated,
+    _xvfb: Terminated,
+    screenshots: PathBuf,
+    cold_start_ms: u128,
+}
+
+impl Desktop {
+    async fn start(env: &[(&str, &Path)]) -> Desktop {
+        // Two TLS backends are linked in the test binary; WebDriver is plain HTTP on loopback
+        // anyway, so pick one explicitly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        require_tool("WebKitWebDriver");
+        let driver_bin = require_tool("tauri-driver");
+        let (xvfb, display) = start_xvfb();
+        let port = free_port();
+        let native_port = free_port();
+        let mut cmd = Command::new(driver_bin);
+        cmd.args(["--port", &port.to_string()])
+            .args(["--native-port", &native_port.to_string()])
+            .env("DISPLAY", &display)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let driver = Terminated(cmd.spawn().expect("tauri-driver starts"));
+        let app = PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop"));
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "tauri:options".into(),
+            serde_json::json!({ "application": app }),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        let client = loop {
+            match ClientBuilder::rustls()
+                .expect("rustls")
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(c) => break c,
+                Err(_) if started.elapsed() < Duration::from_secs(60) => retry_pause().await,
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("body[data-ready='true']"))
+            .await
+            .expect("the window becomes interactive");
+        let cold_start_ms = started.elapsed().as_millis();
+        let screenshots = repo_root().join("target/ui-screenshots");
+        std::fs::create_dir_all(&screenshots).unwrap();
+        Desktop {
+            client,
+            _driver: driver,
+            _xvfb: xvfb,
+            screenshots,
+            cold_start_ms,
+        }
+    }
+
+    async fn find(&self, testid: &str) -> Element {
+        self.find_within(testid, WAIT).await
+    }
+
+    async fn find_within(&self, testid: &str, wait: Duration) -> Element {
+        match self
+            .client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(&format!("[data-testid='{testid}']")))
+            .await
+        {
+            Ok(e) => e,
+            Err(e) => {
+                self.failure_screenshot().await;
+                panic!("no element {testid} within {wait:?}: {e}")
+            }
+        }
+    }
+
+    /// The window as it was when a step failed, for the CI log's reader.
+    async fn failure_screenshot(&self) {
+        if let Ok(png) = self.client.screenshot().await {
+            let path = self.screenshots.join("failure.png");
+            let _ = std::fs::write(&path, png);
+            eprintln!("screenshot of the failure: {}", path.display());
+        }
+    }
+
+    async fn click(&self, testid: &str) {
+        self.find(testid)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {testid}: {e}"));
+    }
+
+    async fn type_into(&self, testid: &str, text: &str) {
+        let field = self.find(testid).await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    /// The element's text content (WebKitWebDriver's visible-text algorithm misses some
+    /// styled elements; the screenshots show what is on screen).
+    async fn text(&self, testid: &str) -> String {
+        content(&self.find(testid).await).await
+    }
+
+    /// Waits until the element's text satisfies `ok`.
+    async fn until_text(&self, testid: &str, wait: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + wait;
+        loop {
+            let text = match self
+                .client
+                .find(Locator::Css(&format!("[data-testid='{testid}']")))
+                .await
+            {
+                Ok(e) => content(&e).await,
+                Err(_) => String::new(),
+            };
+            if ok(&text) {
+                return text;
+            }
+            if Instant::now() >= deadline {
+                self.failure_screenshot().await;
+                panic!("{testid} never matched; last text {text:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn gone(&self, testid: &str) -> bool {
+        self.client
+            .find(Locator::Css(&format!("[data-testid='{testid}']")))
+            .await
+            .is_err()
+    }
+
+    async fn screenshot(&self, name: &str) {
+        // Let the last state change paint before the capture.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let png = self.client.screenshot().await.expect("screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG");
+        std::fs::write(self.screenshots.join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+async fn content(e: &Element) -> String {
+    e.prop("textContent")
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Between attempts to reach tauri-driver (the attempt itself is the condition waited on).
+async fn retry_pause() {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// The resident memory of the app and its web view processes, in KiB.
+fn app_tree_rss_kib(app: &Path) -> (u64, u64) {
+    let app = app.canonicalize().unwrap();
+    let mut parents = Vec::new();
+    let mut app_pid = None;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after_name.split(' ').nth(1).unwrap().parse().unwrap();
+        parents.push((pid, ppid));
+        if std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .as_deref()
+            == Some(app.as_path())
+        {
+            app_pid = Some(pid);
+        }
+    }
+    let app_pid = app_pid.expect("the app process is running");
+    let rss = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let mut tree = vec![app_pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    (rss(app_pid), tree.iter().map(|p| rss(*p)).sum())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_workflow_end_to_end() {
+    let home = std::env::temp_dir().join(format!("headroom-ui-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let projects = home.join("projects");
+    std::fs::create_dir_all(&projects).unwrap();
+
+    // The app's default server: a fake that holds every request until released, so the
+    // flood below keeps both text slots busy; it also proves cleanup-off sends nothing.
+    let release = Arc::new(Notify::new());
+    let fake = FakeUpstream::start(Behavior::HoldHeaders(release.clone()), 4096).await;
+    let llama = LlamaServer::start().await;
+    let config = home.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[llm]\nurl = \"{}\"\n\n[text_lane]\nmax_in_flight = 2\nmax_waiting = 0\n",
+            fake.base_url()
+        ),
+    )
+    .unwrap();
+    let models = std::env::var_os("HEADROOM_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(headroom_core::models::models_dir);
+    let app = PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop"));
+    let ui = Desktop::start(&[
+        ("HEADROOM_PROJECTS_DIR", &projects),
+        ("HEADROOM_CONFIG", &config),
+        ("HEADROOM_MODELS_DIR", &models),
+        ("HOME", &home),
+    ])
+    .await;
+    let (idle_app_kib, idle_tree_kib) = app_tree_rss_kib(&app);
+
+    // --- Projects: create, rename, delete; then the working project.
+    ui.screenshot("01-projects-empty").await;
+    ui.type_into("project-name-input", "Scratch").await;
+    ui.click("project-create").await;
+    ui.find("view-transcribe").await;
+    ui.click("nav-projects").await;
+    ui.click("project-rename-scratch").await;
+    ui.type_into("project-rename-input", "Scratch Two").await;
+    ui.click("project-rename-save").await;
+    ui.find("project-item-scratch-two").await;
+    assert!(projects.join("scratch-two/project.json").exists());
+    assert!(!projects.join("scratch").exists());
+    ui.click("project-delete-scratch-two").await;
+    ui.click("project-delete-confirm").await;
+    ui.find("project-list-empty").await;
+    assert!(!projects.join("scratch-two").exists());
+
+    ui.type_into("project-name-input", "Interview").await;
+    ui.click("project-create").await;
+    ui.until_text("current-project-name", WAIT, |t| t == "Interview")
+        .await;
+    assert!(projects.join("interview/project.json").exists());
+
+    // --- Transcribe the sample and export SRT.
+    let sample = repo_root().join("samples/interview.flac");
+    ui.type_into("transcribe-path", sample.to_str().unwrap())
+        .await;
+    ui.click("transcribe-start").await;
+    ui.find_within("segment-list", LONG_WAIT).await;
+    let first = ui.find("segment-text-0").await.prop("value").await.unwrap();
+    assert!(
+        first.unwrap_or_default().trim().len() > 5,
+        "the first segment has text"
+    );
+    assert!(ui.text("segment-time-0").await.starts_with("00:00"));
+    assert!(projects.join("interview/audio/interview.flac").exists());
+    ui.find("export-format")
+        .await
+        .select_by_value("srt")
+        .await
+        .unwrap();
+    ui.click("export-button").await;
+    ui.find("export-result").await;
+    let srt = std::fs::read_to_string(projects.join("interview/exports/interview.srt")).unwrap();
+    assert!(srt.starts_with("1\n00:00:0"), "{srt}");
+    assert!(srt.contains(" --> "));
+    ui.screenshot("02-transcribe").await;
+
+    // Segment 1 gets a sentence the small test model cleans reliably (editing is a feature too).
+    let edit = ui.find("segment-text-1").await;
+    edit.clear().await.unwrap();
+    edit.send_keys("um so the the meeting is, uh, on tuesday at ten")
+        .await
+        .unwrap();
+    ui.click("transcript-summary").await; // blur saves the edit
+    ui.until_text("segment-time-0", WAIT, |_| {
+        std::fs::read_to_string(projects.join("interview/project.json"))
+            .map(|m| m.contains("the the meeting"))
+            .unwrap_or(false)
+    })
+    .await;
+
+    // --- Clean up with the LLM off: rule-based, and nothing reaches the server.
+    ui.click("nav-cleanup").await;
+    let note = ui.text("cleanup-privacy-note").await;
+    assert!(note.contains("nothing leaves this machine"), "{note}");
+    ui.click("cleanup-segment-1").await;
+    ui.find("cleanup-suggestion-1").await;
+    assert_eq!(ui.text("cleanup-source-1").await, "rule-based");
+    assert!(!ui.text("cleanup-suggestion-1").await.contains(" um "));
+    assert_eq!(fake.requests(), 0, "cleanup off sent a request");
+
+    // --- Flood the text lane: two requests hold both slots, the third is refused on screen.
+    ui.click("setting-llm-cleanup").await;
+    ui.until_text("cleanup-privacy-note", WAIT, |t| t.contains("sent to"))
+        .await;
+    ui.click("cleanup-segment-0").await;
+    ui.click("cleanup-segment-2").await;
+    ui.until_text("lane-text-in-flight", WAIT, |t| t == "2")
+        .await;
+    ui.click("cleanup-segment-3").await;
+    let reason = ui.text("rejection-reason-segment-3").await;
+    assert_eq!(reason, "Text lane full");
+    let message = ui.text("rejection-message-segment-3").await;
+    assert!(message.contains("2 of 2 running"), "{message}");
+    assert!(ui
+        .text("rejection-busy-segment-3")
+        .await
+        .contains("Text lane: 2 of 2 running, 0 of 0 waiting"));
+    ui.find("rejection-retry-segment-3").await;
+    ui.find("rejection-fallback-segment-3").await;
+    let history = ui.find("rejection-history-item").await;
+    assert_eq!(
+        history.attr("data-reason").await.unwrap().as_deref(),
+        Some("text_lane_full")
+    );
+    assert_eq!(ui.text("lane-text-rejected").await, "1");
+    ui.screenshot("03-cleanup-rejection").await;
+    // The refused segment takes the offered rule-based cleanup; the held ones are cancelled.
+    ui.click("rejection-fallback-segment-3").await;
+    assert_eq!(
+        ui.until_text("cleanup-source-3", WAIT, |t| !t.is_empty())
+            .await,
+        "rule-based"
+    );
+    ui.click("cleanup-cancel-0").await;
+    ui.click("cleanup-cancel-2").await;
+    ui.until_text("lane-text-in-flight", WAIT, |t| t == "0")
+        .await;
+    release.notify_waiters();
+
+    // --- Clean up with the LLM on, against the real llama-server.
+    ui.type_into("setting-server-url", &llama.base_url()).await;
+    ui.click("setting-server-url-save").await;
+    ui.click("cleanup-segment-1").await;
+    let source = ui
+        .until_text("cleanup-source-1", LONG_WAIT, |t| t == "text model")
+        .await;
+    assert_eq!(source, "text model");
+    let cleaned = ui.text("cleanup-suggestion-1").await;
+    assert!(!cleaned.trim().is_empty());
+    ui.find("cleanup-diff-1").await;
+    assert_eq!(ui.text("cleanup-status-1").await, "pending");
+    ui.click("cleanup-accept-1").await;
+    ui.until_text("cleanup-status-1", WAIT, |t| t == "accepted")
+        .await;
+    assert!(llama.metric("llamacpp:prompt_tokens_total").await > 0.0);
+    ui.screenshot("04-cleanup-accepted").await;
+
+    // --- GPU panel: this machine's true state.
+    match GpuStatus::probe() {
+        GpuStatus::NoGpu { .. } => {
+            let state = ui.find("gpu-state").await;
+            assert_eq!(
+                state.attr("data-state").await.unwrap().as_deref(),
+                Some("no_gpu")
+            );
+            assert!(content(&state).await.contains("No NVIDIA GPU detected"));
+        }
+        GpuStatus::Present { .. } => {
+            ui.find("gpu-chart").await;
+            assert!(ui.text("gpu-peak").await.contains("MiB"));
+        }
+    }
+
+    // --- Synthesize the accepted text and save the WAV.
+    ui.click("nav-synthesize").await;
+    assert_eq!(ui.text("synth-text-1").await, cleaned);
+    ui.click("synth-segment-1").await;
+    ui.find_within("synth-take-0", LONG_WAIT).await;
+    let saved = home.join("narration.wav");
+    ui.type_into("synth-save-path-0", saved.to_str().unwrap())
+        .await;
+    ui.click("synth-save-0").await;
+    ui.find("synth-saved-0").await;
+    let wav = hound::WavReader::open(&saved).expect("a WAV was saved");
+    assert!(wav.duration() > wav.spec().sample_rate / 2, "some speech");
+    let takes = std::fs::read_dir(projects.join("interview/speech"))
+        .unwrap()
+        .count();
+    assert_eq!(takes, 1);
+    ui.screenshot("05-synthesize").await;
+
+    // --- Settings: test the connection and discover the model.
+    ui.click("nav-settings").await;
+    ui.type_into("settings-server-url", &llama.base_url()).await;
+    ui.click("settings-test-connection").await;
+    let result = ui.text("settings-connection-result").await;
+    assert!(result.contains("1 model"), "{result}");
+    ui.find("settings-discovered-model").await;
+    assert_eq!(
+        ui.find("model-whisper-tiny.en")
+            .await
+            .attr("data-state")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("installed")
+    );
+    ui.screenshot("06-settings").await;
+    assert!(ui.gone("rejection-app").await, "no app-level error showed");
+
+    let measurements = serde_json::json!({
+        "cold_start_to_interactive_ms": ui.cold_start_ms,
+        "idle_rss_app_kib": idle_app_kib,
+        "idle_rss_with_webview_kib": idle_tree_kib,
+    });
+    eprintln!("desktop measurements: {measurements}");
+    std::fs::write(
+        repo_root().join("target/ui-measurements.json"),
+        serde_json::to_vec_pretty(&measurements).unwrap(),
+    )
+    .unwrap();
+    let _ = ui.client.close().await;
+    let _ = std::fs::remove_dir_all(&home);
+}

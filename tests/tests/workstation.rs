@@ -1,0 +1,209 @@
+//! The desktop's workflows without a window: the workstation over a real project folder, the
+//! real transcriber and synthesizer, and a controllable OpenAI-compatible server on loopback.
+
+use headroom_core::admission::RejectReason;
+use headroom_core::asr::export::ExportFormat;
+use headroom_core::config::Config;
+use headroom_core::models;
+use headroom_core::projects::{Decision, ProjectStore, SuggestionSource};
+use headroom_core::workstation::{Workstation, WorkstationError};
+use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+fn scratch(name: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "headroom-ws-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn workstation(dir: &std::path::Path, url: &str) -> Arc<Workstation> {
+    let mut config = Config::default();
+    config.llm.url = url.to_string();
+    Workstation::new(
+        ProjectStore::new(dir.join("projects")),
+        config,
+        Some(dir.join("config.toml")),
+        models::models_dir(),
+    )
+}
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/interview.flac")
+}
+
+async fn transcribed(ws: &Workstation, name: &str) -> String {
+    let project = ws.store().create(name).unwrap();
+    let project = ws
+        .transcribe(
+            &project.id,
+            &sample(),
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(project.segments.len() >= 3, "{:?}", project.segments);
+    project.id
+}
+
+#[tokio::test]
+async fn cleanup_off_sends_nothing_and_on_streams_from_the_server() {
+    let dir = scratch("cleanup");
+    let fake = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let ws = workstation(&dir, &fake.base_url());
+    let id = transcribed(&ws, "Talk").await;
+
+    let quiet = ws
+        .clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(quiet.source, SuggestionSource::RuleBased);
+    assert_eq!(quiet.note, None);
+    assert_eq!(fake.requests(), 0, "LLM cleanup is off by default");
+
+    ws.update_project(&id, |p| {
+        p.settings.llm_cleanup = true;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let deltas = Arc::new(AtomicU32::new(0));
+    let counted = deltas.clone();
+    let suggestion = ws
+        .clean_segment(&id, 1, false, &CancellationToken::new(), &move |e| {
+            assert_eq!(e.segment, 1);
+            if matches!(e.event, headroom_core::cleanup::CleanupEvent::Delta { .. }) {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(suggestion.source, SuggestionSource::Llm);
+    assert!(deltas.load(Ordering::Relaxed) > 1, "the reply streamed");
+    assert_eq!(fake.requests(), 1);
+
+    // Accepted text is what synthesis speaks, and it is on disk.
+    let project = ws.decide(&id, Some(1), Decision::Accepted).await.unwrap();
+    assert_eq!(project.speech_text(Some(1)).unwrap(), suggestion.text);
+    let reopened = ws.store().open(&id).unwrap();
+    assert_eq!(
+        reopened.segments[1].suggestion.as_ref().unwrap().decision,
+        Decision::Accepted
+    );
+    let take = ws
+        .synthesize(&id, Some(1), CancellationToken::new())
+        .await
+        .unwrap();
+    let wav = hound::WavReader::open(ws.project_file(&id, &take.file).unwrap()).unwrap();
+    assert!(wav.duration() > 0);
+    assert_eq!(ws.store().open(&id).unwrap().speech.len(), 1);
+
+    let srt = ws.export(&id, ExportFormat::Srt).await.unwrap();
+    assert!(std::fs::read_to_string(srt).unwrap().contains(" --> "));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_full_text_lane_is_a_typed_rejection_and_the_rules_still_work() {
+    let dir = scratch("flood");
+    let gate = Arc::new(Notify::new());
+    let fake = FakeUpstream::start(Behavior::HoldHeaders(gate.clone()), 4096).await;
+    let ws = workstation(&dir, &fake.base_url());
+    let id = transcribed(&ws, "Flood").await;
+    ws.update_project(&id, |p| {
+        p.settings.llm_cleanup = true;
+        Ok(())
+    })
+    .await
+    .unwrap();
+
+    let cancel = CancellationToken::new();
+    let held: Vec<_> = (0..2)
+        .map(|i| {
+            let ws = ws.clone();
+            let id = id.clone();
+            let cancel = cancel.clone();
+            tokio::spawn(async move { ws.clean_segment(&id, i, false, &cancel, &|_| {}).await })
+        })
+        .collect();
+    let lane = ws.text_lane(&fake.base_url()).unwrap();
+    while lane.snapshot().occupancy.in_flight < 2 {
+        tokio::task::yield_now().await;
+    }
+    let refused = ws
+        .clean_segment(&id, 2, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap_err();
+    let rejection = refused.rejection().expect("a rejection").clone();
+    assert_eq!(rejection.reason, RejectReason::TextLaneFull);
+    assert_eq!((rejection.in_flight, rejection.limit), (2, 2));
+    assert!(ws.store().open(&id).unwrap().segments[2]
+        .suggestion
+        .is_none());
+
+    // The user's "use rule-based cleanup" choice sends nothing.
+    let before = fake.requests();
+    let rules = ws
+        .clean_segment(&id, 2, true, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(rules.source, SuggestionSource::RuleBased);
+    assert_eq!(fake.requests(), before);
+
+    // Cancelling frees both slots.
+    cancel.cancel();
+    for task in held {
+        assert!(matches!(
+            task.await.unwrap(),
+            Err(WorkstationError::Cancelled)
+        ));
+    }
+    assert_eq!(lane.snapshot().occupancy.in_flight, 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn settings_are_saved_atomically_and_keep_an_api_key_already_in_the_file() {
+    let dir = scratch("settings");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    std::fs::write(
+        dir.join("config.toml"),
+        "[llm]\nurl = \"http://127.0.0.1:9/v1\"\napi_key = \"sk-keep-me\"\n",
+    )
+    .unwrap();
+    let mut config = ws.config();
+    config.text_lane.max_in_flight = 3;
+    ws.update_config(config).unwrap();
+    let saved = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+    assert!(saved.contains("max_in_flight = 3"), "{saved}");
+    assert!(saved.contains("sk-keep-me"));
+    let reloaded = Config::from_file(&dir.join("config.toml")).unwrap();
+    assert_eq!(reloaded.text_lane.max_in_flight, 3);
+
+    let mut bad = ws.config();
+    bad.text_lane.total_secs = 0.0;
+    assert!(matches!(
+        ws.update_config(bad),
+        Err(WorkstationError::Config(_))
+    ));
+    assert_eq!(
+        Config::from_file(&dir.join("config.toml"))
+            .unwrap()
+            .text_lane
+            .max_in_flight,
+        3,
+        "a refused change leaves the file as it was"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1,0 +1,176 @@
+// The workstation window: navigation, the current project's views, and the lanes and GPU
+// panels that stay visible while working.
+import { render } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import {
+  api,
+  asUiError,
+  on,
+  type AppInfo,
+  type GpuEvent,
+  type GpuStatus,
+  type LaneView,
+  type Project,
+  type ProjectEntry,
+  type UiError,
+} from "./api";
+import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
+import { LanesPanel } from "./panels/lanes";
+import { ErrorNotice } from "./rejection";
+import { CleanupView } from "./views/cleanup";
+import { ProjectsView } from "./views/projects";
+import { SettingsView } from "./views/settings";
+import { SynthesizeView } from "./views/synthesize";
+import { TranscribeView } from "./views/transcribe";
+
+type View = "projects" | "transcribe" | "cleanup" | "synthesize" | "settings";
+
+const VIEWS: { id: View; label: string; needsProject: boolean }[] = [
+  { id: "projects", label: "Projects", needsProject: false },
+  { id: "transcribe", label: "Transcribe", needsProject: true },
+  { id: "cleanup", label: "Clean up", needsProject: true },
+  { id: "synthesize", label: "Synthesize", needsProject: true },
+  { id: "settings", label: "Settings", needsProject: false },
+];
+
+/** Keep this many GPU readings for the chart. */
+const GPU_POINTS = 600;
+
+function App() {
+  const [info, setInfo] = useState<AppInfo | null>(null);
+  const [view, setView] = useState<View>("projects");
+  const [entries, setEntries] = useState<ProjectEntry[]>([]);
+  const [project, setProject] = useState<Project | null>(null);
+  const [lanes, setLanes] = useState<LaneView[]>([]);
+  const [gpu, setGpu] = useState<GpuStatus | null>(null);
+  const [gpuPoints, setGpuPoints] = useState<GpuPoint[]>([]);
+  const [error, setError] = useState<UiError | null>(null);
+  const lanesPending = useRef(false);
+
+  const refreshProjects = useCallback(() => {
+    api.listProjects().then(setEntries, (e) => setError(asUiError(e)));
+  }, []);
+
+  // Lane events arrive in bursts under load; one snapshot fetch at a time is enough.
+  const refreshLanes = useCallback(() => {
+    if (lanesPending.current) return;
+    lanesPending.current = true;
+    api
+      .lanes()
+      .then(setLanes, (e) => setError(asUiError(e)))
+      .finally(() => {
+        lanesPending.current = false;
+      });
+  }, []);
+
+  const onGpu = useCallback((e: GpuEvent) => {
+    setGpu(e.status);
+    const latest = e.latest;
+    if (latest) {
+      setGpuPoints((pts) =>
+        pts.length > 0 && pts[pts.length - 1].at >= latest.at_ms
+          ? pts
+          : [...pts.slice(-(GPU_POINTS - 1)), toPoint(latest)],
+      );
+    }
+  }, []);
+
+  useEffect(() => {
+    const stops = [on("lane", refreshLanes), on<GpuEvent>("gpu", onGpu)];
+    Promise.all([api.appInfo().then(setInfo), api.listProjects().then(setEntries), api.lanes().then(setLanes)])
+      .then(() =>
+        api.gpuStatus().then((view) => {
+          setGpu(view.status);
+          setGpuPoints(view.samples.map(toPoint));
+        }),
+      )
+      .catch((e) => setError(asUiError(e)))
+      .finally(() => {
+        document.body.dataset.ready = "true";
+        api.appReady().then((ms) => {
+          document.body.dataset.coldStartMs = String(ms);
+        });
+      });
+    return () => stops.forEach((s) => s.then((f) => f()));
+  }, []);
+
+  const openProject = (p: Project) => {
+    setProject(p);
+    if (view === "projects") setView("transcribe");
+  };
+
+  const onProject = (p: Project) => {
+    setProject(p);
+    refreshProjects();
+  };
+
+  return (
+    <div class="layout">
+      <nav class="sidebar" aria-label="Views">
+        <div class="brand">Headroom</div>
+        {project && (
+          <div class="current-project" data-testid="current-project-name" title={project.id}>
+            {project.name}
+          </div>
+        )}
+        {VIEWS.map((v) => (
+          <button
+            key={v.id}
+            class={view === v.id ? "nav active" : "nav"}
+            data-testid={`nav-${v.id}`}
+            aria-current={view === v.id ? "page" : undefined}
+            disabled={v.needsProject && !project}
+            title={v.needsProject && !project ? "Open a project first" : undefined}
+            onClick={() => setView(v.id)}
+          >
+            {v.label}
+          </button>
+        ))}
+      </nav>
+      <main class="content">
+        {error && <ErrorNotice scope="app" error={error} onDismiss={() => setError(null)} />}
+        {view === "projects" && (
+          <ProjectsView
+            entries={entries}
+            current={project}
+            projectsDir={info?.projects_dir ?? ""}
+            onOpen={openProject}
+            onCurrentChanged={onProject}
+            onChanged={refreshProjects}
+            onDeleted={(id) => {
+              if (project?.id === id) setProject(null);
+              refreshProjects();
+            }}
+          />
+        )}
+        {view === "transcribe" && project && <TranscribeView project={project} onProject={onProject} />}
+        {view === "cleanup" && project && (
+          <CleanupView project={project} onProject={onProject} onOpenSettings={() => setView("settings")} />
+        )}
+        {view === "synthesize" && project && <SynthesizeView project={project} onProject={onProject} />}
+        {view === "settings" && <SettingsView info={info} onSaved={refreshLanes} />}
+      </main>
+      <aside class="side">
+        <LanesPanel lanes={lanes} />
+        <GpuPanel status={gpu} points={gpuPoints} />
+      </aside>
+    </div>
+  );
+}
+
+// A script error must be visible (and fail UI automation), never a silently frozen window.
+function showCrash(message: string) {
+  let box = document.querySelector<HTMLElement>("[data-testid='app-crash']");
+  if (!box) {
+    box = document.createElement("div");
+    box.dataset.testid = "app-crash";
+    box.className = "notice error crash";
+    box.setAttribute("role", "alert");
+    document.body.prepend(box);
+  }
+  box.textContent = `Something went wrong in the window: ${message}`;
+}
+window.addEventListener("error", (e) => showCrash(e.message));
+window.addEventListener("unhandledrejection", (e) => showCrash(asUiError(e.reason).message));
+
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,65 @@
+// Live lane occupancy and the rejection history.
+import type { LaneView, RejectionRecord } from "../api";
+import { occupancyLine, reasonTitle } from "../rejection";
+
+function laneKey(l: LaneView): string {
+  return l.lane === "audio" ? "audio" : `text-${l.server_url ?? "default"}`;
+}
+
+export function LanesPanel(props: { lanes: LaneView[] }) {
+  const history: RejectionRecord[] = props.lanes
+    .flatMap((l) => l.recent_rejections)
+    .sort((a, b) => b.at_unix_ms - a.at_unix_ms)
+    .slice(0, 20);
+  const textLanes = props.lanes.filter((l) => l.lane === "text");
+  return (
+    <section class="panel" data-testid="lanes-panel" aria-labelledby="lanes-heading">
+      <h2 id="lanes-heading">Lanes</h2>
+      {props.lanes.map((l) => {
+        // The first text lane (the app's default server) gets the plain test ids.
+        const id = l.lane === "audio" ? "audio" : textLanes.indexOf(l) === 0 ? "text" : laneKey(l);
+        const rejected = Object.values(l.rejected_total).reduce((a, b) => a + b, 0);
+        return (
+          <div class={`lane lane-${l.lane}`} key={laneKey(l)} data-testid={`lane-${id}`}>
+            <div class="lane-title">
+              {l.lane === "audio" ? "Audio lane" : "Text lane"}
+              {l.server_url && <span class="lane-url"> {l.server_url}</span>}
+            </div>
+            <div class="lane-counts">
+              <span>
+                In flight <b data-testid={`lane-${id}-in-flight`}>{l.occupancy.in_flight}</b> /{" "}
+                <span data-testid={`lane-${id}-limit`}>{l.occupancy.limit}</span>
+              </span>
+              <span>
+                Waiting <b data-testid={`lane-${id}-waiting`}>{l.occupancy.waiting}</b> /{" "}
+                <span data-testid={`lane-${id}-wait-limit`}>{l.occupancy.wait_limit}</span>
+              </span>
+            </div>
+            <div class="lane-meter" aria-hidden="true">
+              <div style={{ width: `${(100 * l.occupancy.in_flight) / Math.max(1, l.occupancy.limit)}%` }} />
+            </div>
+            <div class="lane-totals">
+              admitted {l.admitted_total} · rejected <span data-testid={`lane-${id}-rejected`}>{rejected}</span>
+              {l.median_latency_ms !== null && <> · median {l.median_latency_ms} ms</>}
+            </div>
+          </div>
+        );
+      })}
+      <h3>Rejections</h3>
+      {history.length === 0 ? (
+        <p class="muted" data-testid="rejection-history-empty">
+          None yet.
+        </p>
+      ) : (
+        <ol class="history" data-testid="rejection-history">
+          {history.map((h, i) => (
+            <li key={`${h.at_unix_ms}-${i}`} data-testid="rejection-history-item" data-reason={h.rejection.reason}>
+              <time>{new Date(h.at_unix_ms).toLocaleTimeString()}</time> <b>{reasonTitle(h.rejection.reason)}</b>
+              <div class="muted">{occupancyLine(h.rejection)}</div>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,343 @@
+// Clean up: per-project cleanup settings, streamed cleanup per segment, side-by-side diff,
+// accept or reject per segment or all, and rejections shown at the segment they hit.
+import { useEffect, useRef, useState } from "preact/hooks";
+import {
+  api,
+  asUiError,
+  jobId,
+  on,
+  type CleanupEvent,
+  type Project,
+  type ProjectSettings,
+  type Segment,
+  type UiError,
+} from "../api";
+import { wordDiff } from "../diff";
+import { ErrorNotice } from "../rejection";
+import { formatTime } from "./transcribe";
+
+export function ProjectCleanupSettings(props: { project: Project; onProject: (p: Project) => void }) {
+  const { project } = props;
+  const [serverUrl, setServerUrl] = useState(project.settings.server_url ?? "");
+  const [error, setError] = useState<UiError | null>(null);
+  useEffect(() => setServerUrl(project.settings.server_url ?? ""), [project.id, project.settings.server_url]);
+  const save = async (change: Partial<ProjectSettings>) => {
+    setError(null);
+    try {
+      props.onProject(await api.updateProjectSettings(project.id, { ...project.settings, ...change }));
+    } catch (e) {
+      setError(asUiError(e));
+    }
+  };
+  const s = project.settings;
+  return (
+    <fieldset class="settings-box" data-testid="project-cleanup-settings">
+      <legend>Cleanup for this project</legend>
+      <label class="toggle">
+        <input
+          type="checkbox"
+          data-testid="setting-llm-cleanup"
+          checked={s.llm_cleanup}
+          onChange={(e) => save({ llm_cleanup: (e.target as HTMLInputElement).checked })}
+        />
+        Use the text model (LLM cleanup)
+      </label>
+      <span class="muted" data-testid="cleanup-privacy-note">
+        {s.llm_cleanup
+          ? "Segments are sent to the text model's server."
+          : "Off: rule-based cleanup only; nothing leaves this machine."}
+      </span>
+      <div class="row">
+        <label for="failure-policy">When the text lane refuses</label>
+        <select
+          id="failure-policy"
+          data-testid="setting-failure-policy"
+          value={s.failure_policy}
+          onChange={(e) => save({ failure_policy: (e.target as HTMLSelectElement).value as ProjectSettings["failure_policy"] })}
+        >
+          <option value="reject">Show the rejection</option>
+          <option value="fallback">Fall back to rule-based cleanup</option>
+          <option value="retry">Retry (bounded)</option>
+        </select>
+        <label for="cleanup-mode">Mode</label>
+        <select
+          id="cleanup-mode"
+          data-testid="setting-cleanup-mode"
+          value={s.cleanup_mode}
+          onChange={(e) => save({ cleanup_mode: (e.target as HTMLSelectElement).value as ProjectSettings["cleanup_mode"] })}
+        >
+          <option value="cleanup">Clean up (keep the words)</option>
+          <option value="rewrite">Rewrite as narration</option>
+        </select>
+      </div>
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save({ server_url: serverUrl.trim() === "" ? null : serverUrl.trim() });
+        }}
+      >
+        <label for="project-server-url">Server URL</label>
+        <input
+          id="project-server-url"
+          class="grow"
+          data-testid="setting-server-url"
+          value={serverUrl}
+          placeholder="the app's server (Settings)"
+          onInput={(e) => setServerUrl((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit" data-testid="setting-server-url-save">
+          Use
+        </button>
+      </form>
+      {error && <ErrorNotice scope="project-settings" error={error} onDismiss={() => setError(null)} />}
+    </fieldset>
+  );
+}
+
+function Diff(props: { before: string; after: string; testid: string }) {
+  return (
+    <div class="diff" data-testid={props.testid}>
+      {wordDiff(props.before, props.after).map((p, i) =>
+        p.kind === "same" ? (
+          <span key={i}>{p.text}</span>
+        ) : p.kind === "removed" ? (
+          <del key={i}>{p.text}</del>
+        ) : (
+          <ins key={i}>{p.text}</ins>
+        ),
+      )}
+    </div>
+  );
+}
+
+export function CleanupView(props: {
+  project: Project;
+  onProject: (p: Project) => void;
+  onOpenSettings: () => void;
+}) {
+  const { project } = props;
+  const [streams, setStreams] = useState<Record<number, string>>({});
+  const [running, setRunning] = useState<Record<number, string>>({});
+  const [errors, setErrors] = useState<Record<number, UiError>>({});
+  const [batch, setBatch] = useState(false);
+  const cancelBatch = useRef(false);
+
+  useEffect(() => {
+    const stop = on<CleanupEvent>("cleanup", (e) => {
+      if (e.project !== project.id) return;
+      if (e.event === "chunk_started" && e.attempt > 1) {
+        setStreams((s) => ({ ...s, [e.segment]: "" }));
+      } else if (e.event === "delta") {
+        setStreams((s) => ({ ...s, [e.segment]: (s[e.segment] ?? "") + e.text }));
+      }
+    });
+    return () => {
+      stop.then((f) => f());
+    };
+  }, [project.id]);
+
+  const cleanOne = async (index: number, rulesOnly = false): Promise<boolean> => {
+    const job = jobId(`cleanup-${index}`);
+    setRunning((r) => ({ ...r, [index]: job }));
+    setStreams((s) => ({ ...s, [index]: "" }));
+    setErrors((e) => {
+      const { [index]: _, ...rest } = e;
+      return rest;
+    });
+    try {
+      await api.cleanSegment(project.id, index, rulesOnly, job);
+      props.onProject(await api.openProject(project.id));
+      return true;
+    } catch (e) {
+      setErrors((errs) => ({ ...errs, [index]: asUiError(e) }));
+      return false;
+    } finally {
+      setRunning((r) => {
+        const { [index]: _, ...rest } = r;
+        return rest;
+      });
+      setStreams((s) => {
+        const { [index]: _, ...rest } = s;
+        return rest;
+      });
+    }
+  };
+
+  // One segment at a time, so a whole transcript never holds more than one text slot; stops at
+  // the first refusal so it stays visible.
+  const cleanAll = async () => {
+    setBatch(true);
+    cancelBatch.current = false;
+    for (let i = 0; i < project.segments.length; i++) {
+      if (cancelBatch.current) break;
+      if (!(await cleanOne(i))) break;
+    }
+    setBatch(false);
+  };
+
+  const decide = async (segment: number | null, decision: "accepted" | "rejected") => {
+    try {
+      props.onProject(await api.decide(project.id, segment, decision));
+    } catch (e) {
+      setErrors((errs) => ({ ...errs, [segment ?? -1]: asUiError(e) }));
+    }
+  };
+
+  const pending = project.segments.filter((s) => s.suggestion?.decision === "pending").length;
+  return (
+    <div class="view" data-testid="view-cleanup">
+      <h1>Clean up</h1>
+      <ProjectCleanupSettings project={project} onProject={props.onProject} />
+      {project.segments.length === 0 ? (
+        <p class="muted" data-testid="cleanup-empty">
+          Transcribe something first.
+        </p>
+      ) : (
+        <>
+          <div class="row">
+            {batch ? (
+              <button
+                data-testid="cleanup-cancel-all"
+                onClick={() => {
+                  cancelBatch.current = true;
+                  Object.values(running).forEach((job) => api.cancelJob(job));
+                }}
+              >
+                Stop
+              </button>
+            ) : (
+              <button data-testid="cleanup-all" onClick={cleanAll}>
+                Clean up all
+              </button>
+            )}
+            <button data-testid="cleanup-accept-all" disabled={pending === 0} onClick={() => decide(null, "accepted")}>
+              Accept all ({pending})
+            </button>
+            <button data-testid="cleanup-reject-all" disabled={pending === 0} onClick={() => decide(null, "rejected")}>
+              Reject all
+            </button>
+          </div>
+          {errors[-1] && (
+            <ErrorNotice
+              scope="cleanup"
+              error={errors[-1]}
+              onDismiss={() =>
+                setErrors((e) => {
+                  const { [-1]: _, ...rest } = e;
+                  return rest;
+                })
+              }
+            />
+          )}
+          <ol class="cleanup-list">
+            {project.segments.map((s, i) => (
+              <CleanupRow
+                key={i}
+                index={i}
+                segment={s}
+                streaming={streams[i]}
+                job={running[i]}
+                error={errors[i]}
+                onClean={(rulesOnly) => cleanOne(i, rulesOnly)}
+                onDecide={(d) => decide(i, d)}
+                onDismiss={() =>
+                  setErrors((e) => {
+                    const { [i]: _, ...rest } = e;
+                    return rest;
+                  })
+                }
+                onOpenSettings={props.onOpenSettings}
+              />
+            ))}
+          </ol>
+        </>
+      )}
+    </div>
+  );
+}
+
+function CleanupRow(props: {
+  index: number;
+  segment: Segment;
+  streaming: string | undefined;
+  job: string | undefined;
+  error: UiError | undefined;
+  onClean: (rulesOnly: boolean) => void;
+  onDecide: (d: "accepted" | "rejected") => void;
+  onDismiss: () => void;
+  onOpenSettings: () => void;
+}) {
+  const { index: i, segment: s } = props;
+  const sug = s.suggestion;
+  return (
+    <li class="cleanup-row" data-testid={`cleanup-row-${i}`}>
+      <div class="cleanup-head">
+        <span class="time">{formatTime(s.start)}</span>
+        {props.job ? (
+          <button data-testid={`cleanup-cancel-${i}`} onClick={() => api.cancelJob(props.job!)}>
+            Cancel
+          </button>
+        ) : (
+          <button data-testid={`cleanup-segment-${i}`} onClick={() => props.onClean(false)}>
+            Clean up
+          </button>
+        )}
+        {sug && (
+          <>
+            <span class={`badge source-${sug.source}`} data-testid={`cleanup-source-${i}`}>
+              {sug.source === "llm" ? "text model" : "rule-based"}
+            </span>
+            <span class={`badge decision-${sug.decision}`} data-testid={`cleanup-status-${i}`}>
+              {sug.decision}
+            </span>
+            <button
+              data-testid={`cleanup-accept-${i}`}
+              disabled={sug.decision === "accepted"}
+              onClick={() => props.onDecide("accepted")}
+            >
+              Accept
+            </button>
+            <button
+              data-testid={`cleanup-reject-${i}`}
+              disabled={sug.decision === "rejected"}
+              onClick={() => props.onDecide("rejected")}
+            >
+              Reject
+            </button>
+          </>
+        )}
+      </div>
+      <div class="side-by-side">
+        <div class="original" data-testid={`cleanup-original-${i}`}>
+          {s.text}
+        </div>
+        {props.streaming !== undefined ? (
+          <div class="streaming" data-testid={`cleanup-streaming-${i}`} aria-live="polite">
+            {props.streaming || <span class="muted">waiting for the text model…</span>}
+          </div>
+        ) : sug ? (
+          <div>
+            <div class="cleaned" data-testid={`cleanup-suggestion-${i}`}>
+              {sug.text}
+            </div>
+            <Diff before={s.text} after={sug.text} testid={`cleanup-diff-${i}`} />
+            {sug.note && <div class="muted">{sug.note}</div>}
+          </div>
+        ) : (
+          <div class="muted">Not cleaned yet.</div>
+        )}
+      </div>
+      {props.error && (
+        <ErrorNotice
+          scope={`segment-${i}`}
+          error={props.error}
+          onRetry={() => props.onClean(false)}
+          onRuleBased={() => props.onClean(true)}
+          onCheckServer={props.onOpenSettings}
+          onDismiss={props.onDismiss}
+        />
+      )}
+    </li>
+  );
+}

@@ -1,0 +1,198 @@
+// Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
+import { useEffect, useState } from "preact/hooks";
+import { api, asUiError, jobId, on, type Project, type UiError } from "../api";
+import { ErrorNotice } from "../rejection";
+
+export function formatTime(seconds: number): string {
+  const m = Math.floor(seconds / 60);
+  const s = seconds - m * 60;
+  return `${String(m).padStart(2, "0")}:${s.toFixed(1).padStart(4, "0")}`;
+}
+
+export function TranscribeView(props: { project: Project; onProject: (p: Project) => void }) {
+  const { project } = props;
+  const [path, setPath] = useState("");
+  const [job, setJob] = useState<string | null>(null);
+  const [progress, setProgress] = useState(0);
+  const [recording, setRecording] = useState<string | null>(null);
+  const [level, setLevel] = useState<number | null>(null);
+  const [error, setError] = useState<UiError | null>(null);
+  const [format, setFormat] = useState("srt");
+  const [exported, setExported] = useState<string | null>(null);
+
+  useEffect(() => {
+    const stops = [
+      on<{ job: string; progress: number }>("job-progress", (p) => {
+        if (p.job === job) setProgress(p.progress);
+      }),
+      on<{ job: string; dbfs: number }>("record-level", (p) => {
+        if (p.job === recording) setLevel(p.dbfs);
+      }),
+      // Files dropped on the window.
+      on<{ paths: string[] }>("tauri://drag-drop", (p) => {
+        if (p.paths?.length) setPath(p.paths[0]);
+      }),
+    ];
+    return () => stops.forEach((s) => s.then((f) => f()));
+  }, [job, recording]);
+
+  const transcribe = async (file: string) => {
+    const id = jobId("transcribe");
+    setJob(id);
+    setProgress(0);
+    setError(null);
+    setExported(null);
+    try {
+      props.onProject(await api.transcribe(project.id, file, id));
+    } catch (e) {
+      setError(asUiError(e));
+    } finally {
+      setJob(null);
+    }
+  };
+
+  const record = async () => {
+    const id = jobId("record");
+    setRecording(id);
+    setError(null);
+    try {
+      const file = await api.record(project.id, 600, id);
+      setRecording(null);
+      setPath(file);
+      await transcribe(file);
+    } catch (e) {
+      setError(asUiError(e));
+    } finally {
+      setRecording(null);
+      setLevel(null);
+    }
+  };
+
+  const saveSegment = async (index: number, text: string) => {
+    if (project.segments[index]?.text === text) return;
+    try {
+      props.onProject(await api.editSegment(project.id, index, text));
+    } catch (e) {
+      setError(asUiError(e));
+    }
+  };
+
+  return (
+    <div class="view" data-testid="view-transcribe">
+      <h1>Transcribe</h1>
+      <div class="drop-zone" data-testid="drop-zone">
+        <form
+          class="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            transcribe(path);
+          }}
+        >
+          <label for="audio-path">Audio file</label>
+          <input
+            id="audio-path"
+            class="grow"
+            data-testid="transcribe-path"
+            value={path}
+            placeholder="/path/to/recording.flac — or drop a file on the window"
+            onInput={(e) => setPath((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit" data-testid="transcribe-start" disabled={job !== null || path.trim() === ""}>
+            Transcribe
+          </button>
+        </form>
+        <div class="row">
+          {recording === null ? (
+            <button data-testid="record-start" onClick={record} disabled={job !== null}>
+              ● Record
+            </button>
+          ) : (
+            <button data-testid="record-stop" onClick={() => api.cancelJob(recording)}>
+              ■ Stop recording
+            </button>
+          )}
+          {level !== null && (
+            <meter data-testid="record-level" min={-60} max={0} value={level} aria-label="Input level">
+              {level.toFixed(0)} dBFS
+            </meter>
+          )}
+          <span class="muted">WAV, MP3, FLAC, OGG and M4A; speech models run on this machine.</span>
+        </div>
+      </div>
+      {job !== null && (
+        <div class="row" data-testid="transcribe-running">
+          <progress data-testid="transcribe-progress" max={1} value={progress} aria-label="Transcription progress" />
+          <span>{Math.round(progress * 100)}%</span>
+          <button data-testid="transcribe-cancel" onClick={() => api.cancelJob(job)}>
+            Cancel
+          </button>
+        </div>
+      )}
+      {error && (
+        <ErrorNotice
+          scope="transcribe"
+          error={error}
+          onRetry={path ? () => transcribe(path) : undefined}
+          onDismiss={() => setError(null)}
+        />
+      )}
+      {project.segments.length > 0 && (
+        <>
+          <div class="row">
+            <span data-testid="transcript-summary">
+              {project.segments.length} segments · {formatTime(project.duration_secs)}
+              {project.language && ` · ${project.language}`}
+              {project.source_audio && ` · ${project.source_audio}`}
+            </span>
+            <span class="grow" />
+            <label for="export-format">Export as</label>
+            <select
+              id="export-format"
+              data-testid="export-format"
+              value={format}
+              onChange={(e) => setFormat((e.target as HTMLSelectElement).value)}
+            >
+              <option value="txt">TXT</option>
+              <option value="srt">SRT</option>
+              <option value="vtt">VTT</option>
+              <option value="json">JSON</option>
+            </select>
+            <button
+              data-testid="export-button"
+              onClick={async () => {
+                try {
+                  setExported(await api.exportTranscript(project.id, format));
+                } catch (e) {
+                  setError(asUiError(e));
+                }
+              }}
+            >
+              Export
+            </button>
+          </div>
+          {exported && (
+            <p class="ok" data-testid="export-result">
+              Saved <code>{exported}</code>
+            </p>
+          )}
+          <ol class="segments" data-testid="segment-list">
+            {project.segments.map((s, i) => (
+              <li key={`${i}-${s.start}`} data-testid={`segment-${i}`}>
+                <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
+                  {formatTime(s.start)} – {formatTime(s.end)}
+                </label>
+                <textarea
+                  id={`segment-text-${i}`}
+                  data-testid={`segment-text-${i}`}
+                  rows={2}
+                  value={s.text}
+                  onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
+                />
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,21 @@
+// Runs the front end's unit tests: bundles each *.test.ts with esbuild, then node --test.
+import { build } from "esbuild";
+import { readdirSync, mkdirSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+
+const tests = readdirSync("src").filter((f) => f.endsWith(".test.ts"));
+rmSync(".test-build", { recursive: true, force: true });
+mkdirSync(".test-build");
+for (const t of tests) {
+  await build({
+    entryPoints: [`src/${t}`],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: `.test-build/${t.replace(/\.ts$/, ".mjs")}`,
+  });
+}
+const run = spawnSync(process.execPath, ["--test", ...tests.map((t) => `.test-build/${t.replace(/\.ts$/, ".mjs")}`)], {
+  stdio: "inherit",
+});
+process.exit(run.status ?? 1);
