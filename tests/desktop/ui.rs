@@ -528,7 +528,26 @@ async fn the_desktop_workflow_end_to_end() {
         Some("installed")
     );
     ui.screenshot("06-settings").await;
+
+    // --- The benchmark, run from the app against the server just chosen.
+    ui.click("settings-save").await;
+    ui.find("settings-saved").await;
+    let saved_config = std::fs::read_to_string(&config).unwrap();
+    assert!(saved_config.contains(&llama.base_url()), "{saved_config}");
+    ui.click("bench-run").await;
+    let summary = ui
+        .until_text("bench-result", LONG_WAIT, |t| t.contains("TTFT"))
+        .await;
+    assert!(summary.contains("memory   absent (no NVIDIA GPU") || summary.contains("baseline"));
+    let reports: Vec<_> = std::fs::read_dir(home.join("bench"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].path().join("report.html").exists());
+    ui.screenshot("07-benchmark").await;
     assert!(ui.gone("rejection-app").await, "no app-level error showed");
+    assert!(ui.gone("app-crash").await, "no script error");
 
     let measurements = serde_json::json!({
         "cold_start_to_interactive_ms": ui.cold_start_ms,

@@ -161,6 +161,7 @@ export interface Settings {
     first_chunk_secs: number;
     total_secs: number;
     yield_to_audio: "none" | "gate" | "preempt";
+    audio_headroom_mib: number | null;
   };
   audio_lane: { max_in_flight: number; max_waiting: number; queue_wait_secs: number };
   cleanup: unknown;

@@ -3,6 +3,7 @@
 mod bench;
 mod cleanup;
 mod doctor;
+mod gpu;
 mod models;
 mod plan;
 mod play;
@@ -61,6 +62,9 @@ enum Command {
     /// Plan GPU memory: how much vLLM may take beside the audio backends, and the bounded
     /// `vllm serve` command, with the arithmetic shown.
     Plan(plan::PlanArgs),
+    /// GPU memory through NVML: watch it, or check it against nvidia-smi.
+    #[command(subcommand)]
+    Gpu(gpu::GpuCommand),
 }
 
 /// Text-lane limits shared by the commands that use the lane.
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
             Command::Play(args) => play::run(args, config).await,
             Command::Models(cmd) => models::run(cmd),
             Command::Plan(args) => plan::run(args, config).await,
+            Command::Gpu(cmd) => gpu::run(cmd).await,
         }
     });
     match result {

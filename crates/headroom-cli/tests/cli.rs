@@ -223,3 +223,77 @@ async fn play_runs_to_the_end_on_a_device_and_explains_a_bad_file() {
         text(&bad.stderr)
     );
 }
+
+#[tokio::test]
+async fn plan_shows_the_arithmetic_and_the_bounded_command() {
+    let out = headroom(
+        &[
+            "plan",
+            "--gpu-gib",
+            "24",
+            "--audio-mib",
+            "3000",
+            "--gpu-memory-utilization",
+            "0.45",
+        ],
+        &[],
+    )
+    .await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for expected in [
+        "KV per token = 2 (K,V) × 28 layers × 4 KV heads × 128 head dim × 2 B = 57344 B",
+        "76821 tokens",
+        "vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ",
+        "--gpu-memory-utilization 0.45",
+        "--max-model-len 4096",
+        "--max-num-seqs 2",
+    ] {
+        assert!(stdout.contains(expected), "{expected:?} missing:\n{stdout}");
+    }
+    let json = headroom(&["plan", "--gpu-gib", "24", "--json"], &[]).await;
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(value["plan"]["gpu_memory_utilization"], 0.3);
+}
+
+#[tokio::test]
+async fn plan_refuses_what_cannot_fit_with_exit_4() {
+    let out = headroom(
+        &[
+            "plan",
+            "--gpu-gib",
+            "24",
+            "--audio-mib",
+            "8000",
+            "--context",
+            "32768",
+            "--concurrency",
+            "8",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(4));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("cannot fit on a 24.00 GiB card"),
+        "{stdout}"
+    );
+    let unknown = headroom(&["plan", "--gpu-gib", "24", "--model", "nope"], &[]).await;
+    assert!(text(&unknown.stderr).contains("unknown model"));
+}
+
+#[tokio::test]
+async fn gpu_commands_say_when_there_is_no_gpu() {
+    let out = headroom(&["gpu", "watch", "--seconds", "0.2"], &[]).await;
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    match headroom_core::gpu::GpuStatus::probe() {
+        headroom_core::gpu::GpuStatus::NoGpu { .. } => {
+            assert!(stdout.contains("no NVIDIA GPU detected"), "{stdout}")
+        }
+        headroom_core::gpu::GpuStatus::Present { .. } => {
+            assert!(stdout.contains("baseline"), "{stdout}")
+        }
+    }
+}

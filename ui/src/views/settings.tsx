@@ -143,6 +143,13 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
           <NumberField id="settings-queue-wait" label="Queue wait (s)" step={0.5} value={lane.queue_wait_secs} onChange={(v) => setLane({ queue_wait_secs: v })} />
           <NumberField id="settings-first-chunk" label="First words within (s)" step={0.5} value={lane.first_chunk_secs} onChange={(v) => setLane({ first_chunk_secs: v })} />
           <NumberField id="settings-total" label="Whole request within (s)" step={1} value={lane.total_secs} onChange={(v) => setLane({ total_secs: v })} />
+          <NumberField
+            id="settings-audio-headroom"
+            label="GPU memory kept for audio, MiB (0: off)"
+            step={256}
+            value={lane.audio_headroom_mib ?? 0}
+            onChange={(v) => setLane({ audio_headroom_mib: v > 0 ? v : null })}
+          />
           <label class="field" for="settings-yield">
             <span>While interactive audio runs</span>
             <select
