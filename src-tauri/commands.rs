@@ -381,6 +381,43 @@ pub fn models(shell: State<'_, Shell>) -> Vec<ModelView> {
     shell.workstation.models()
 }
 
+#[derive(Clone, Serialize)]
+struct InstallProgress<'a> {
+    job: &'a str,
+    progress: f32,
+    step: String,
+}
+
+/// Installs a model; progress arrives as `job-progress` events with a `step` line.
+#[tauri::command]
+pub async fn install_model(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    name: String,
+    job: String,
+) -> Reply<PathBuf> {
+    use headroom_core::models::InstallStep;
+    let progress = Arc::new(move |step: InstallStep| {
+        let (progress, line) = match &step {
+            InstallStep::Downloading { package } => (0.0, format!("downloading {package}")),
+            InstallStep::Writing { file, done, total } => (
+                *done as f32 / (*total).max(1) as f32,
+                format!("writing {file}"),
+            ),
+            InstallStep::Done { path } => (1.0, format!("installed in {}", path.display())),
+        };
+        let _ = app.emit(
+            events::JOB_PROGRESS,
+            InstallProgress {
+                job: &job,
+                progress,
+                step: line,
+            },
+        );
+    });
+    Ok(shell.workstation.install_model(&name, progress).await?)
+}
+
 /// Where benchmark reports are kept: beside the projects folder.
 fn reports_dir(shell: &Shell) -> PathBuf {
     let projects = shell.workstation.store().root();

@@ -46,6 +46,7 @@ pub fn run() {
             }),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let config = match Config::load(None) {
         Ok(c) => c,
@@ -69,6 +70,7 @@ pub fn run() {
         started,
     };
     tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
         .manage(shell)
         .setup(|app| {
             let handle = app.handle().clone();
@@ -115,6 +117,7 @@ pub fn run() {
             commands::save_settings,
             commands::test_connection,
             commands::models,
+            commands::install_model,
             commands::run_benchmark,
             commands::open_report,
         ])

@@ -12,6 +12,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use headroom_core::gpu::GpuStatus;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_tests::llama::LlamaServer;
+use hyper_util::client::legacy::connect::HttpConnector;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -105,9 +106,6 @@ struct Desktop {
 
 impl Desktop {
     async fn start(env: &[(&str, &Path)]) -> Desktop {
-        // Two TLS backends are linked in the test binary; WebDriver is plain HTTP on loopback
-        // anyway, so pick one explicitly.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         require_tool("WebKitWebDriver");
         let driver_bin = require_tool("tauri-driver");
         let (xvfb, display) = start_xvfb();
@@ -133,8 +131,7 @@ impl Desktop {
         let url = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
         let client = loop {
-            match ClientBuilder::rustls()
-                .expect("rustls")
+            match ClientBuilder::new(HttpConnector::new())
                 .capabilities(caps.clone())
                 .connect(&url)
                 .await

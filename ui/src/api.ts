@@ -243,6 +243,7 @@ export const api = {
   saveSettings: (settings: Settings) => invoke<void>("save_settings", { settings }),
   testConnection: (url: string) => invoke<ServerInfo>("test_connection", { url }),
   models: () => invoke<ModelView[]>("models"),
+  installModel: (name: string, job: string) => invoke<string>("install_model", { name, job }),
   runBenchmark: () => invoke<BenchmarkRun>("run_benchmark"),
   openReport: (path: string) => invoke<void>("open_report", { path }),
 };

@@ -198,7 +198,7 @@ pub async fn run(args: PlanArgs, config: Config) -> anyhow::Result<ExitCode> {
             println!("  {step}");
         }
         println!();
-        println!("{}", plan.command(&request.model.name));
+        println!("{}", plan.command(&request.model));
         for warning in &plan.warnings {
             println!("warning: {warning}");
         }

@@ -17,6 +17,7 @@ pub mod asr;
 pub mod audio;
 pub mod bench;
 pub mod cleanup;
+pub mod clock;
 pub mod config;
 pub mod fsutil;
 pub mod gpu;

@@ -59,6 +59,9 @@ pub struct TextModel {
     pub head_dim: u32,
     /// The longest context the model itself supports.
     pub max_position_embeddings: Option<u32>,
+    /// The weights' quantization (`awq`, `gptq`, ...), from `quantization_config.quant_method`.
+    #[serde(default)]
+    pub quantization: Option<String>,
 }
 
 /// Why a model description could not be read.
@@ -105,6 +108,10 @@ impl TextModel {
             kv_heads,
             head_dim,
             max_position_embeddings: int("max_position_embeddings"),
+            quantization: v
+                .pointer("/quantization_config/quant_method")
+                .and_then(|q| q.as_str())
+                .map(str::to_string),
         })
     }
 
@@ -125,6 +132,7 @@ impl TextModel {
                 kv_heads: 4,
                 head_dim: 128,
                 max_position_embeddings: Some(32768),
+                quantization: Some("awq".into()),
             }),
             _ => None,
         }
@@ -176,10 +184,17 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The bounded `vllm serve` command.
-    pub fn command(&self, model: &str) -> String {
+    /// The bounded `vllm serve` command (quantized weights run in half precision, as the
+    /// reference configuration does).
+    pub fn command(&self, model: &TextModel) -> String {
+        let quantization = model
+            .quantization
+            .as_deref()
+            .map(|q| format!("  --quantization {q} --dtype half \\\n"))
+            .unwrap_or_default();
         format!(
-            "vllm serve {model} \\\n  --host 127.0.0.1 --port 8000 \\\n  --gpu-memory-utilization {:.2} \\\n  --kv-cache-dtype {} \\\n  --max-model-len {} \\\n  --max-num-seqs {} \\\n  --max-num-batched-tokens {} \\\n  --enable-chunked-prefill",
+            "vllm serve {} \\\n  --host 127.0.0.1 --port 8000 \\\n{quantization}  --gpu-memory-utilization {:.2} \\\n  --kv-cache-dtype {} \\\n  --max-model-len {} \\\n  --max-num-seqs {} \\\n  --max-num-batched-tokens {} \\\n  --enable-chunked-prefill",
+            model.name,
             self.gpu_memory_utilization,
             self.kv_cache_dtype.flag(),
             self.max_model_len,
@@ -383,7 +398,7 @@ mod tests {
         assert!((p.audio_room_mib - 13004.8).abs() < 1e-9);
         assert!(p.fits, "{:?}", p.warnings);
         assert!(p.warnings.is_empty());
-        let cmd = p.command("Qwen/Qwen2.5-7B-Instruct-AWQ");
+        let cmd = p.command(&qwen_request(None).model);
         for flag in [
             "--gpu-memory-utilization 0.45",
             "--max-model-len 4096",
@@ -391,6 +406,8 @@ mod tests {
             "--max-num-batched-tokens 2048",
             "--kv-cache-dtype auto",
             "--host 127.0.0.1",
+            "vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ",
+            "--quantization awq --dtype half",
         ] {
             assert!(cmd.contains(flag), "{flag} missing from {cmd}");
         }
@@ -446,9 +463,11 @@ mod tests {
     #[test]
     fn shapes_come_from_a_hugging_face_config() {
         let config = r#"{"num_hidden_layers": 28, "num_attention_heads": 28,
-            "num_key_value_heads": 4, "hidden_size": 3584, "max_position_embeddings": 32768}"#;
+            "num_key_value_heads": 4, "hidden_size": 3584, "max_position_embeddings": 32768,
+            "quantization_config": {"quant_method": "awq", "bits": 4}}"#;
         let m = TextModel::from_hf_config("qwen", config, 5322.0).unwrap();
         assert_eq!((m.layers, m.kv_heads, m.head_dim), (28, 4, 128));
+        assert_eq!(m.quantization.as_deref(), Some("awq"));
         let mha = r#"{"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512}"#;
         let m = TextModel::from_hf_config("mha", mha, 1.0).unwrap();
         assert_eq!((m.kv_heads, m.head_dim), (8, 64));

@@ -5,10 +5,10 @@
 
 use crate::asr::{Segment, Transcript};
 use crate::cleanup::{CleanupMode, FailurePolicy};
+use crate::clock::unix_ms;
 use crate::fsutil::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 const MANIFEST: &str = "project.json";
 const FORMAT_VERSION: u32 = 1;
@@ -285,13 +285,6 @@ pub fn default_projects_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("headroom-projects"))
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Checks a project name and turns it into a folder name.
 fn folder_name_for(name: &str) -> Result<String, ProjectError> {
     let name = name.trim();
@@ -413,7 +406,7 @@ impl ProjectStore {
             let dir = folder.join(sub);
             std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
         }
-        let now = now_ms();
+        let now = unix_ms();
         let project = Project {
             format: FORMAT_VERSION,
             id,
@@ -465,7 +458,7 @@ impl ProjectStore {
         if !self.folder(&project.id)?.join(MANIFEST).exists() {
             return Err(ProjectError::NotFound(project.id.clone()));
         }
-        project.modified_unix_ms = now_ms().max(project.modified_unix_ms);
+        project.modified_unix_ms = unix_ms().max(project.modified_unix_ms);
         self.write_manifest(project)
     }
 

@@ -21,7 +21,6 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 
 /// What the handlers share.
@@ -355,10 +354,7 @@ async fn collect_completion(mut stream: crate::lanes::TextStream) -> Response {
             Err(r) => return rejection_response(&r),
         }
     }
-    let created = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let created = crate::clock::unix_ms() / 1000;
     let mut body = json!({
         "id": id.unwrap_or_else(|| format!("chatcmpl-headroom-{}", stream.id())),
         "object": "chat.completion",

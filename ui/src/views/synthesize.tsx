@@ -1,5 +1,6 @@
 // Synthesize: choose a voice, speak a segment or everything (accepted cleanups first), play,
 // and save the WAV.
+import { save } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type Project, type UiError, type Voice } from "../api";
 import { ErrorNotice } from "../rejection";
@@ -133,6 +134,19 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                   value={saveTo[t.file] ?? ""}
                   onInput={(e) => setSaveTo((s) => ({ ...s, [t.file]: (e.target as HTMLInputElement).value }))}
                 />
+                <button
+                  type="button"
+                  data-testid={`synth-save-browse-${n}`}
+                  onClick={async () => {
+                    const chosen = await save({
+                      defaultPath: t.file.split("/").pop(),
+                      filters: [{ name: "WAV audio", extensions: ["wav"] }],
+                    });
+                    if (chosen) setSaveTo((s) => ({ ...s, [t.file]: chosen }));
+                  }}
+                >
+                  Choose…
+                </button>
                 <button type="submit" data-testid={`synth-save-${n}`}>
                   Save
                 </button>

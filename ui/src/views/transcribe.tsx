@@ -1,4 +1,5 @@
 // Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
+import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, on, type Project, type UiError } from "../api";
 import { ErrorNotice } from "../rejection";
@@ -97,6 +98,20 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
             placeholder="/path/to/recording.flac — or drop a file on the window"
             onInput={(e) => setPath((e.target as HTMLInputElement).value)}
           />
+          <button
+            type="button"
+            data-testid="transcribe-browse"
+            onClick={async () => {
+              const chosen = await open({
+                multiple: false,
+                directory: false,
+                filters: [{ name: "Audio", extensions: ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] }],
+              });
+              if (typeof chosen === "string") setPath(chosen);
+            }}
+          >
+            Browse…
+          </button>
           <button type="submit" data-testid="transcribe-start" disabled={job !== null || path.trim() === ""}>
             Transcribe
           </button>

@@ -218,28 +218,27 @@ mod tests {
 
     #[test]
     fn the_text_stack_runs_its_gates_in_the_documented_order() {
-        let stack = AdmissionStack::for_text_lane(
-            InputBound {
-                max_chars: 1000,
-                context: ContextWindow::new(4096),
-            },
-            YieldToAudio {
-                rule: YieldRule::Gate,
-                activity: crate::lanes::AudioActivity::idle(),
-            },
-            Some(crate::gpu::GpuPressure {
-                sampler: crate::gpu::GpuSampler::no_gpu("test"),
-                audio_headroom_mib: 1024,
-            }),
-            CapacityLimit::new(1, 0, None),
-            Deadlines::default(),
+        let gpu = crate::gpu::GpuPressure {
+            sampler: crate::gpu::GpuSampler::no_gpu("test"),
+            audio_headroom_mib: 1024,
+        };
+        let stack = stack_with_gpu(1, 0, Duration::from_secs(1), Some(gpu));
+        assert_eq!(
+            stack.gate_names(),
+            vec!["input_bound", "yield_to_audio", "gpu_pressure"]
         );
-        let names = stack.gate_names();
-        assert_eq!(names.last(), Some(&"gpu_pressure"));
-        assert_eq!(names.len(), 3);
     }
 
     fn stack(limit: usize, wait: usize, queue_wait: Duration) -> AdmissionStack {
+        stack_with_gpu(limit, wait, queue_wait, None)
+    }
+
+    fn stack_with_gpu(
+        limit: usize,
+        wait: usize,
+        queue_wait: Duration,
+        gpu: Option<crate::gpu::GpuPressure>,
+    ) -> AdmissionStack {
         AdmissionStack::for_text_lane(
             InputBound {
                 max_chars: 1000,
@@ -249,7 +248,7 @@ mod tests {
                 rule: YieldRule::Gate,
                 activity: crate::lanes::AudioActivity::idle(),
             },
-            None,
+            gpu,
             CapacityLimit::new(limit, wait, None),
             Deadlines {
                 queue_wait,

@@ -385,30 +385,19 @@ impl GpuSampler {
             .cloned()
     }
 
+    fn samples_where(&self, keep: impl Fn(&MemorySample) -> bool) -> Vec<MemorySample> {
+        let ring = self.inner.ring.lock().expect("ring lock");
+        ring.samples.iter().filter(|s| keep(s)).cloned().collect()
+    }
+
     /// Readings at or after `at_ms`, oldest first.
     pub fn samples_since(&self, at_ms: u64) -> Vec<MemorySample> {
-        self.inner
-            .ring
-            .lock()
-            .expect("ring lock")
-            .samples
-            .iter()
-            .filter(|s| s.at_ms >= at_ms)
-            .cloned()
-            .collect()
+        self.samples_where(|s| s.at_ms >= at_ms)
     }
 
     /// Readings from sequence number `seq` on, oldest first.
     pub fn samples_from(&self, seq: u64) -> Vec<MemorySample> {
-        self.inner
-            .ring
-            .lock()
-            .expect("ring lock")
-            .samples
-            .iter()
-            .filter(|s| s.seq >= seq)
-            .cloned()
-            .collect()
+        self.samples_where(|s| s.seq >= seq)
     }
 
     /// Starts a window with a fresh reading, which is its baseline.

@@ -398,10 +398,7 @@ pub async fn run(
     );
     lane.discover().await?;
     let model = lane.model();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = crate::clock::unix_ms();
     if config.warmup_batches > 0 {
         progress(&format!(
             "warm-up: {} batch(es) of {} (excluded)",

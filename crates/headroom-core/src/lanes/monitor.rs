@@ -3,7 +3,7 @@ use crate::metrics::{Metrics, Outcome};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::broadcast;
 
 /// How many rejections a snapshot keeps for the UI's history.
@@ -116,10 +116,7 @@ impl LaneMonitor {
     pub fn reject(&self, rejection: Rejection) -> Rejection {
         tracing::info!(lane = self.lane.as_str(), reason = %rejection.reason, "{}", rejection.message());
         let record = RejectionRecord {
-            at_unix_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            at_unix_ms: crate::clock::unix_ms(),
             rejection: rejection.clone(),
         };
         {
