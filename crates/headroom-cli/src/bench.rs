@@ -252,7 +252,8 @@ async fn run_harness(args: RunArgs, config: &Config) -> anyhow::Result<ExitCode>
         (SamplerStatus::NoGpu { reason }, Some(pid)) => {
             let reader = ProcessRssReader::open(pid).map_err(anyhow::Error::msg)?;
             let sampler = GpuSampler::with_reader(reader, period, DEFAULT_CAPACITY, true);
-            let source = format!("no NVIDIA GPU ({reason}); {}", sampler.device());
+            tracing::debug!(%reason, "no NVIDIA GPU; sampling the server process instead");
+            let source = format!("{}, no NVIDIA GPU", sampler.device());
             (Some((sampler, source)), String::new())
         }
         (SamplerStatus::NoGpu { reason }, None) => (None, format!("no NVIDIA GPU: {reason}")),
