@@ -3,7 +3,7 @@
 //! The desktop shell only turns these calls into commands and their callbacks into events, so
 //! every workflow is also usable and tested without a window.
 
-use crate::admission::{Lane, Priority, Rejection};
+use crate::admission::{Priority, Rejection};
 use crate::asr::export::{render, ExportFormat};
 use crate::asr::TranscribeOptions;
 use crate::audio::{self as device, decode_file, wav_bytes, AudioError, DecodeLimits};
@@ -643,11 +643,6 @@ impl Workstation {
         self.store
             .write_file(&project, &relative, &wav_bytes(&audio))?;
         Ok(relative)
-    }
-
-    /// The lane that a rejection came from, for messages.
-    pub fn lane_name(lane: Lane) -> &'static str {
-        lane.as_str()
     }
 
     /// Runs the serving harness against the app's text model server (the article's
