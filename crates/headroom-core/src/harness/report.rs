@@ -117,7 +117,7 @@ const H: f64 = 220.0;
 const PAD: f64 = 40.0;
 
 /// A line chart of memory over time with baseline and peak lines.
-fn memory_svg(p: &PassReport) -> String {
+fn memory_svg(p: &PassReport, period_ms: u64) -> String {
     let MemoryFigures::Measured { window, source } = &p.memory else {
         return String::new();
     };
@@ -154,7 +154,7 @@ fn memory_svg(p: &PassReport) -> String {
 <text x="{tx}" y="{ypt:.1}" font-size="11" fill="#cf222e">peak {peak:.0} MiB</text>
 <polyline fill="none" stroke="#1f6feb" stroke-width="1.5" points="{pts}"/>
 <text x="{PAD}" y="{bottom}" font-size="11">0 s</text><text x="{x2}" y="{bottom}" font-size="11" text-anchor="end">{secs:.1} s</text>
-</svg><figcaption>{label}: {src}, sampled every period; delta {delta:.0} MiB</figcaption></figure>"##,
+</svg><figcaption>{label}: {src}, sampled every {period_ms} ms; delta {delta:.0} MiB</figcaption></figure>"##,
         x2 = W - PAD,
         yb = y(window.baseline_mib),
         ybt = y(window.baseline_mib) + 12.0,
@@ -225,7 +225,7 @@ fn summary_row(name: &str, s: &Option<LatencySummary>) -> String {
     }
 }
 
-fn pass_html(out: &mut String, p: &PassReport) {
+fn pass_html(out: &mut String, p: &PassReport, period_ms: u64) {
     let _ = write!(
         out,
         "<section><h2>{}</h2><table><tr><th></th><th>n</th><th>mean</th><th>std</th><th>p50</th><th>p95</th><th>p99</th><th>max (ms)</th></tr>{}{}{}{}</table>",
@@ -251,7 +251,7 @@ fn pass_html(out: &mut String, p: &PassReport) {
         p.output_tokens_per_s,
         p.succeeded,
         escape(&memory_line(&p.memory)),
-        memory_svg(p),
+        memory_svg(p, period_ms),
         cdf_svg(p)
     );
 }
@@ -277,9 +277,9 @@ pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}</style></head><
         r.max_tokens,
         r.warmup_batches
     );
-    pass_html(&mut out, &r.text_only);
+    pass_html(&mut out, &r.text_only, r.sample_period_ms);
     if let Some(p) = &r.with_audio {
-        pass_html(&mut out, p);
+        pass_html(&mut out, p, r.sample_period_ms);
     }
     if let Some(a) = &r.audio {
         let _ = write!(
