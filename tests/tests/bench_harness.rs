@@ -114,6 +114,13 @@ async fn memory_soak_and_audio_job_beside_the_text_load() {
         .all(|r| r.floor_mib.is_finite() && r.throughput > 0.0));
     assert!(!soak.report.summary.is_empty());
     assert!(soak.report.reasoning.len() >= 3);
+    // llama-server (with --metrics) exports its deferred-request gauge: the queue depth is real.
+    assert!(soak.runs.iter().all(|r| r.queue_depth >= 0.0));
+    assert!(
+        !soak.report.reasoning.iter().any(|l| l.contains("no waiting-request gauge")),
+        "{:?}",
+        soak.report.reasoning
+    );
 }
 
 #[tokio::test]

@@ -499,10 +499,15 @@ pub async fn run(
                 .as_ref()
                 .and_then(|(s, _)| s.sample_now())
                 .map(|s| s.used_mib());
+            let mut queue_known = false;
             for i in 0..runs {
                 progress(&format!("soak run {}/{runs}", i + 1));
-                let pass =
-                    measured_pass("soak", &lane, &config, &model, &memory, absent_reason).await;
+                let (pass, queue_depth) = with_queue_depth(
+                    upstream,
+                    measured_pass("soak", &lane, &config, &model, &memory, absent_reason),
+                )
+                .await;
+                queue_known |= queue_depth.is_some();
                 let floor = match &memory {
                     Some((sampler, _)) => settle_floor(sampler).await,
                     None => None,
@@ -516,7 +521,7 @@ pub async fn run(
                 observations.push(RunObservation {
                     floor_mib: floor.unwrap_or(f64::NAN),
                     throughput: pass.output_tokens_per_s,
-                    queue_depth: 0.0,
+                    queue_depth: queue_depth.unwrap_or(0.0),
                     context_tokens: if context.is_empty() {
                         0.0
                     } else {
@@ -541,6 +546,12 @@ pub async fn run(
                 "each run: {} batches of {} identical requests, max_tokens {}, temperature 0",
                 config.batches, config.concurrency, config.max_tokens
             ));
+            if !queue_known {
+                report.reasoning.push(
+                    "the server exports no waiting-request gauge, so its queue depth was taken as 0"
+                        .into(),
+                );
+            }
             Some(SoakFigures {
                 runs: observations,
                 report,
@@ -567,6 +578,31 @@ pub async fn run(
         audio,
         soak,
     })
+}
+
+/// Runs `work` while sampling the server's own waiting-request gauge every 200 ms; the mean,
+/// or `None` when the server does not export one.
+async fn with_queue_depth<T>(
+    upstream: &LlmClient,
+    work: impl std::future::Future<Output = T>,
+) -> (T, Option<f64>) {
+    let mut readings = Vec::new();
+    let mut ticker = tokio::time::interval(Duration::from_millis(200));
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            out = &mut work => {
+                let mean = (!readings.is_empty())
+                    .then(|| readings.iter().sum::<f64>() / readings.len() as f64);
+                return (out, mean);
+            }
+            _ = ticker.tick() => {
+                if let Some(v) = upstream.waiting_requests().await {
+                    readings.push(v);
+                }
+            }
+        }
+    }
 }
 
 /// The memory floor after a run: the lowest reading over the next five sampling periods.

@@ -48,6 +48,19 @@ pub struct ServerInfo {
     pub context_tokens: Option<u32>,
 }
 
+/// Sums the waiting-request gauges of a Prometheus text exposition (one per model for vLLM).
+fn parse_waiting_requests(metrics: &str) -> Option<f64> {
+    let values: Vec<f64> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("vllm:num_requests_waiting")
+                || l.starts_with("llamacpp:requests_deferred")
+        })
+        .filter_map(|l| l.split_whitespace().last()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
 /// An OpenAI-compatible server at a base URL such as `http://127.0.0.1:8000/v1`.
 #[derive(Clone)]
 pub struct LlmClient {
@@ -169,6 +182,22 @@ impl LlmClient {
         }
         let body = resp.text().await.unwrap_or_default();
         Err(LlmError::from_status(status, &body, None))
+    }
+
+    /// Requests the server itself holds waiting, from its Prometheus `/metrics`
+    /// (`vllm:num_requests_waiting`, or llama.cpp's `llamacpp:requests_deferred`); `None`
+    /// when the server exports neither.
+    pub async fn waiting_requests(&self) -> Option<f64> {
+        let resp = self
+            .authorized(self.http.get(self.root_endpoint("metrics")))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
+        if !resp.status().is_success() {
+            return None;
+        }
+        parse_waiting_requests(&resp.text().await.ok()?)
     }
 
     /// Models and context length, from `/v1/models` and (for llama.cpp) `/props`.
@@ -317,6 +346,17 @@ fn describe_transport_error(err: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_requests_come_from_either_servers_gauge() {
+        let vllm = "# HELP x\nvllm:num_requests_waiting{model_name=\"a\"} 3.0\nvllm:num_requests_running{model_name=\"a\"} 2.0\n";
+        assert_eq!(parse_waiting_requests(vllm), Some(3.0));
+        assert_eq!(
+            parse_waiting_requests("llamacpp:requests_deferred 1\n"),
+            Some(1.0)
+        );
+        assert_eq!(parse_waiting_requests("other_metric 5\n"), None);
+    }
 
     #[test]
     fn api_key_never_prints() {
