@@ -3,7 +3,9 @@
 //! whole workflow in one app session (the app owns one window and one WebDriver port):
 //! projects, transcription and SRT export, cleanup off (nothing sent), a flooded text lane
 //! (the rejection and its reason on screen), cleanup on against the real llama-server
-//! (streamed, accepted), the GPU panel's no-GPU state, synthesis and a saved WAV.
+//! (streamed, accepted), the GPU panel's no-GPU state, synthesis and a saved WAV, the
+//! benchmark run from the app; then a second session on a replayed GPU trace: the memory
+//! chart with baseline and peak, and a `gpu_memory_pressure` refusal at the segment.
 //! A screenshot of each view lands in `target/ui-screenshots/`; cold start and idle memory
 //! in `target/ui-measurements.json`.
 
@@ -236,6 +238,17 @@ impl Desktop {
             .find(Locator::Css(&format!("[data-testid='{testid}']")))
             .await
             .is_err()
+    }
+
+    /// Ends the WebDriver session (the app exits), then stops tauri-driver and Xvfb.
+    async fn close(self) {
+        let Desktop {
+            client,
+            _driver,
+            _xvfb,
+            ..
+        } = self;
+        let _ = client.close().await;
     }
 
     async fn screenshot(&self, name: &str) {
@@ -557,6 +570,63 @@ async fn the_desktop_workflow_end_to_end() {
         serde_json::to_vec_pretty(&measurements).unwrap(),
     )
     .unwrap();
-    let _ = ui.client.close().await;
+    ui.close().await;
+
+    // --- A second session on a replayed GPU trace (this machine has no GPU): the chart with
+    // baseline and peak, and the pressure gate refusing cleanup where the user works.
+    let trace = home.join("gpu-trace.json");
+    std::fs::write(
+        &trace,
+        r#"{"total_mib": 24576, "used_mib": [8000, 12000, 16000, 21000, 22000]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[llm]\nurl = \"{}\"\n\n[text_lane]\naudio_headroom_mib = 4096\n",
+            llama.base_url()
+        ),
+    )
+    .unwrap();
+    let prompts_before = llama.metric("llamacpp:prompt_tokens_total").await;
+    let ui = Desktop::start(&[
+        ("HEADROOM_PROJECTS_DIR", &projects),
+        ("HEADROOM_CONFIG", &config),
+        ("HEADROOM_MODELS_DIR", &models),
+        ("HEADROOM_GPU_REPLAY", &trace),
+        ("HOME", &home),
+    ])
+    .await;
+    ui.find("gpu-chart").await;
+    ui.until_text("gpu-peak", WAIT, |t| t == "peak 22000 MiB")
+        .await;
+    assert_eq!(ui.text("gpu-baseline").await, "baseline 8000 MiB");
+    assert_eq!(ui.text("gpu-delta").await, "delta 14000 MiB");
+    ui.click("project-open-interview").await;
+    ui.click("nav-cleanup").await;
+    ui.click("cleanup-segment-2").await;
+    assert_eq!(
+        ui.text("rejection-reason-segment-2").await,
+        "GPU memory pressure"
+    );
+    let message = ui.text("rejection-message-segment-2").await;
+    assert!(
+        message.contains("GPU memory is low") && message.contains("2576 MiB free"),
+        "{message}"
+    );
+    ui.find("rejection-fallback-segment-2").await;
+    let history = ui.find("rejection-history-item").await;
+    assert_eq!(
+        history.attr("data-reason").await.unwrap().as_deref(),
+        Some("gpu_memory_pressure")
+    );
+    assert_eq!(
+        llama.metric("llamacpp:prompt_tokens_total").await,
+        prompts_before,
+        "refused before the server saw it"
+    );
+    ui.screenshot("08-gpu-pressure").await;
+    assert!(ui.gone("app-crash").await, "no script error");
+    ui.close().await;
     let _ = std::fs::remove_dir_all(&home);
 }

@@ -117,7 +117,11 @@ async fn memory_soak_and_audio_job_beside_the_text_load() {
     // llama-server (with --metrics) exports its deferred-request gauge: the queue depth is real.
     assert!(soak.runs.iter().all(|r| r.queue_depth >= 0.0));
     assert!(
-        !soak.report.reasoning.iter().any(|l| l.contains("no waiting-request gauge")),
+        !soak
+            .report
+            .reasoning
+            .iter()
+            .any(|l| l.contains("no waiting-request gauge")),
         "{:?}",
         soak.report.reasoning
     );

@@ -144,7 +144,7 @@ impl Workstation {
             piper: Mutex::new(HashMap::new()),
             text_lanes: Mutex::new(HashMap::new()),
             lane_events,
-            gpu: GpuSampler::start(gpu::DEFAULT_PERIOD, gpu::DEFAULT_CAPACITY),
+            gpu: workstation_sampler(),
             runtime,
             manifest_lock: tokio::sync::Mutex::new(()),
         })
@@ -718,6 +718,25 @@ fn suggestion_from(output: &CleanupOutput) -> Suggestion {
         }),
         decision: Decision::Pending,
     }
+}
+
+/// The GPU sampler: NVML, or a recorded trace named by `HEADROOM_GPU_REPLAY` (for
+/// demonstrations and UI tests on machines without a GPU; the panel says it is a replay).
+fn workstation_sampler() -> GpuSampler {
+    if let Some(path) = std::env::var_os("HEADROOM_GPU_REPLAY") {
+        match gpu::ReplayReader::open(std::path::Path::new(&path)) {
+            Ok(reader) => {
+                return GpuSampler::with_reader(
+                    reader,
+                    gpu::DEFAULT_PERIOD,
+                    gpu::DEFAULT_CAPACITY,
+                    true,
+                )
+            }
+            Err(e) => tracing::error!("HEADROOM_GPU_REPLAY ignored: {e}"),
+        }
+    }
+    GpuSampler::start(gpu::DEFAULT_PERIOD, gpu::DEFAULT_CAPACITY)
 }
 
 fn forward_events(

@@ -11,7 +11,7 @@ mod sampler;
 pub use pressure::GpuPressure;
 pub use sampler::{
     DeviceMemory, GpuSampler, MemoryReader, MemorySample, MemoryWindow, NvmlReader, ProcessMemory,
-    ProcessRssReader, SamplerStatus, WindowStart, DEFAULT_CAPACITY, DEFAULT_PERIOD,
+    ProcessRssReader, ReplayReader, SamplerStatus, WindowStart, DEFAULT_CAPACITY, DEFAULT_PERIOD,
 };
 
 use serde::Serialize;

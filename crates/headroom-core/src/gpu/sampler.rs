@@ -134,6 +134,59 @@ impl MemoryReader for ProcessRssReader {
     }
 }
 
+/// Replays recorded device readings from a JSON file (`{"total_mib": N, "used_mib": [...]}`),
+/// one per read, then holds the last: for demonstrations and UI tests of the GPU panel and the
+/// pressure gate on machines without a GPU. Its device name says it is a replay.
+pub struct ReplayReader {
+    name: String,
+    total_mib: u64,
+    used_mib: Vec<u64>,
+    next: usize,
+}
+
+impl ReplayReader {
+    pub fn open(path: &std::path::Path) -> Result<ReplayReader, String> {
+        #[derive(serde::Deserialize)]
+        struct Trace {
+            total_mib: u64,
+            used_mib: Vec<u64>,
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let trace: Trace = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a GPU trace: {e}", path.display()))?;
+        if trace.used_mib.is_empty() || trace.used_mib.iter().any(|&u| u > trace.total_mib) {
+            return Err(format!(
+                "{}: used_mib must be non-empty and at most total_mib",
+                path.display()
+            ));
+        }
+        Ok(ReplayReader {
+            name: format!("replayed trace {}", path.display()),
+            total_mib: trace.total_mib,
+            used_mib: trace.used_mib,
+            next: 0,
+        })
+    }
+}
+
+impl MemoryReader for ReplayReader {
+    fn device(&self) -> String {
+        self.name.clone()
+    }
+
+    fn read(&mut self) -> Result<DeviceMemory, String> {
+        let used = self.used_mib[self.next.min(self.used_mib.len() - 1)] << 20;
+        self.next += 1;
+        let total = self.total_mib << 20;
+        Ok(DeviceMemory {
+            total_bytes: total,
+            used_bytes: used,
+            free_bytes: total - used,
+            processes: Vec::new(),
+        })
+    }
+}
+
 /// A reading and when it was taken (milliseconds since the sampler started).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemorySample {
@@ -538,6 +591,29 @@ pub(crate) mod tests {
         let sample = sampler.latest().unwrap();
         assert!(sample.used_mib() > 1.0 && sample.used_mib() < sample.total_mib());
         assert!(ProcessRssReader::open(u32::MAX).is_err());
+    }
+
+    #[test]
+    fn a_replayed_trace_is_read_in_order_and_refused_when_malformed() {
+        let dir = std::env::temp_dir().join(format!("headroom-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.json");
+        std::fs::write(&good, r#"{"total_mib": 1000, "used_mib": [100, 900]}"#).unwrap();
+        let sampler =
+            GpuSampler::with_reader(ReplayReader::open(&good).unwrap(), DEFAULT_PERIOD, 8, false);
+        assert!(sampler.device().starts_with("replayed trace"));
+        assert_eq!(sampler.latest().unwrap().used_mib(), 100.0);
+        assert_eq!(sampler.sample_now().unwrap().free_mib(), 100.0);
+        assert_eq!(
+            sampler.sample_now().unwrap().used_mib(),
+            900.0,
+            "holds the last"
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, r#"{"total_mib": 10, "used_mib": [11]}"#).unwrap();
+        assert!(ReplayReader::open(&bad).is_err());
+        assert!(ReplayReader::open(&dir.join("missing.json")).is_err());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
