@@ -263,11 +263,8 @@ async fn run_harness(args: RunArgs, config: &Config) -> anyhow::Result<ExitCode>
     })
     .await?;
     print!("{}", harness::render_text(&report));
-    std::fs::create_dir_all(&args.out)?;
-    let json = args.out.join("report.json");
-    let html = args.out.join("report.html");
-    headroom_core::fsutil::write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())?;
-    headroom_core::fsutil::write_atomic(&html, harness::render_html(&report).as_bytes())?;
+    let (json, html) = harness::write_reports(&args.out, &report)
+        .map_err(|e| anyhow::anyhow!("cannot write the report into {}: {e}", args.out.display()))?;
     eprintln!("bench: wrote {} and {}", json.display(), html.display());
     Ok(ExitCode::SUCCESS)
 }

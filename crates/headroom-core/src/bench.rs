@@ -72,12 +72,38 @@ async fn start_proxy(
     Ok((RunningServer::ephemeral(lane.clone()).await?, lane))
 }
 
-fn bench_request(model: Option<String>, max_tokens: u32) -> ChatRequest {
-    let mut req = ChatRequest::new(vec![ChatMessage::new("user", BENCH_PROMPT)]);
+/// A benchmark request: one user message, temperature 0, a reply budget.
+pub(crate) fn chat_request(prompt: &str, model: Option<String>, max_tokens: u32) -> ChatRequest {
+    let mut req = ChatRequest::new(vec![ChatMessage::new("user", prompt)]);
     req.model = model;
     req.max_tokens = Some(max_tokens);
     req.temperature = Some(0.0);
     req
+}
+
+fn bench_request(model: Option<String>, max_tokens: u32) -> ChatRequest {
+    chat_request(BENCH_PROMPT, model, max_tokens)
+}
+
+/// Times one interactive transcription of `clip`; returns the time and the audio's length.
+pub(crate) async fn time_transcription(
+    speech: &crate::speech::SpeechService,
+    clip: &crate::speech::AudioInput,
+    model: &str,
+) -> Result<(Duration, f64), BenchError> {
+    let started = Instant::now();
+    let transcript = speech
+        .transcribe(
+            clip.clone(),
+            model,
+            Default::default(),
+            crate::admission::Priority::Interactive,
+            Arc::new(|_| {}),
+            Default::default(),
+        )
+        .await
+        .map_err(|e| BenchError::Setup(format!("the audio job failed: {e}")))?;
+    Ok((started.elapsed(), transcript.duration))
 }
 
 /// Rejection latency while every text slot is held by a long stream.
@@ -301,11 +327,11 @@ async fn text_load(
             .or_default() += 1
     };
     while !stop.is_cancelled() {
-        let mut request = bench_request(model.clone(), 2048);
-        request.messages = vec![ChatMessage::new(
-            "user",
+        let request = chat_request(
             "Write a long story about a lighthouse keeper and the sea.",
-        )];
+            model.clone(),
+            2048,
+        );
         let attempt = async {
             match lane.submit(request).await {
                 Err(r) => Err(r),
@@ -340,38 +366,18 @@ pub async fn yield_rules(
     runs: usize,
     streams: usize,
 ) -> Result<YieldReport, BenchError> {
-    use crate::admission::{Priority, YieldRule};
+    use crate::admission::YieldRule;
     use crate::lanes::{AudioLane, AudioLaneConfig};
-    use crate::speech::{AudioInput, SpeechService};
-    let time_audio = |speech: Arc<SpeechService>| {
-        let bytes = clip.bytes.clone();
-        let name = clip.name.clone();
-        let model = model.to_string();
-        async move {
-            let mut times = Vec::new();
-            let mut seconds = 0.0;
-            for _ in 0..runs {
-                let input = AudioInput {
-                    bytes: bytes.clone(),
-                    name: name.clone(),
-                };
-                let started = Instant::now();
-                let t = speech
-                    .transcribe(
-                        input,
-                        &model,
-                        Default::default(),
-                        Priority::Interactive,
-                        Arc::new(|_| {}),
-                        Default::default(),
-                    )
-                    .await
-                    .map_err(|e| BenchError::Setup(e.to_string()))?;
-                times.push(started.elapsed());
-                seconds = t.duration;
-            }
-            Ok::<_, BenchError>((times, seconds))
+    use crate::speech::SpeechService;
+    let time_audio = |speech: Arc<SpeechService>| async move {
+        let mut times = Vec::new();
+        let mut seconds = 0.0;
+        for _ in 0..runs {
+            let (took, length) = time_transcription(&speech, clip, model).await?;
+            times.push(took);
+            seconds = length;
         }
+        Ok::<_, BenchError>((times, seconds))
     };
     let metrics = Arc::new(Metrics::new());
     let idle_speech = Arc::new(SpeechService::new(AudioLane::new(

@@ -106,7 +106,8 @@ pub struct Workstation {
     metrics: Arc<Metrics>,
     audio_lane: AudioLane,
     models_dir: PathBuf,
-    speech: SpeechService,
+    /// The embedded engines with espeak-ng; the neural voices get their own services.
+    speech: Arc<SpeechService>,
     piper: Mutex<HashMap<String, Arc<SpeechService>>>,
     /// One text lane per server URL, so each server keeps its own bound.
     text_lanes: Mutex<HashMap<String, TextLane>>,
@@ -129,7 +130,8 @@ impl Workstation {
     ) -> Arc<Self> {
         let metrics = Arc::new(Metrics::new());
         let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
-        let speech = SpeechService::new(audio_lane.clone()).with_models_dir(models_dir.clone());
+        let speech =
+            Arc::new(SpeechService::new(audio_lane.clone()).with_models_dir(models_dir.clone()));
         let (lane_events, _) = broadcast::channel(256);
         let runtime = tokio::runtime::Handle::current();
         forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
@@ -508,11 +510,7 @@ impl Workstation {
         voice: Option<&str>,
     ) -> Result<(Arc<SpeechService>, Option<String>), WorkstationError> {
         let Some(model) = voice.filter(|v| v.starts_with(PIPER_PREFIX)) else {
-            let espeak = Arc::new(
-                SpeechService::new(self.audio_lane.clone())
-                    .with_models_dir(self.models_dir.clone()),
-            );
-            return Ok((espeak, voice.map(str::to_string)));
+            return Ok((self.speech.clone(), voice.map(str::to_string)));
         };
         let mut cache = self.piper.lock().expect("piper lock");
         if let Some(service) = cache.get(model) {
@@ -670,15 +668,8 @@ impl Workstation {
             .await
             .map_err(|e| WorkstationError::Invalid(format!("the benchmark failed: {e}")))?;
         let dir = reports_dir.join(format!("bench-{}", unix_ms()));
-        std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
-        let json = dir.join("report.json");
-        let html = dir.join("report.html");
-        let json_text = serde_json::to_string_pretty(&report)
-            .map_err(|e| WorkstationError::Invalid(e.to_string()))?;
-        crate::fsutil::write_atomic(&json, json_text.as_bytes())
-            .map_err(ProjectError::from_io(&json))?;
-        crate::fsutil::write_atomic(&html, harness::render_html(&report).as_bytes())
-            .map_err(ProjectError::from_io(&html))?;
+        let (json, html) =
+            harness::write_reports(&dir, &report).map_err(ProjectError::from_io(&dir))?;
         Ok(BenchmarkRun {
             summary: harness::render_text(&report),
             html,

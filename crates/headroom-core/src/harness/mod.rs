@@ -14,11 +14,13 @@ mod report;
 pub use report::{render_html, render_text};
 
 use crate::admission::YieldRule;
-use crate::bench::{summarize, BenchError, LatencySummary, BENCH_PROMPT};
+use crate::bench::{
+    chat_request, summarize, time_transcription, BenchError, LatencySummary, BENCH_PROMPT,
+};
 use crate::gpu::{GpuSampler, MemorySample, MemoryWindow};
 use crate::lanes::{AudioLane, AudioLaneConfig, TextLane, TextLaneConfig};
 use crate::leak::{analyze, LeakReport, LeakThresholds, RunObservation};
-use crate::llm::{ChatMessage, ChatRequest, LlmClient};
+use crate::llm::{ChatRequest, LlmClient};
 use crate::metrics::Metrics;
 use crate::speech::{AudioInput, SpeechService};
 use futures::StreamExt;
@@ -166,14 +168,6 @@ pub struct HarnessReport {
     pub soak: Option<SoakFigures>,
 }
 
-fn request(prompt: &str, model: Option<String>, max_tokens: u32) -> ChatRequest {
-    let mut req = ChatRequest::new(vec![ChatMessage::new("user", prompt)]);
-    req.model = model;
-    req.max_tokens = Some(max_tokens);
-    req.temperature = Some(0.0);
-    req
-}
-
 /// Sends one streamed request through the lane and times it as the article and vLLM do.
 async fn timed_request(lane: &TextLane, req: ChatRequest, batch: usize) -> RequestResult {
     let started = Instant::now();
@@ -256,7 +250,7 @@ async fn run_batches(
                 n += 1;
                 timed_request(
                     lane,
-                    request(prompt, model.clone(), config.max_tokens),
+                    chat_request(prompt, model.clone(), config.max_tokens),
                     batch,
                 )
             })
@@ -340,22 +334,7 @@ async fn transcribe_once(
     speech: &SpeechService,
     job: &AudioJob,
 ) -> Result<(Duration, f64), BenchError> {
-    let started = Instant::now();
-    let t = speech
-        .transcribe(
-            AudioInput {
-                bytes: job.clip.bytes.clone(),
-                name: job.clip.name.clone(),
-            },
-            &job.model,
-            Default::default(),
-            crate::admission::Priority::Interactive,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await
-        .map_err(|e| BenchError::Setup(format!("the audio job failed: {e}")))?;
-    Ok((started.elapsed(), t.duration))
+    time_transcription(speech, &job.clip, &job.model).await
 }
 
 /// Runs the harness against `upstream`. `memory` is what to sample (a GPU, or a CPU server's
@@ -603,6 +582,20 @@ async fn with_queue_depth<T>(
             }
         }
     }
+}
+
+/// Writes `report.json` and `report.html` into `dir` (atomically); returns their paths.
+pub fn write_reports(
+    dir: &std::path::Path,
+    report: &HarnessReport,
+) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    std::fs::create_dir_all(dir)?;
+    let json = dir.join("report.json");
+    let html = dir.join("report.html");
+    let text = serde_json::to_string_pretty(report).expect("a report serializes");
+    crate::fsutil::write_atomic(&json, text.as_bytes())?;
+    crate::fsutil::write_atomic(&html, render_html(report).as_bytes())?;
+    Ok((json, html))
 }
 
 /// The memory floor after a run: the lowest reading over the next five sampling periods.
