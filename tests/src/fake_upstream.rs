@@ -44,6 +44,9 @@ pub enum Behavior {
     },
     /// Sends one content chunk, then an error object inside the 200 stream, then [DONE].
     ErrorInStream(Value),
+    /// Streams these content pieces with each chunk's JSON pretty-printed over several
+    /// `data:` lines (one event; the SSE standard joins the lines with `\n`).
+    MultiLineData(Vec<String>),
 }
 
 #[derive(Default)]
@@ -178,6 +181,17 @@ fn chunk(content: Option<&str>, role: Option<&str>, finish: Option<&str>) -> Byt
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
     });
     Bytes::from(format!("data: {v}\n\n"))
+}
+
+/// One chunk's JSON spread over one `data:` line per line of its pretty-printed form.
+fn multi_line_chunk(content: &str) -> Bytes {
+    let v = json!({
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake-model",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]
+    });
+    let pretty = serde_json::to_string_pretty(&v).unwrap();
+    let lines: String = pretty.lines().map(|l| format!("data: {l}\n")).collect();
+    Bytes::from(format!("{lines}\n"))
 }
 
 fn finish_chunks() -> Vec<Bytes> {
@@ -317,6 +331,12 @@ async fn chat(
                 resp.headers_mut().insert(header::RETRY_AFTER, secs.into());
             }
             resp
+        }
+        Behavior::MultiLineData(pieces) => {
+            let mut items = vec![role];
+            items.extend(pieces.iter().map(|p| multi_line_chunk(p)));
+            items.extend(finish_chunks());
+            sse(&shared, ok_stream(items))
         }
         Behavior::ErrorInStream(error) => {
             let items = vec![

@@ -3,3 +3,34 @@
 
 pub mod fake_upstream;
 pub mod llama;
+
+use headroom_core::config::Config;
+use headroom_server::{RunningServer, ServerState};
+use headroom_services::{Environment, Services};
+use std::sync::Arc;
+
+/// The services as a binary builds them, from this test process's environment (read here, at
+/// the edge, as the binaries do).
+pub fn services(config: Config) -> Arc<Services> {
+    Services::new(
+        config,
+        Environment::from_vars(|name| std::env::var_os(name)),
+    )
+}
+
+/// Services whose configured text model server is `url`.
+pub fn services_for(url: &str) -> Arc<Services> {
+    let mut config = Config::default();
+    config.llm.url = url.to_string();
+    services(config)
+}
+
+/// `headroom serve` in process on an ephemeral loopback port, over `services`' configured text
+/// lane (asked for its model and context first, as `headroom serve` does).
+pub async fn serve(services: &Services) -> RunningServer {
+    let state = ServerState::from_services(services).expect("the configured URL is valid");
+    let _ = state.text_lane.discover().await;
+    RunningServer::ephemeral(state)
+        .await
+        .expect("a loopback port")
+}

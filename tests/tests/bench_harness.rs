@@ -3,10 +3,11 @@
 //! audio job runs alongside, the soak feeds the leak detector, and a remote endpoint never
 //! receives the user's own prompts.
 
-use headroom_core::gpu::{GpuSampler, ProcessRssReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
-use headroom_core::harness::{self, AudioJob, HarnessConfig, MemoryFigures};
+use headroom_bench::harness::{self, AudioJob, HarnessConfig, MemoryFigures};
+use headroom_core::config::Config;
 use headroom_core::llm::LlmClient;
-use headroom_core::speech::AudioInput;
+use headroom_gpu::{GpuSampler, ProcessRssReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
+use headroom_services::speech::AudioInput;
 use headroom_tests::llama::LlamaServer;
 use std::path::PathBuf;
 
@@ -21,9 +22,17 @@ fn quick() -> HarnessConfig {
 async fn the_article_figures_are_all_produced_on_a_cpu_machine() {
     let llama = LlamaServer::start().await;
     let client = LlmClient::new(&llama.base_url(), None).unwrap();
-    let report = harness::run(&client, quick(), None, "no NVIDIA GPU: test", &|_| {})
-        .await
-        .unwrap();
+    let services = headroom_tests::services(Config::default());
+    let report = harness::run(
+        &services,
+        &client,
+        quick(),
+        None,
+        "no NVIDIA GPU: test",
+        &|_| {},
+    )
+    .await
+    .unwrap();
     assert!(report.loopback);
     assert_eq!(
         (report.concurrency, report.batches, report.warmup_batches),
@@ -76,13 +85,15 @@ async fn memory_soak_and_audio_job_beside_the_text_load() {
     let config = HarnessConfig {
         audio: Some(AudioJob {
             clip: AudioInput::from_file(&clip).unwrap(),
-            model: headroom_core::models::DEFAULT_MODEL.into(),
+            model: headroom_speech::models::DEFAULT_MODEL.into(),
             runs: 2,
         }),
         soak_runs: Some(5),
         ..quick()
     };
+    let services = headroom_tests::services(Config::default());
     let report = harness::run(
+        &services,
         &client,
         config,
         Some((sampler, "llama-server resident memory".into())),
@@ -136,7 +147,8 @@ async fn own_prompts_never_go_to_a_remote_endpoint() {
         custom_prompts: true,
         ..quick()
     };
-    let err = harness::run(&client, config, None, "", &|_| {})
+    let services = headroom_tests::services(Config::default());
+    let err = harness::run(&services, &client, config, None, "", &|_| {})
         .await
         .unwrap_err()
         .to_string();

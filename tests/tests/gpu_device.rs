@@ -4,28 +4,20 @@
 //! headroom admits. Without a GPU the gate cannot know and must not block.
 
 use headroom_core::admission::{Lane, RejectReason};
-use headroom_core::gpu::{GpuSampler, DEFAULT_CAPACITY, DEFAULT_PERIOD};
-use headroom_core::lanes::{AudioActivity, TextLane, TextLaneConfig};
-use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
-use headroom_core::metrics::Metrics;
+use headroom_core::config::Config;
+use headroom_core::lanes::{TextLane, TextLaneConfig};
+use headroom_core::llm::{ChatMessage, ChatRequest};
+use headroom_services::Services;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
-use std::sync::Arc;
 
-fn lane(
-    fake: &FakeUpstream,
-    headroom_mib: u64,
-    sampler: GpuSampler,
-    metrics: Arc<Metrics>,
-) -> TextLane {
-    TextLane::guarded(
-        LlmClient::new(&fake.base_url(), None).unwrap(),
+/// A text lane of `services` in front of `fake` that keeps `headroom_mib` free for audio.
+fn lane(services: &Services, fake: &FakeUpstream, headroom_mib: u64) -> TextLane {
+    services.dedicated_text_lane(
+        services.client(&fake.base_url()).unwrap(),
         TextLaneConfig {
             audio_headroom_mib: Some(headroom_mib),
             ..TextLaneConfig::default()
         },
-        metrics,
-        AudioActivity::idle(),
-        Some(sampler),
     )
 }
 
@@ -36,16 +28,10 @@ fn hello() -> ChatRequest {
 #[tokio::test]
 async fn free_memory_below_the_audio_headroom_refuses_text_work() {
     let fake = FakeUpstream::start(Behavior::Echo, 4096).await;
-    let sampler = GpuSampler::start(DEFAULT_PERIOD, DEFAULT_CAPACITY);
-    let metrics = Arc::new(Metrics::new());
-    let greedy = lane(
-        &fake,
-        u64::MAX / (1 << 21),
-        sampler.clone(),
-        metrics.clone(),
-    );
+    let services = headroom_tests::services(Config::default());
+    let greedy = lane(&services, &fake, u64::MAX / (1 << 21));
     let result = greedy.submit(hello()).await;
-    if !sampler.has_gpu() {
+    if !services.gpu().has_gpu() {
         let stream = result.expect("without a GPU the gate lets work through");
         stream.collect_text().await.unwrap();
         assert_eq!(fake.requests(), 1);
@@ -58,11 +44,13 @@ async fn free_memory_below_the_audio_headroom_refuses_text_work() {
     assert!(rejection.message().contains("GPU memory is low"));
     assert_eq!(fake.requests(), 0, "refused before the server saw it");
     assert_eq!(
-        metrics.rejections(Lane::Text, RejectReason::GpuMemoryPressure),
+        services
+            .metrics()
+            .rejections(Lane::Text, RejectReason::GpuMemoryPressure),
         1
     );
 
-    let modest = lane(&fake, 1, sampler, metrics);
+    let modest = lane(&services, &fake, 1);
     modest
         .submit(hello())
         .await

@@ -9,7 +9,6 @@ use headroom_core::cleanup::{
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
 use headroom_core::metrics::Metrics;
-use headroom_core::server::RunningServer;
 use headroom_tests::llama::LlamaServer;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -46,8 +45,7 @@ async fn discovery_reads_the_per_slot_context_and_model() {
 #[tokio::test]
 async fn flooded_serve_admits_two_streams_and_rejects_the_rest_while_they_run() {
     let llama = LlamaServer::start().await;
-    let lane = lane_for(&llama).await;
-    let server = RunningServer::ephemeral(lane).await.unwrap();
+    let server = headroom_tests::serve(&headroom_tests::services_for(&llama.base_url())).await;
     let proxy = LlmClient::new(&server.base_url(), None).unwrap();
     let mut holders = Vec::new();
     for _ in 0..2 {

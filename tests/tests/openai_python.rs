@@ -1,24 +1,20 @@
 //! The official `openai` Python client (PyPI `openai`) against `headroom serve` in front of a
 //! real llama-server: streamed text on success, `RateLimitError` on overload.
 
-use headroom_core::lanes::{TextLane, TextLaneConfig};
-use headroom_core::llm::LlmClient;
-use headroom_core::metrics::Metrics;
-use headroom_core::server::RunningServer;
 use headroom_tests::llama::LlamaServer;
 use serde_json::Value;
-use std::sync::Arc;
 
 #[tokio::test]
 async fn the_openai_python_client_sees_text_then_rate_limit_errors() {
     let llama = LlamaServer::start().await;
-    let lane = TextLane::new(
-        LlmClient::new(&llama.base_url(), None).unwrap(),
-        TextLaneConfig::default(),
-        Arc::new(Metrics::new()),
-    );
-    lane.discover().await.unwrap();
-    let server = RunningServer::ephemeral(lane).await.unwrap();
+    let services = headroom_tests::services_for(&llama.base_url());
+    services
+        .default_text_lane()
+        .unwrap()
+        .discover()
+        .await
+        .unwrap();
+    let server = headroom_tests::serve(&services).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/openai_client_check.py");
     let out = tokio::process::Command::new("python3")
         .arg(script)

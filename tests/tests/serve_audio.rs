@@ -1,20 +1,14 @@
 //! `headroom serve`'s audio endpoints with the embedded engines: the official openai Python
 //! client for both endpoints, and upload limits.
 
-use headroom_core::lanes::{TextLane, TextLaneConfig};
-use headroom_core::llm::LlmClient;
-use headroom_core::metrics::Metrics;
-use headroom_core::server::{bind_loopback, RunningServer, ServerState};
+use headroom_server::{bind_loopback, RunningServer, ServerState};
+use headroom_services::Services;
 use serde_json::Value;
 use std::sync::Arc;
 
-fn text_lane() -> TextLane {
+fn services() -> Arc<Services> {
     // The audio endpoints need no text model; nothing listens on port 9.
-    TextLane::new(
-        LlmClient::new("http://127.0.0.1:9/v1", None).unwrap(),
-        TextLaneConfig::default(),
-        Arc::new(Metrics::new()),
-    )
+    headroom_tests::services_for("http://127.0.0.1:9/v1")
 }
 
 fn require_models() {
@@ -27,7 +21,7 @@ fn require_models() {
 #[tokio::test]
 async fn the_openai_python_client_speaks_and_transcribes() {
     require_models();
-    let server = RunningServer::ephemeral(text_lane()).await.unwrap();
+    let server = headroom_tests::serve(&services()).await;
     let scratch = std::env::temp_dir().join(format!("headroom-serve-audio-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/openai_audio_check.py");
@@ -59,7 +53,7 @@ async fn the_openai_python_client_speaks_and_transcribes() {
 
 #[tokio::test]
 async fn uploads_over_the_limit_get_413_and_bad_requests_clear_400s() {
-    let mut state = ServerState::new(text_lane());
+    let mut state = ServerState::from_services(&services()).unwrap();
     state.max_upload_bytes = 64 * 1024;
     let server =
         RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), Arc::new(state)).unwrap();
@@ -101,23 +95,22 @@ async fn uploads_over_the_limit_get_413_and_bad_requests_clear_400s() {
 #[tokio::test]
 async fn remote_backends_speak_and_transcribe_through_another_server() {
     use headroom_core::admission::Priority;
-    use headroom_core::lanes::{AudioLane, AudioLaneConfig};
-    use headroom_core::remote_audio::{RemoteSynthesizer, RemoteTranscriber};
-    use headroom_core::speech::{AudioInput, SpeechService};
+    use headroom_services::speech::AudioInput;
+    use headroom_speech::remote::{RemoteSynthesizer, RemoteTranscriber};
     use tokio_util::sync::CancellationToken;
     require_models();
-    let server = RunningServer::ephemeral(text_lane()).await.unwrap();
+    let server = headroom_tests::serve(&services()).await;
     let url = server.base_url();
-    let client_side = SpeechService::new(AudioLane::new(
-        AudioLaneConfig::default(),
-        Arc::new(Metrics::new()),
-    ))
-    .with_transcriber(Arc::new(
-        RemoteTranscriber::new(&url, "whisper-tiny.en", None).unwrap(),
-    ))
-    .with_synthesizer(Arc::new(
-        RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
-    ));
+    // The client side is another process's services, as a second `headroom` would have.
+    let client = services();
+    let client_side = client.speech_using(
+        Some(Arc::new(
+            RemoteTranscriber::new(&url, "whisper-tiny.en", None).unwrap(),
+        )),
+        Some(Arc::new(
+            RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
+        )),
+    );
     let audio = client_side
         .synthesize(
             "Please send the report to my office before noon.".into(),
@@ -128,7 +121,7 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
         .unwrap();
     assert!(audio.duration_secs() > 1.0);
     let input = AudioInput {
-        bytes: headroom_core::audio::wav_bytes(&audio),
+        bytes: headroom_speech::audio::wav_bytes(&audio),
         name: "remote.wav".into(),
     };
     let transcript = client_side
@@ -150,13 +143,12 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
     );
 
     // A server that refuses says so, naming itself.
-    let bad = SpeechService::new(AudioLane::new(
-        AudioLaneConfig::default(),
-        Arc::new(Metrics::new()),
-    ))
-    .with_synthesizer(Arc::new(
-        RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
-    ));
+    let bad = client.speech_using(
+        None,
+        Some(Arc::new(
+            RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
+        )),
+    );
     let err = bad
         .synthesize("x".repeat(5000), None, CancellationToken::new())
         .await

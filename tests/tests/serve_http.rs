@@ -2,22 +2,13 @@
 //! immediate 429s with Retry-After, 400 without touching upstream, 502 when upstream is down.
 
 use futures::StreamExt;
-use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::LlmClient;
-use headroom_core::metrics::Metrics;
-use headroom_core::server::RunningServer;
+use headroom_server::RunningServer;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 async fn serve(upstream_url: &str) -> RunningServer {
-    let lane = TextLane::new(
-        LlmClient::new(upstream_url, None).unwrap(),
-        TextLaneConfig::default(),
-        Arc::new(Metrics::new()),
-    );
-    let _ = lane.discover().await;
-    RunningServer::ephemeral(lane).await.unwrap()
+    headroom_tests::serve(&headroom_tests::services_for(upstream_url)).await
 }
 
 async fn post_chat(server: &RunningServer, body: Value) -> reqwest::Response {
@@ -61,6 +52,80 @@ async fn streaming_relays_chunks_and_ends_with_done_without_usage_unless_asked()
         !text.contains("usage"),
         "usage only when stream_options asks: {text}"
     );
+}
+
+/// The events of an SSE body: each event's `data:` lines joined with `\n`, as the standard
+/// says; a line in an event that is not a field fails the test.
+fn sse_events(body: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|event| {
+            event
+                .lines()
+                .map(|line| {
+                    line.strip_prefix("data:")
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                        .unwrap_or_else(|| panic!("not an SSE field: {line:?} in {body}"))
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn multi_line_upstream_events_reach_the_client_whole() {
+    let up = FakeUpstream::start(
+        Behavior::MultiLineData(vec!["first ".into(), "second".into()]),
+        4096,
+    )
+    .await;
+    let server = serve(&up.base_url()).await;
+    let body = post_chat(&server, chat(true, "x"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let events = sse_events(&body);
+    let contents: Vec<String> = events
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str::<Value>(e).unwrap_or_else(|err| panic!("{err}: {e}")))
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(contents, vec!["first ", "second"], "{body}");
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+}
+
+#[tokio::test]
+async fn fields_headroom_does_not_know_reach_the_upstream_untouched() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let extra = json!({
+        "top_p": 0.25,
+        "seed": 1234567890123u64,
+        "stop": ["\n\n", "END"],
+        "logit_bias": {"50256": -100},
+        "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}],
+        "response_format": {"type": "json_object"},
+        "user": "tester",
+    });
+    let mut body = chat(true, "hello");
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let resp = post_chat(&server, body).await;
+    assert_eq!(resp.status(), 200);
+    resp.text().await.unwrap();
+    let received = up.bodies().pop().unwrap();
+    for (k, v) in extra.as_object().unwrap() {
+        assert_eq!(&received[k], v, "{k} changed on the way: {received}");
+    }
+    assert_eq!(received["messages"][0]["content"], "hello");
 }
 
 #[tokio::test]

@@ -2,26 +2,22 @@
 //! (whisper-tiny.en, installed by scripts/test) transcribes, in every input format.
 
 use headroom_core::admission::Priority;
-use headroom_core::asr::TranscribeOptions;
-use headroom_core::audio::{decode_file, write_wav, AudioError, DecodeLimits};
-use headroom_core::lanes::{AudioLane, AudioLaneConfig};
-use headroom_core::metrics::Metrics;
-use headroom_core::speech::{AudioInput, SpeechError, SpeechService};
+use headroom_core::config::Config;
+use headroom_services::speech::{AudioInput, SpeechError, SpeechService};
+use headroom_speech::asr::TranscribeOptions;
+use headroom_speech::audio::{decode_file, write_wav, AudioError, DecodeLimits};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 const MODEL: &str = "whisper-tiny.en";
 
-fn service() -> SpeechService {
+fn service() -> Arc<SpeechService> {
     assert!(
         std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
         "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs {MODEL}"
     );
-    SpeechService::new(AudioLane::new(
-        AudioLaneConfig::default(),
-        Arc::new(Metrics::new()),
-    ))
+    headroom_tests::services(Config::default()).speech().clone()
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -70,7 +66,7 @@ async fn speak_to(service: &SpeechService, text: &str, path: &Path) {
 async fn transcribe(
     service: &SpeechService,
     path: &Path,
-) -> Result<headroom_core::asr::Transcript, SpeechError> {
+) -> Result<headroom_speech::asr::Transcript, SpeechError> {
     let input = AudioInput::from_file(path)?;
     service
         .transcribe(
@@ -198,7 +194,7 @@ async fn bad_files_are_refused_with_their_name_and_problem() {
     let silent = scratch("silent.wav");
     write_wav(
         &silent,
-        &headroom_core::audio::Audio {
+        &headroom_speech::audio::Audio {
             samples: vec![0.0; 16_000],
             sample_rate: 16_000,
         },
@@ -260,7 +256,7 @@ async fn cancelling_stops_transcription_and_frees_the_lane() {
     assert!(
         matches!(
             result,
-            Err(SpeechError::Asr(headroom_core::asr::AsrError::Cancelled))
+            Err(SpeechError::Asr(headroom_speech::asr::AsrError::Cancelled))
                 | Err(SpeechError::Rejected(_))
         ),
         "{:?}",
@@ -274,8 +270,17 @@ async fn an_uninstalled_model_says_how_to_install_it() {
     let service = service();
     let path = scratch("model.wav");
     speak_to(&service, "Hello.", &path).await;
-    let empty = service.with_models_dir(scratch("no-models"));
-    let err = empty
+    // A process whose models folder is empty, as HEADROOM_MODELS_DIR would make it.
+    let empty_dir = scratch("no-models");
+    let services = headroom_services::Services::new(
+        Config::default(),
+        headroom_services::Environment::from_vars(|name| match name {
+            "HEADROOM_MODELS_DIR" => Some(empty_dir.clone().into()),
+            _ => std::env::var_os(name),
+        }),
+    );
+    let err = services
+        .speech()
         .transcribe(
             AudioInput::from_file(&path).unwrap(),
             MODEL,
@@ -344,20 +349,22 @@ async fn the_multilingual_model_detects_the_language() {
     assert!(matches!(
         err,
         Err(SpeechError::Asr(
-            headroom_core::asr::AsrError::UnknownLanguage(_)
+            headroom_speech::asr::AsrError::UnknownLanguage(_)
         ))
     ));
 }
 
 #[tokio::test]
 async fn the_neural_voice_speaks_intelligibly() {
-    let dir = std::path::PathBuf::from(
-        std::env::var_os("HEADROOM_MODELS_DIR").expect("run with scripts/test"),
-    )
-    .join("piper-joe");
-    let piper =
-        headroom_core::tts::Piper::load(&dir, "joe").expect("scripts/test installs piper-joe");
-    let service = service().with_synthesizer(Arc::new(piper));
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "run with scripts/test"
+    );
+    let services = headroom_tests::services(Config::default());
+    let (service, voice) = services
+        .speech_for_voice(Some("piper-joe"))
+        .expect("scripts/test installs piper-joe");
+    assert_eq!(voice, None, "a neural voice speaks with its own engine");
     let text = "Please send the report to my office before noon. We recorded the river at night for three hours.";
     let audio = service
         .synthesize(text.into(), None, CancellationToken::new())

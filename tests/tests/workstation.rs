@@ -2,12 +2,11 @@
 //! real transcriber and synthesizer, and a controllable OpenAI-compatible server on loopback.
 
 use headroom_core::admission::RejectReason;
-use headroom_core::asr::export::ExportFormat;
 use headroom_core::config::Config;
-use headroom_core::models;
-use headroom_core::projects::{Decision, ProjectStore, SuggestionSource};
-use headroom_core::workstation::{Workstation, WorkstationError};
+use headroom_speech::asr::export::ExportFormat;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use headroom_workstation::projects::{Decision, ProjectStore, SuggestionSource};
+use headroom_workstation::workstation::{Workstation, WorkstationError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -31,9 +30,8 @@ fn workstation(dir: &std::path::Path, url: &str) -> Arc<Workstation> {
     config.llm.url = url.to_string();
     Workstation::new(
         ProjectStore::new(dir.join("projects")),
-        config,
+        headroom_tests::services(config),
         Some(dir.join("config.toml")),
-        models::models_dir(),
     )
 }
 

@@ -1,7 +1,7 @@
 use clap::{Args, Subcommand};
-use headroom_core::bench::{flood, proxy_overhead, LatencySummary};
-use headroom_core::config::Config;
-use headroom_core::llm::LlmClient;
+use headroom_bench::boundary::{flood, proxy_overhead, yield_rules, LatencySummary};
+use headroom_services::speech::AudioInput;
+use headroom_services::Services;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,7 +32,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = "samples/interview.flac")]
         clip: std::path::PathBuf,
         /// Speech model.
-        #[arg(long, default_value = headroom_core::models::DEFAULT_MODEL)]
+        #[arg(long, default_value = headroom_speech::models::DEFAULT_MODEL)]
         model: String,
         /// Audio jobs timed per condition.
         #[arg(long, default_value_t = 5)]
@@ -80,7 +80,7 @@ pub struct RunArgs {
     with_audio_job: bool,
     #[arg(long, default_value = "samples/interview.flac")]
     clip: PathBuf,
-    #[arg(long, default_value = headroom_core::models::DEFAULT_MODEL)]
+    #[arg(long, default_value = headroom_speech::models::DEFAULT_MODEL)]
     speech_model: String,
     /// Timed idle transcriptions for --with-audio-job.
     #[arg(long, default_value_t = 3)]
@@ -128,22 +128,22 @@ fn write_json(path: &Option<PathBuf>, report: &impl Serialize) -> anyhow::Result
     Ok(())
 }
 
-pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> {
+pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitCode> {
     let client_for = |common: &Common| {
         let url = common
             .upstream
             .clone()
-            .unwrap_or_else(|| config.llm.url.clone());
-        LlmClient::new(&url, config.llm.api_key())
+            .unwrap_or_else(|| services.config().llm.url);
+        services.client(&url)
     };
     match cmd {
-        BenchCommand::Run(args) => return run_harness(args, &config).await,
+        BenchCommand::Run(args) => return run_harness(args, services).await,
         BenchCommand::Flood {
             common,
             requests,
             concurrency,
         } => {
-            let report = flood(&client_for(&common)?, requests, concurrency).await?;
+            let report = flood(services, &client_for(&common)?, requests, concurrency).await?;
             eprintln!(
                 "flood: {} slots held, {} requests ({} at a time); statuses {:?}; reasons {:?}",
                 report.slots_held,
@@ -162,8 +162,9 @@ pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> 
             runs,
             streams,
         } => {
-            let input = headroom_core::speech::AudioInput::from_file(&clip)?;
-            let report = headroom_core::bench::yield_rules(
+            let input = AudioInput::from_file(&clip)?;
+            let report = yield_rules(
+                services,
                 &client_for(&common)?,
                 &input,
                 &model,
@@ -199,7 +200,7 @@ pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> 
             requests,
             warmup,
         } => {
-            let report = proxy_overhead(&client_for(&common)?, requests, warmup).await?;
+            let report = proxy_overhead(services, &client_for(&common)?, requests, warmup).await?;
             eprintln!("{}", line("TTFT direct", &report.direct_ttft));
             eprintln!("{}", line("TTFT via headroom", &report.via_headroom_ttft));
             if let (Some(r), Some(o)) = (report.p50_ratio, report.p50_overhead_ms) {
@@ -211,14 +212,14 @@ pub async fn run(cmd: BenchCommand, config: Config) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-async fn run_harness(args: RunArgs, config: &Config) -> anyhow::Result<ExitCode> {
-    use headroom_core::gpu::{GpuSampler, ProcessRssReader, SamplerStatus, DEFAULT_CAPACITY};
-    use headroom_core::harness::{self, AudioJob, HarnessConfig};
+async fn run_harness(args: RunArgs, services: &Services) -> anyhow::Result<ExitCode> {
+    use headroom_bench::harness::{self, AudioJob, HarnessConfig};
+    use headroom_gpu::{GpuSampler, ProcessRssReader, SamplerStatus, DEFAULT_CAPACITY};
     let url = args
         .upstream
         .clone()
-        .unwrap_or_else(|| config.llm.url.clone());
-    let client = LlmClient::new(&url, config.llm.api_key())?;
+        .unwrap_or_else(|| services.config().llm.url);
+    let client = services.client(&url)?;
     let mut harness_config = HarnessConfig {
         concurrency: args.concurrency,
         batches: args.batches,
@@ -240,17 +241,19 @@ async fn run_harness(args: RunArgs, config: &Config) -> anyhow::Result<ExitCode>
     }
     if args.with_audio_job {
         harness_config.audio = Some(AudioJob {
-            clip: headroom_core::speech::AudioInput::from_file(&args.clip)?,
+            clip: AudioInput::from_file(&args.clip)?,
             model: args.speech_model.clone(),
             runs: args.audio_runs.max(1),
         });
     }
+    // A sampler of the harness's own, at the period asked for (--sample-ms): a measuring
+    // instrument, not the app's 200 ms panel feed.
     let period = std::time::Duration::from_millis(args.sample_ms.max(10));
     let gpu = GpuSampler::start(period, DEFAULT_CAPACITY);
     let (memory, absent) = match (gpu.status(), args.server_pid) {
         (SamplerStatus::Sampling { device, .. }, _) => (Some((gpu, device)), String::new()),
         (SamplerStatus::NoGpu { reason }, Some(pid)) => {
-            let reader = ProcessRssReader::open(pid).map_err(anyhow::Error::msg)?;
+            let reader = ProcessRssReader::open(pid)?;
             let sampler = GpuSampler::with_reader(reader, period, DEFAULT_CAPACITY, true);
             tracing::debug!(%reason, "no NVIDIA GPU; sampling the server process instead");
             let source = format!("{}, no NVIDIA GPU", sampler.device());
@@ -258,9 +261,14 @@ async fn run_harness(args: RunArgs, config: &Config) -> anyhow::Result<ExitCode>
         }
         (SamplerStatus::NoGpu { reason }, None) => (None, format!("no NVIDIA GPU: {reason}")),
     };
-    let report = harness::run(&client, harness_config, memory, &absent, &|line| {
-        eprintln!("bench: {line}")
-    })
+    let report = harness::run(
+        services,
+        &client,
+        harness_config,
+        memory,
+        &absent,
+        &|line| eprintln!("bench: {line}"),
+    )
     .await?;
     print!("{}", harness::render_text(&report));
     let (json, html) = harness::write_reports(&args.out, &report)

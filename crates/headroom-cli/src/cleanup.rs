@@ -7,12 +7,9 @@ use headroom_core::cleanup::{
     CleanupRequest, FailurePolicy, PieceSource,
 };
 use headroom_core::config::Config;
-use headroom_core::lanes::TextLane;
-use headroom_core::llm::LlmClient;
-use headroom_core::metrics::Metrics;
+use headroom_services::Services;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
@@ -44,7 +41,23 @@ pub struct CleanupArgs {
     lane: LaneArgs,
 }
 
-pub async fn run(args: CleanupArgs, mut config: Config) -> anyhow::Result<ExitCode> {
+impl CleanupArgs {
+    /// Applies the flags that change settings, before the services are built.
+    pub fn configure(&self, config: &mut Config) {
+        if let Some(url) = &self.llm_url {
+            config.llm.url = url.clone();
+        }
+        if let Some(model) = &self.model {
+            config.llm.model = Some(model.clone());
+        }
+        if let Some(retries) = self.retries {
+            config.cleanup.retry_attempts = retries;
+        }
+        self.lane.apply(config);
+    }
+}
+
+pub async fn run(args: CleanupArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read the transcript {}", args.file.display()))?;
     if text.trim().is_empty() {
@@ -54,18 +67,8 @@ pub async fn run(args: CleanupArgs, mut config: Config) -> anyhow::Result<ExitCo
         print_output(&clean_offline(&text), args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(url) = &args.llm_url {
-        config.llm.url = url.clone();
-    }
-    if let Some(model) = &args.model {
-        config.llm.model = Some(model.clone());
-    }
-    if let Some(retries) = args.retries {
-        config.cleanup.retry_attempts = retries;
-    }
-    args.lane.apply(&mut config);
-    let client = LlmClient::new(&config.llm.url, config.llm.api_key())?;
-    let lane = TextLane::new(client, config.text_lane()?, Arc::new(Metrics::new()));
+    let config = services.config();
+    let lane = services.default_text_lane()?;
     if let Err(e) = lane.discover().await {
         // Not fatal: the request itself will be refused and the policy decides.
         tracing::info!("text model discovery failed: {e}");

@@ -1,7 +1,7 @@
 use clap::Args;
 use headroom_core::config::Config;
-use headroom_core::gpu::GpuStatus;
-use headroom_core::llm::LlmClient;
+use headroom_gpu::GpuStatus;
+use headroom_services::Services;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -12,16 +12,28 @@ pub struct DoctorArgs {
 }
 
 /// Prints one line per check; exits non-zero when the text model server is not usable.
-pub async fn run(args: DoctorArgs, mut config: Config) -> anyhow::Result<ExitCode> {
-    if let Some(url) = args.llm_url {
-        config.llm.url = url;
+impl DoctorArgs {
+    /// Applies the flags that change settings, before the services are built.
+    pub fn configure(&self, config: &mut Config) {
+        if let Some(url) = &self.llm_url {
+            config.llm.url = url.clone();
+        }
     }
-    match Config::default_path() {
+}
+
+pub async fn run(_args: DoctorArgs, services: &Services) -> anyhow::Result<ExitCode> {
+    let config = services.config();
+    match services
+        .env()
+        .config_file
+        .clone()
+        .or_else(Config::default_path)
+    {
         Some(p) if p.exists() => println!("config      {}", p.display()),
         Some(p) => println!("config      defaults ({} does not exist)", p.display()),
         None => println!("config      defaults (no config directory on this platform)"),
     }
-    let client = LlmClient::new(&config.llm.url, config.llm.api_key())?;
+    let client = services.client(&config.llm.url)?;
     let mut healthy = true;
     match client.health().await {
         Ok(()) => println!("server      ok: {} is up", config.llm.url),

@@ -1,5 +1,5 @@
 use clap::Subcommand;
-use headroom_core::gpu::{GpuSampler, SamplerStatus, DEFAULT_CAPACITY};
+use headroom_gpu::{GpuSampler, SamplerStatus, DEFAULT_CAPACITY};
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -1,4 +1,6 @@
-//! `headroom`: the command-line front end over headroom-core.
+//! `headroom`: the command-line front end. It reads the environment and the config file once,
+//! applies the command's flags, builds the process's `Services` (the composition root) and
+//! hands each command a borrow of it.
 
 mod bench;
 mod cleanup;
@@ -15,6 +17,7 @@ mod transcribe;
 
 use clap::{Args, Parser, Subcommand};
 use headroom_core::config::Config;
+use headroom_services::{Environment, Services};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -130,35 +133,62 @@ fn init_tracing() {
         .init();
 }
 
+impl Command {
+    /// Applies the flags that change settings, before the services are built from them.
+    fn configure(&self, config: &mut Config) {
+        match self {
+            Command::Cleanup(args) => args.configure(config),
+            Command::Serve(args) => args.configure(config),
+            Command::Doctor(args) => args.configure(config),
+            _ => {}
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let config = match Config::load(cli.config.as_deref()) {
+    // The one place the process environment is read.
+    let mut env = Environment::from_vars(|name| std::env::var_os(name));
+    env.config_file = cli.config.clone().or(env.config_file);
+    let mut config = match Config::load(env.config_file.as_deref(), |name| std::env::var(name).ok())
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("headroom: {e}");
             return ExitCode::FAILURE;
         }
     };
+    cli.command.configure(&mut config);
+    let command = match cli.command {
+        Command::Models(cmd) => return exit_code(models::run(cmd, &env)),
+        other => other,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime starts");
     let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Cleanup(args) => cleanup::run(args, config).await,
-            Command::Serve(args) => serve::run(args, config).await,
-            Command::Doctor(args) => doctor::run(args, config).await,
-            Command::Bench(cmd) => bench::run(cmd, config).await,
-            Command::Transcribe(args) => transcribe::run(args, config).await,
-            Command::Speak(args) => speak::run(args, config).await,
-            Command::Record(args) => record::run(args, config).await,
-            Command::Play(args) => play::run(args, config).await,
-            Command::Models(cmd) => models::run(cmd),
-            Command::Plan(args) => plan::run(args, config).await,
+        let services = Services::new(config, env);
+        let services = &*services;
+        match command {
+            Command::Cleanup(args) => cleanup::run(args, services).await,
+            Command::Serve(args) => serve::run(args, services).await,
+            Command::Doctor(args) => doctor::run(args, services).await,
+            Command::Bench(cmd) => bench::run(cmd, services).await,
+            Command::Transcribe(args) => transcribe::run(args, services).await,
+            Command::Speak(args) => speak::run(args, services).await,
+            Command::Record(args) => record::run(args, services).await,
+            Command::Play(args) => play::run(args, services).await,
+            Command::Plan(args) => plan::run(args, services).await,
             Command::Gpu(cmd) => gpu::run(cmd).await,
+            Command::Models(_) => unreachable!("handled before the runtime starts"),
         }
     });
+    exit_code(result)
+}
+
+fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {

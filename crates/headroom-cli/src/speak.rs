@@ -1,12 +1,8 @@
 use clap::Args;
-use headroom_core::audio::write_wav;
-use headroom_core::config::Config;
-use headroom_core::lanes::AudioLane;
-use headroom_core::metrics::Metrics;
-use headroom_core::models;
-use headroom_core::remote_audio::RemoteSynthesizer;
-use headroom_core::speech::SpeechService;
-use headroom_core::tts::Piper;
+use headroom_services::{Services, NEURAL_VOICE_PREFIX};
+use headroom_speech::audio::write_wav;
+use headroom_speech::models;
+use headroom_speech::remote::RemoteSynthesizer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -36,25 +32,24 @@ pub struct SpeakArgs {
     model: String,
 }
 
-pub async fn run(args: SpeakArgs, config: Config) -> anyhow::Result<ExitCode> {
-    let mut speech = SpeechService::new(AudioLane::new(
-        config.audio_lane(),
-        Arc::new(Metrics::new()),
-    ));
-    if let Some(url) = &args.server_url {
-        let remote = RemoteSynthesizer::new(url, &args.model, audio_api_key())
-            .map_err(anyhow::Error::msg)?;
-        speech = speech.with_synthesizer(Arc::new(remote));
-    }
-    let mut voice = args.voice.clone();
-    if let Some(name) = voice
+pub async fn run(args: SpeakArgs, services: &Services) -> anyhow::Result<ExitCode> {
+    // `--voice joe` names the neural voice `piper-joe`; anything else is an espeak-ng voice.
+    let neural = args
+        .voice
         .as_deref()
-        .filter(|v| models::spec(&format!("piper-{v}")).is_ok())
-    {
-        let dir = models::locate(&models::models_dir(), &format!("piper-{name}"))?;
-        speech = speech.with_synthesizer(Arc::new(Piper::load(&dir, name)?));
-        voice = None;
-    }
+        .map(|v| format!("{NEURAL_VOICE_PREFIX}{v}"))
+        .filter(|name| models::spec(name).is_ok());
+    let (speech, voice) = match &args.server_url {
+        Some(url) => {
+            let key = services.env().audio_api_key.clone();
+            let remote = RemoteSynthesizer::new(url, &args.model, key)?;
+            (
+                services.speech_using(None, Some(Arc::new(remote))),
+                args.voice.clone(),
+            )
+        }
+        None => services.speech_for_voice(neural.as_deref().or(args.voice.as_deref()))?,
+    };
     if args.list_voices {
         for v in speech.synthesizer().voices()? {
             println!("{:<12} {}", v.id, v.name);
@@ -76,12 +71,4 @@ pub async fn run(args: SpeakArgs, config: Config) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// The key for an external speech server: its own variable, so the text model's key never
-/// goes to another server.
-pub fn audio_api_key() -> Option<headroom_core::llm::ApiKey> {
-    std::env::var("HEADROOM_AUDIO_API_KEY")
-        .ok()
-        .and_then(headroom_core::llm::ApiKey::new)
 }

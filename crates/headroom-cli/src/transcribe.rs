@@ -2,16 +2,14 @@ use crate::progress::Progress;
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
 use anyhow::Context;
 use clap::Args;
+use headroom_base::fsutil::write_atomic;
 use headroom_core::admission::Priority;
-use headroom_core::asr::export::{render, ExportFormat};
-use headroom_core::asr::{AsrError, TranscribeOptions};
-use headroom_core::config::Config;
-use headroom_core::fsutil::write_atomic;
-use headroom_core::lanes::AudioLane;
-use headroom_core::metrics::Metrics;
-use headroom_core::models::DEFAULT_MODEL;
-use headroom_core::remote_audio::RemoteTranscriber;
-use headroom_core::speech::{AudioInput, SpeechError, SpeechService};
+use headroom_services::speech::{AudioInput, SpeechError};
+use headroom_services::Services;
+use headroom_speech::asr::export::{render, ExportFormat};
+use headroom_speech::asr::{AsrError, TranscribeOptions};
+use headroom_speech::models::DEFAULT_MODEL;
+use headroom_speech::remote::RemoteTranscriber;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,16 +37,15 @@ pub struct TranscribeArgs {
     server_url: Option<String>,
 }
 
-pub async fn run(args: TranscribeArgs, config: Config) -> anyhow::Result<ExitCode> {
-    let mut speech = SpeechService::new(AudioLane::new(
-        config.audio_lane(),
-        Arc::new(Metrics::new()),
-    ));
-    if let Some(url) = &args.server_url {
-        let remote = RemoteTranscriber::new(url, &args.model, crate::speak::audio_api_key())
-            .map_err(anyhow::Error::msg)?;
-        speech = speech.with_transcriber(Arc::new(remote));
-    }
+pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<ExitCode> {
+    let speech = match &args.server_url {
+        Some(url) => {
+            let key = services.env().audio_api_key.clone();
+            let remote = RemoteTranscriber::new(url, &args.model, key)?;
+            services.speech_using(Some(Arc::new(remote)), None)
+        }
+        None => services.speech().clone(),
+    };
     let input = AudioInput::from_file(&args.file)?;
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

@@ -160,15 +160,18 @@ async fn record_writes_the_asked_length_and_explains_a_missing_device() {
     )
     .await;
     assert!(rec.status.success(), "{}", text(&rec.stderr));
-    let audio = headroom_core::audio::decode_bytes(
+    let audio = headroom_speech::audio::decode_bytes(
         std::fs::read(&out).unwrap(),
         Some("wav"),
         &out,
-        headroom_core::audio::DecodeLimits::default(),
+        headroom_speech::audio::DecodeLimits::default(),
     );
     // The null device records silence, which decoding refuses as silent: the file is complete.
     assert!(
-        matches!(audio, Err(headroom_core::audio::AudioError::Silent { .. })),
+        matches!(
+            audio,
+            Err(headroom_speech::audio::AudioError::Silent { .. })
+        ),
         "{audio:?}"
     );
     let reader = hound::WavReader::open(&out).unwrap();
@@ -288,11 +291,11 @@ async fn gpu_commands_say_when_there_is_no_gpu() {
     let out = headroom(&["gpu", "watch", "--seconds", "0.2"], &[]).await;
     assert!(out.status.success());
     let stdout = text(&out.stdout);
-    match headroom_core::gpu::GpuStatus::probe() {
-        headroom_core::gpu::GpuStatus::NoGpu { .. } => {
+    match headroom_gpu::GpuStatus::probe() {
+        headroom_gpu::GpuStatus::NoGpu { .. } => {
             assert!(stdout.contains("no NVIDIA GPU detected"), "{stdout}")
         }
-        headroom_core::gpu::GpuStatus::Present { .. } => {
+        headroom_gpu::GpuStatus::Present { .. } => {
             assert!(stdout.contains("baseline"), "{stdout}")
         }
     }

@@ -1,6 +1,7 @@
 //! Settings: built-in defaults, then a TOML file, then environment variables; the CLI applies
 //! its flags last. The file lives at `<config dir>/headroom/config.toml`
-//! (`~/.config/headroom/config.toml` on Linux) unless `HEADROOM_CONFIG` names another.
+//! (`~/.config/headroom/config.toml` on Linux) unless the binary names another (`--config`,
+//! `HEADROOM_CONFIG`). The library reads no environment itself: the binaries pass a lookup.
 
 use crate::admission::{Deadlines, YieldRule};
 use crate::cleanup::{CleanupMode, FailurePolicy, RetrySettings};
@@ -166,6 +167,13 @@ pub enum ConfigError {
         expected: &'static str,
         value: String,
     },
+    #[error("the settings cannot be written as TOML: {0}")]
+    Serialize(#[from] toml::ser::Error),
+    #[error("cannot write the config file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn seconds(name: &'static str, secs: f64) -> Result<Duration, ConfigError> {
@@ -186,18 +194,42 @@ impl Config {
             .map(|d| d.config_dir().join("config.toml"))
     }
 
-    /// Reads the file at `path` (it must exist), or the default file if there is one, then
-    /// applies the environment.
-    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        let env_path = std::env::var_os("HEADROOM_CONFIG").map(PathBuf::from);
-        let explicit = path.map(Path::to_path_buf).or(env_path);
-        let mut config = match (&explicit, Self::default_path()) {
+    /// Reads the file at `explicit` (it must exist), or the default file if there is one, then
+    /// applies the environment through `env` (the binary passes its process environment).
+    pub fn load(
+        explicit: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let mut config = match (explicit, Self::default_path()) {
             (Some(p), _) => Self::from_file(p)?,
             (None, Some(p)) if p.exists() => Self::from_file(&p)?,
             _ => Config::default(),
         };
-        config.apply_env(|name| std::env::var(name).ok());
+        config.apply_env(env);
         Ok(config)
+    }
+
+    /// Checks the settings, then writes them to `path` atomically. An API key already in the
+    /// file is kept; this never writes one of its own (keys belong in `HEADROOM_API_KEY`).
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        self.text_lane()?;
+        self.retry()?;
+        let mut table = toml::Table::try_from(self)?;
+        let kept_key = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|old| old.parse::<toml::Table>().ok())
+            .and_then(|old| old.get("llm")?.get("api_key").cloned());
+        if let (Some(key), Some(toml::Value::Table(llm))) = (kept_key, table.get_mut("llm")) {
+            llm.insert("api_key".into(), key);
+        }
+        let write_error = |source| ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(write_error)?;
+        }
+        headroom_base::fsutil::write_atomic(path, table.to_string().as_bytes()).map_err(write_error)
     }
 
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
@@ -326,6 +358,36 @@ mod tests {
         assert!(
             !toml::to_string(&config).unwrap().contains("sk-test"),
             "keys are never written back"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn saving_keeps_the_key_already_in_the_file_and_writes_none_of_its_own() {
+        let dir = std::env::temp_dir().join(format!("headroom-config-save-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sub/config.toml");
+        let mut config = Config::default();
+        config.llm.api_key = Some("sk-from-env".into());
+        config.text_lane.max_waiting = 3;
+        config.save(&path).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(!written.contains("sk-from-env"), "{written}");
+        assert_eq!(Config::from_file(&path).unwrap().text_lane.max_waiting, 3);
+        std::fs::write(&path, "[llm]\napi_key = \"sk-in-file\"\n").unwrap();
+        config.save(&path).unwrap();
+        let reread = Config::from_file(&path).unwrap();
+        assert_eq!(reread.llm.api_key.as_deref(), Some("sk-in-file"));
+        assert_eq!(reread.text_lane.max_waiting, 3);
+        config.text_lane.max_in_flight = 0;
+        assert!(matches!(
+            config.save(&path),
+            Err(ConfigError::Invalid { .. })
+        ));
+        assert_eq!(
+            Config::from_file(&path).unwrap().text_lane.max_in_flight,
+            2,
+            "a bad config is not written"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }

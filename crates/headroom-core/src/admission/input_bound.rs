@@ -1,7 +1,7 @@
 //! Bounded input: refuse, before anything goes upstream, text that cannot fit the model.
 
+use super::RejectReason;
 use super::{Gate, Refusal, RequestShape};
-use crate::admission::RejectReason;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 

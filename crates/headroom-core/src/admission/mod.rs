@@ -8,6 +8,7 @@
 
 mod capacity;
 mod deadline;
+mod gpu_pressure;
 mod input_bound;
 mod rejection;
 mod yield_to_audio;
@@ -16,9 +17,10 @@ pub use capacity::{
     CapacityLimit, Entry, Full, Occupancy, OccupancyObserver, Permit, Priority, QueueTicket,
 };
 pub use deadline::{DeadlineClock, Deadlines};
+pub use gpu_pressure::{GpuPressure, MemoryGauge};
 pub use input_bound::{estimate_chat_tokens, estimate_tokens, ContextWindow, InputBound};
 pub use rejection::{human_duration, DeadlineKind, Lane, RejectReason, Rejection, SuggestedAction};
-pub use yield_to_audio::{YieldRule, YieldToAudio};
+pub use yield_to_audio::{InteractiveAudio, YieldRule, YieldToAudio};
 
 use std::time::Duration;
 use tokio::time::Instant;
@@ -84,7 +86,7 @@ impl AdmissionStack {
     pub fn for_text_lane(
         input: InputBound,
         yield_to_audio: YieldToAudio,
-        gpu_pressure: Option<crate::gpu::GpuPressure>,
+        gpu_pressure: Option<GpuPressure>,
         capacity: CapacityLimit,
         deadlines: Deadlines,
     ) -> Self {
@@ -218,8 +220,10 @@ mod tests {
 
     #[test]
     fn the_text_stack_runs_its_gates_in_the_documented_order() {
-        let gpu = crate::gpu::GpuPressure {
-            sampler: crate::gpu::GpuSampler::no_gpu("test"),
+        let gpu = GpuPressure {
+            gauge: std::sync::Arc::new(gpu_pressure::tests::Readings(std::sync::Mutex::new(vec![
+                None,
+            ]))),
             audio_headroom_mib: 1024,
         };
         let stack = stack_with_gpu(1, 0, Duration::from_secs(1), Some(gpu));
@@ -237,7 +241,7 @@ mod tests {
         limit: usize,
         wait: usize,
         queue_wait: Duration,
-        gpu: Option<crate::gpu::GpuPressure>,
+        gpu: Option<GpuPressure>,
     ) -> AdmissionStack {
         AdmissionStack::for_text_lane(
             InputBound {
@@ -246,7 +250,7 @@ mod tests {
             },
             YieldToAudio {
                 rule: YieldRule::Gate,
-                activity: crate::lanes::AudioActivity::idle(),
+                activity: std::sync::Arc::new(NoAudio),
             },
             gpu,
             CapacityLimit::new(limit, wait, None),
@@ -255,6 +259,13 @@ mod tests {
                 ..Deadlines::default()
             },
         )
+    }
+
+    struct NoAudio;
+    impl InteractiveAudio for NoAudio {
+        fn interactive_running(&self) -> usize {
+            0
+        }
     }
 
     const SMALL: RequestShape = RequestShape {

@@ -1,11 +1,16 @@
 //! The text lane yields to interactive audio: on one GPU (or one CPU) text generation and the
 //! audio engines compete, and a person waiting on audio comes first.
 
-use super::{Gate, Refusal, RequestShape};
-use crate::admission::RejectReason;
-use crate::lanes::AudioActivity;
+use super::{Gate, Refusal, RejectReason, RequestShape};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What the gate needs to know of the audio lane (the lanes' `AudioActivity` answers it).
+pub trait InteractiveAudio: Send + Sync {
+    /// Interactive audio jobs running now.
+    fn interactive_running(&self) -> usize;
+}
 
 /// What the text lane does while an interactive audio job runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -37,7 +42,7 @@ impl std::str::FromStr for YieldRule {
 /// Refuses new text work while interactive audio runs (rules `gate` and `preempt`).
 pub struct YieldToAudio {
     pub rule: YieldRule,
-    pub activity: AudioActivity,
+    pub activity: Arc<dyn InteractiveAudio>,
 }
 
 impl Gate for YieldToAudio {
@@ -55,5 +60,48 @@ impl Gate for YieldToAudio {
             detail: format!("{running} interactive audio job(s) running"),
             retry_after: Some(Duration::from_secs(1)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Running(AtomicUsize);
+    impl InteractiveAudio for Running {
+        fn interactive_running(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    const SHAPE: RequestShape = RequestShape {
+        chars: 1,
+        estimated_tokens: 1,
+        max_tokens: 1,
+    };
+
+    #[test]
+    fn gate_and_preempt_refuse_while_interactive_audio_runs_and_none_never_does() {
+        let audio = Arc::new(Running(AtomicUsize::new(1)));
+        for rule in [YieldRule::Gate, YieldRule::Preempt] {
+            let gate = YieldToAudio {
+                rule,
+                activity: audio.clone(),
+            };
+            let refusal = gate.check(&SHAPE).unwrap_err();
+            assert_eq!(refusal.reason, RejectReason::AudioPriority);
+        }
+        let none = YieldToAudio {
+            rule: YieldRule::None,
+            activity: audio.clone(),
+        };
+        assert_eq!(none.check(&SHAPE), Ok(()));
+        audio.0.store(0, Ordering::SeqCst);
+        let gate = YieldToAudio {
+            rule: YieldRule::Gate,
+            activity: audio,
+        };
+        assert_eq!(gate.check(&SHAPE), Ok(()));
     }
 }

@@ -1,6 +1,7 @@
 use super::monitor::{LaneEvent, LaneMonitor, LaneSnapshot};
 use crate::admission::{
-    AdmissionStack, CapacityLimit, Deadlines, Lane, Priority, RejectReason, Rejection, RequestShape,
+    AdmissionStack, CapacityLimit, Deadlines, InteractiveAudio, Lane, Priority, RejectReason,
+    Rejection, RequestShape,
 };
 use crate::metrics::{Metrics, Outcome};
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,12 @@ impl AudioActivity {
     pub async fn until_interactive(&self) {
         let mut rx = self.rx.clone();
         let _ = rx.wait_for(|n| *n > 0).await;
+    }
+}
+
+impl InteractiveAudio for AudioActivity {
+    fn interactive_running(&self) -> usize {
+        AudioActivity::interactive_running(self)
     }
 }
 

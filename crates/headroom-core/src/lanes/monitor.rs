@@ -116,7 +116,7 @@ impl LaneMonitor {
     pub fn reject(&self, rejection: Rejection) -> Rejection {
         tracing::info!(lane = self.lane.as_str(), reason = %rejection.reason, "{}", rejection.message());
         let record = RejectionRecord {
-            at_unix_ms: crate::clock::unix_ms(),
+            at_unix_ms: headroom_base::clock::unix_ms(),
             rejection: rejection.clone(),
         };
         {

@@ -1,10 +1,9 @@
 use super::monitor::{LaneEvent, LaneMonitor, LaneSnapshot};
 use crate::admission::{
     estimate_chat_tokens, human_duration, AdmissionStack, CapacityLimit, ContextWindow,
-    DeadlineClock, DeadlineKind, Deadlines, InputBound, Lane, Permit, RejectReason, Rejection,
-    RequestShape, YieldRule, YieldToAudio,
+    DeadlineClock, DeadlineKind, Deadlines, GpuPressure, InputBound, Lane, MemoryGauge, Permit,
+    RejectReason, Rejection, RequestShape, YieldRule, YieldToAudio,
 };
-use crate::gpu::{GpuPressure, GpuSampler};
 use crate::lanes::AudioActivity;
 use crate::llm::{ChatChunk, ChatRequest, ChatStream, LlmClient, LlmError, ServerInfo};
 use crate::metrics::{Metrics, Outcome};
@@ -102,7 +101,7 @@ impl TextLane {
         config: TextLaneConfig,
         metrics: Arc<Metrics>,
         audio: AudioActivity,
-        gpu: Option<GpuSampler>,
+        gpu: Option<Arc<dyn MemoryGauge>>,
     ) -> Self {
         let monitor = LaneMonitor::new(Lane::Text, metrics);
         let capacity = CapacityLimit::new(
@@ -118,11 +117,11 @@ impl TextLane {
             },
             YieldToAudio {
                 rule: config.yield_rule,
-                activity: audio.clone(),
+                activity: Arc::new(audio.clone()),
             },
             gpu.zip(config.audio_headroom_mib)
-                .map(|(sampler, audio_headroom_mib)| GpuPressure {
-                    sampler,
+                .map(|(gauge, audio_headroom_mib)| GpuPressure {
+                    gauge,
                     audio_headroom_mib,
                 }),
             capacity.clone(),

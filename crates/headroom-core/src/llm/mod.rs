@@ -4,6 +4,7 @@ mod client;
 mod error;
 mod types;
 
-pub use client::{ApiKey, ChatStream, LlmClient, ServerInfo};
-pub use error::{ApiError, ErrorCode, LlmError};
+pub use client::{ChatStream, LlmClient, ServerInfo};
+pub use error::LlmError;
+pub use headroom_base::openai::{ApiError, ApiKey, ErrorCode};
 pub use types::{ChatChunk, ChatMessage, ChatRequest, ModelCard, Usage};

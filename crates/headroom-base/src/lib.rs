@@ -1,0 +1,23 @@
+//! The few things every Headroom crate shares, with no heavy dependencies: writes that a crash
+//! cannot half-finish ([`fsutil`]), wall-clock stamps for records that outlive the process
+//! ([`clock`]), and the OpenAI wire protocol's key and error body ([`openai`]), which both the
+//! text client and the remote speech backends speak.
+//!
+//! ```
+//! use headroom_base::openai::{ApiError, ApiKey};
+//!
+//! let key = ApiKey::new("sk-secret").unwrap();
+//! assert_eq!(format!("{key}"), "<redacted>");
+//! let error = ApiError::from_body(r#"{"error":{"message":"Model not loaded"}}"#);
+//! assert_eq!(error.message, "Model not loaded");
+//! ```
+//!
+//! | module | for |
+//! |---|---|
+//! | [`fsutil`] | atomic, durable file writes |
+//! | [`clock`] | Unix milliseconds for manifests and reports |
+//! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
+
+pub mod clock;
+pub mod fsutil;
+pub mod openai;

@@ -1,0 +1,444 @@
+//! Benchmarks of the admission boundary itself, run against a real server:
+//! - how fast an overloaded `headroom serve` answers 429 (rejection latency under flood);
+//! - what `headroom serve` adds to time-to-first-token compared with calling the same server
+//!   directly, in the same run.
+
+use futures::StreamExt;
+use headroom_core::lanes::{TextLane, TextLaneConfig};
+use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
+use headroom_server::{RunningServer, ServerError, ServerState};
+use headroom_services::speech::{AudioInput, SpeechService};
+use headroom_services::Services;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The synthetic prompt every benchmark request sends (never user data).
+pub const BENCH_PROMPT: &str = "Rewrite this narration clearly: Local audio stays private.";
+
+/// Percentiles of a set of durations, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencySummary {
+    pub count: usize,
+    pub mean_ms: f64,
+    /// Population standard deviation.
+    pub std_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// Nearest-rank percentiles; `None` for no samples.
+pub fn summarize(samples: &[Duration]) -> Option<LatencySummary> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    ms.sort_by(f64::total_cmp);
+    let rank = |p: f64| ms[((p / 100.0 * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+    let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+    let variance = ms.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / ms.len() as f64;
+    Some(LatencySummary {
+        count: ms.len(),
+        mean_ms: mean,
+        std_ms: variance.sqrt(),
+        p50_ms: rank(50.0),
+        p95_ms: rank(95.0),
+        p99_ms: rank(99.0),
+        max_ms: ms[ms.len() - 1],
+    })
+}
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Upstream(#[from] LlmError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Starts `headroom serve` in-process on an ephemeral loopback port in front of `upstream`,
+/// on a lane of its own from `services`.
+async fn start_proxy(
+    services: &Services,
+    upstream: &LlmClient,
+    config: TextLaneConfig,
+) -> Result<(RunningServer, TextLane), BenchError> {
+    let lane = services.dedicated_text_lane(upstream.clone(), config);
+    lane.discover().await?;
+    let state = ServerState::with_text_lane(services, lane.clone());
+    Ok((RunningServer::ephemeral(state).await?, lane))
+}
+
+/// A benchmark request: one user message, temperature 0, a reply budget.
+pub(crate) fn chat_request(prompt: &str, model: Option<String>, max_tokens: u32) -> ChatRequest {
+    let mut req = ChatRequest::new(vec![ChatMessage::new("user", prompt)]);
+    req.model = model;
+    req.max_tokens = Some(max_tokens);
+    req.temperature = Some(0.0);
+    req
+}
+
+fn bench_request(model: Option<String>, max_tokens: u32) -> ChatRequest {
+    chat_request(BENCH_PROMPT, model, max_tokens)
+}
+
+/// Times one interactive transcription of `clip`; returns the time and the audio's length.
+pub(crate) async fn time_transcription(
+    speech: &SpeechService,
+    clip: &AudioInput,
+    model: &str,
+) -> Result<(Duration, f64), BenchError> {
+    let started = Instant::now();
+    let transcript = speech
+        .transcribe(
+            clip.clone(),
+            model,
+            Default::default(),
+            headroom_core::admission::Priority::Interactive,
+            Arc::new(|_| {}),
+            Default::default(),
+        )
+        .await
+        .map_err(|e| BenchError::Setup(format!("the audio job failed: {e}")))?;
+    Ok((started.elapsed(), transcript.duration))
+}
+
+/// Rejection latency while every text slot is held by a long stream.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloodReport {
+    pub slots_held: usize,
+    pub flood_requests: usize,
+    pub concurrency: usize,
+    /// Status codes of the flood's answers (all 429 when the boundary holds).
+    pub statuses: BTreeMap<u16, usize>,
+    /// `error.code` of the rejections.
+    pub reasons: BTreeMap<String, usize>,
+    /// Send → complete 429 answer, over loopback HTTP.
+    pub rejection_latency: Option<LatencySummary>,
+}
+
+/// Holds every slot of a default lane with long streams, then sends `requests` more, at most
+/// `concurrency` at a time, and times each answer.
+pub async fn flood(
+    services: &Services,
+    upstream: &LlmClient,
+    requests: usize,
+    concurrency: usize,
+) -> Result<FloodReport, BenchError> {
+    let config = TextLaneConfig::default();
+    let slots = config.max_in_flight;
+    let (server, lane) = start_proxy(services, upstream, config).await?;
+    let proxy = LlmClient::new(&server.base_url(), None)?;
+    let mut holders = Vec::new();
+    for _ in 0..slots {
+        let mut stream = proxy
+            .stream_chat(&bench_request(lane.model(), 2048))
+            .await?;
+        // In flight for sure once content flows.
+        loop {
+            match stream.next().await {
+                Some(Ok(chunk)) if chunk.text().is_some() => break,
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e.into()),
+                None => {
+                    return Err(BenchError::Setup(
+                        "a holder stream ended before it started".into(),
+                    ))
+                }
+            }
+        }
+        holders.push(stream);
+    }
+    let http = reqwest::Client::new();
+    let url = format!("{}/chat/completions", server.base_url());
+    let body = serde_json::to_value(bench_request(lane.model(), 16)).expect("request serializes");
+    let results: Vec<(u16, Option<String>, Duration)> = futures::stream::iter(0..requests)
+        .map(|_| {
+            let http = http.clone();
+            let url = url.clone();
+            let body = body.clone();
+            async move {
+                let started = Instant::now();
+                match http.post(&url).json(&body).send().await {
+                    Ok(resp) => {
+                        let status = resp.status().as_u16();
+                        let text = resp.text().await.unwrap_or_default();
+                        let elapsed = started.elapsed();
+                        let code = serde_json::from_str::<serde_json::Value>(&text)
+                            .ok()
+                            .and_then(|v| {
+                                v.pointer("/error/code")
+                                    .and_then(|c| c.as_str())
+                                    .map(str::to_string)
+                            });
+                        (status, code, elapsed)
+                    }
+                    Err(_) => (0, None, started.elapsed()),
+                }
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    drop(holders);
+    server
+        .stop()
+        .await
+        .map_err(|e| BenchError::Setup(e.to_string()))?;
+    let mut statuses = BTreeMap::new();
+    let mut reasons = BTreeMap::new();
+    let mut rejection_times = Vec::new();
+    for (status, code, elapsed) in results {
+        *statuses.entry(status).or_default() += 1;
+        if let Some(code) = code {
+            *reasons.entry(code).or_default() += 1;
+        }
+        if status == 429 {
+            rejection_times.push(elapsed);
+        }
+    }
+    Ok(FloodReport {
+        slots_held: slots,
+        flood_requests: requests,
+        concurrency,
+        statuses,
+        reasons,
+        rejection_latency: summarize(&rejection_times),
+    })
+}
+
+/// Time to first token directly and through `headroom serve`, same server, same run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxyOverheadReport {
+    pub requests_each: usize,
+    pub warmup_each: usize,
+    pub direct_ttft: Option<LatencySummary>,
+    pub via_headroom_ttft: Option<LatencySummary>,
+    /// via-headroom p50 / direct p50.
+    pub p50_ratio: Option<f64>,
+    pub p50_overhead_ms: Option<f64>,
+}
+
+async fn ttft(client: &LlmClient, model: Option<String>) -> Result<Duration, BenchError> {
+    let started = Instant::now();
+    let mut stream = client.stream_chat(&bench_request(model, 8)).await?;
+    let mut first = None;
+    while let Some(item) = stream.next().await {
+        if item?.text().is_some() && first.is_none() {
+            first = Some(started.elapsed());
+        }
+    }
+    first.ok_or_else(|| BenchError::Setup("a reply had no text".into()))
+}
+
+/// Alternates direct and proxied requests (one at a time) so both see the same server state.
+pub async fn proxy_overhead(
+    services: &Services,
+    upstream: &LlmClient,
+    requests: usize,
+    warmup: usize,
+) -> Result<ProxyOverheadReport, BenchError> {
+    let (server, lane) = start_proxy(services, upstream, TextLaneConfig::default()).await?;
+    let proxy = LlmClient::new(&server.base_url(), None)?;
+    let model = lane.model();
+    let mut direct = Vec::new();
+    let mut via = Vec::new();
+    for i in 0..(warmup + requests) {
+        let d = ttft(upstream, model.clone()).await?;
+        let v = ttft(&proxy, model.clone()).await?;
+        if i >= warmup {
+            direct.push(d);
+            via.push(v);
+        }
+    }
+    server
+        .stop()
+        .await
+        .map_err(|e| BenchError::Setup(e.to_string()))?;
+    let direct_ttft = summarize(&direct);
+    let via_headroom_ttft = summarize(&via);
+    let (p50_ratio, p50_overhead_ms) = match (&direct_ttft, &via_headroom_ttft) {
+        (Some(d), Some(v)) => (Some(v.p50_ms / d.p50_ms), Some(v.p50_ms - d.p50_ms)),
+        _ => (None, None),
+    };
+    Ok(ProxyOverheadReport {
+        requests_each: requests,
+        warmup_each: warmup,
+        direct_ttft,
+        via_headroom_ttft,
+        p50_ratio,
+        p50_overhead_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let s = summarize(&samples).unwrap();
+        assert_eq!(
+            (s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms),
+            (50.0, 95.0, 99.0, 100.0)
+        );
+        assert_eq!(s.mean_ms, 50.5);
+        assert!(summarize(&[]).is_none());
+        let one = summarize(&[Duration::from_millis(7)]).unwrap();
+        assert_eq!(one.p99_ms, 7.0);
+    }
+}
+
+/// Audio latency with and without text load, for one yield rule.
+#[derive(Debug, Clone, Serialize)]
+pub struct YieldRuleResult {
+    pub rule: headroom_core::admission::YieldRule,
+    pub audio_under_load: Option<LatencySummary>,
+    /// Median audio latency under text load over median idle latency.
+    pub p50_ratio: Option<f64>,
+    /// Text requests the load generator started, and how they ended.
+    pub text_outcomes: BTreeMap<String, usize>,
+}
+
+/// How each yield rule protects an interactive audio job from text load on the same machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct YieldReport {
+    pub clip_seconds: f64,
+    pub runs_each: usize,
+    pub text_streams: usize,
+    pub audio_idle: Option<LatencySummary>,
+    pub rules: Vec<YieldRuleResult>,
+}
+
+/// Keeps `streams` long text requests going through `lane` until `stop`, recording outcomes.
+async fn text_load(
+    lane: TextLane,
+    model: Option<String>,
+    stop: tokio_util::sync::CancellationToken,
+    outcomes: Arc<std::sync::Mutex<BTreeMap<String, usize>>>,
+) {
+    let count = |key: &str| {
+        *outcomes
+            .lock()
+            .expect("outcomes")
+            .entry(key.to_string())
+            .or_default() += 1
+    };
+    while !stop.is_cancelled() {
+        let request = chat_request(
+            "Write a long story about a lighthouse keeper and the sea.",
+            model.clone(),
+            2048,
+        );
+        let attempt = async {
+            match lane.submit(request).await {
+                Err(r) => Err(r),
+                Ok(mut stream) => {
+                    while let Some(item) = stream.next().await {
+                        item?;
+                    }
+                    Ok(())
+                }
+            }
+        };
+        tokio::select! {
+            result = attempt => match result {
+                Ok(()) => count("completed"),
+                Err(r) => {
+                    count(r.reason.code());
+                    // A refused load generator tries again shortly, like a retrying client.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            },
+            _ = stop.cancelled() => count("running_at_end"),
+        }
+    }
+}
+
+/// Times `runs` interactive transcriptions of `clip` on the services' audio lane: idle, then
+/// under text load with each yield rule (`streams` long generations kept going against
+/// `upstream` on a lane of their own beside that audio lane).
+pub async fn yield_rules(
+    services: &Services,
+    upstream: &LlmClient,
+    clip: &AudioInput,
+    model: &str,
+    runs: usize,
+    streams: usize,
+) -> Result<YieldReport, BenchError> {
+    use headroom_core::admission::YieldRule;
+    let time_audio = |speech: Arc<SpeechService>| async move {
+        let mut times = Vec::new();
+        let mut seconds = 0.0;
+        for _ in 0..runs {
+            let (took, length) = time_transcription(&speech, clip, model).await?;
+            times.push(took);
+            seconds = length;
+        }
+        Ok::<_, BenchError>((times, seconds))
+    };
+    let speech = services.speech().clone();
+    // Warm-up: load the model once, excluded from the figures.
+    time_audio(speech.clone()).await?;
+    let (idle, clip_seconds) = time_audio(speech.clone()).await?;
+    let audio_idle = summarize(&idle);
+    let mut rules = Vec::new();
+    for rule in [YieldRule::None, YieldRule::Gate, YieldRule::Preempt] {
+        let config = TextLaneConfig {
+            yield_rule: rule,
+            max_in_flight: streams.max(1),
+            ..TextLaneConfig::default()
+        };
+        let text = services.dedicated_text_lane(upstream.clone(), config);
+        text.discover().await?;
+        let stop = tokio_util::sync::CancellationToken::new();
+        let outcomes = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        let load: Vec<_> = (0..streams)
+            .map(|_| {
+                tokio::spawn(text_load(
+                    text.clone(),
+                    text.model(),
+                    stop.clone(),
+                    outcomes.clone(),
+                ))
+            })
+            .collect();
+        // Let generation get going before the audio job arrives.
+        let mut events = text.subscribe();
+        while text.snapshot().occupancy.in_flight < streams {
+            let _ = events.recv().await;
+        }
+        let timed = time_audio(speech.clone()).await;
+        stop.cancel();
+        for task in load {
+            let _ = task.await;
+        }
+        let (times, _) = timed?;
+        let under = summarize(&times);
+        let p50_ratio = match (&audio_idle, &under) {
+            (Some(i), Some(u)) => Some(u.p50_ms / i.p50_ms),
+            _ => None,
+        };
+        rules.push(YieldRuleResult {
+            rule,
+            audio_under_load: under,
+            p50_ratio,
+            text_outcomes: outcomes.lock().expect("outcomes").clone(),
+        });
+    }
+    Ok(YieldReport {
+        clip_seconds,
+        runs_each: runs,
+        text_streams: streams,
+        audio_idle,
+        rules,
+    })
+}

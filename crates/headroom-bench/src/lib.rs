@@ -1,0 +1,30 @@
+//! Benchmarks are part of the product: the serving harness (TTFT, latency, tokens/s, memory
+//! baseline/peak/delta, with and without an audio job, soak with leak detection) and its JSON
+//! and HTML reports, the boundary's own benchmarks (rejection latency under flood, proxy
+//! overhead, audio latency under text load per yield rule), the GPU memory planner and the
+//! leak detector. Every lane it measures comes from the process's `Services`.
+//!
+//! ```no_run
+//! use headroom_bench::harness::{self, HarnessConfig};
+//! use headroom_core::config::Config;
+//! use headroom_services::{Environment, Services};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let services = Services::new(Config::default(), Environment::from_vars(|_| None));
+//! let upstream = services.client("http://127.0.0.1:8000/v1")?;
+//! let report = harness::run(&services, &upstream, HarnessConfig::default(), None, "no GPU", &|line| eprintln!("{line}")).await?;
+//! println!("{}", harness::render_text(&report));
+//! # Ok(()) }
+//! ```
+//!
+//! | module | for |
+//! |---|---|
+//! | [`harness`] | the serving harness and its reports |
+//! | [`boundary`] | flood, proxy overhead and yield-rule benchmarks of the admission boundary |
+//! | [`plan`] | how much GPU memory vLLM may take beside the audio backends |
+//! | [`leak`] | a rising memory floor over repeated identical work, told apart from retention |
+
+pub mod boundary;
+pub mod harness;
+pub mod leak;
+pub mod plan;

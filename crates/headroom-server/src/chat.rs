@@ -1,0 +1,215 @@
+//! `/v1/chat/completions` through the text lane, and the endpoints that describe the server:
+//! models, health, metrics and lane snapshots.
+
+use crate::{HttpError, ServerState};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::StreamExt;
+use headroom_core::admission::RejectReason;
+use headroom_core::lanes::TextStream;
+use headroom_core::llm::{ChatChunk, ChatRequest, Usage};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+/// A chat completion as a client sends it. Headroom reads what admission needs (through
+/// [`ChatRequest`]); every field it does not know (`top_p`, `seed`, `tools`, ...) stays in
+/// `request.extra` and reaches the upstream untouched. `stream` and `stream_options` describe
+/// how this client wants its answer: Headroom always streams from the upstream itself.
+#[derive(Debug, Deserialize)]
+pub struct InboundChat {
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(flatten)]
+    pub request: ChatRequest,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+impl InboundChat {
+    /// Parses and checks a request body.
+    pub fn parse(bytes: &[u8]) -> Result<InboundChat, HttpError> {
+        serde_json::from_slice::<Value>(bytes).map_err(|e| {
+            HttpError::bad_request(
+                "invalid_json",
+                format!("the request body is not valid JSON: {e}"),
+            )
+        })?;
+        let chat: InboundChat = serde_json::from_slice(bytes).map_err(|e| {
+            HttpError::bad_request(
+                "invalid_request",
+                format!("not a chat completion request: {e}"),
+            )
+        })?;
+        if chat.request.messages.is_empty() {
+            return Err(HttpError::bad_request(
+                "invalid_request",
+                "`messages` must not be empty",
+            ));
+        }
+        Ok(chat)
+    }
+}
+
+pub(crate) async fn completions(
+    State(state): State<Arc<ServerState>>,
+    body: Body,
+) -> Result<Response, HttpError> {
+    let lane = &state.text_lane;
+    let bytes = axum::body::to_bytes(body, state.max_body_bytes)
+        .await
+        .map_err(|_| {
+            HttpError::BodyTooLarge(Box::new(lane.record_rejection(
+                RejectReason::InputTooLong,
+                format!(
+                    "the request body is over the {} byte limit",
+                    state.max_body_bytes
+                ),
+            )))
+        })?;
+    let chat = InboundChat::parse(&bytes)?;
+    let wants_usage = chat.stream_options.unwrap_or_default().include_usage;
+    let stream = lane.submit(chat.request).await?;
+    if !chat.stream {
+        return collect_completion(stream).await;
+    }
+    // `Event::data` writes one `data:` line per line of the payload, so a multi-line event
+    // from the upstream reaches the client whole.
+    let events = stream
+        .filter_map(move |item| async move {
+            match item {
+                Ok(chunk) if chunk_is_usage_only(&chunk) && !wants_usage => None,
+                Ok(chunk) => Some(Event::default().data(chunk.raw)),
+                Err(r) => Some(Event::default().data(HttpError::from(r).body().to_string())),
+            }
+        })
+        .chain(futures::stream::once(async {
+            Event::default().data("[DONE]")
+        }))
+        .map(Ok::<_, Infallible>);
+    Ok(Sse::new(events).into_response())
+}
+
+fn chunk_is_usage_only(chunk: &ChatChunk) -> bool {
+    chunk.usage.is_some() && chunk.content.is_none() && chunk.finish_reason.is_none()
+}
+
+/// Answers a non-streaming client from the upstream stream (Headroom always streams upstream,
+/// so the same deadlines apply to both kinds of client).
+async fn collect_completion(mut stream: TextStream) -> Result<Response, HttpError> {
+    let mut content = String::new();
+    let mut finish_reason = None;
+    let mut usage: Option<Usage> = None;
+    let mut id = None;
+    let mut model = None;
+    while let Some(item) = stream.next().await {
+        let chunk = item?;
+        if id.is_none() {
+            id = serde_json::from_str::<Value>(&chunk.raw)
+                .ok()
+                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
+        }
+        model = model.or(chunk.model.clone());
+        content.push_str(chunk.content.as_deref().unwrap_or(""));
+        finish_reason = chunk.finish_reason.clone().or(finish_reason);
+        usage = chunk.usage.or(usage);
+    }
+    let created = headroom_base::clock::unix_ms() / 1000;
+    let mut body = json!({
+        "id": id.unwrap_or_else(|| format!("chatcmpl-headroom-{}", stream.id())),
+        "object": "chat.completion",
+        "created": created,
+        "model": model.unwrap_or_default(),
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": finish_reason.unwrap_or_else(|| "stop".into()),
+        }],
+    });
+    if let Some(u) = usage {
+        body["usage"] = serde_json::to_value(u).expect("usage serializes");
+    }
+    Ok(Json(body).into_response())
+}
+
+pub(crate) async fn models(State(state): State<Arc<ServerState>>) -> Result<Response, HttpError> {
+    let cards = state
+        .text_lane
+        .client()
+        .models()
+        .await
+        .map_err(|e| HttpError::Upstream {
+            message: format!("cannot list the text model server's models: {e}"),
+        })?;
+    Ok(Json(json!({"object": "list", "data": cards})).into_response())
+}
+
+pub(crate) async fn health(State(state): State<Arc<ServerState>>) -> Response {
+    match state.text_lane.client().health().await {
+        Ok(()) => Json(json!({"status": "ok", "upstream": "ok"})).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "degraded", "upstream": e.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+pub(crate) async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+pub(crate) async fn lanes(State(state): State<Arc<ServerState>>) -> Response {
+    Json(json!({
+        "text": state.text_lane.snapshot(),
+        "audio": state.speech.lane().snapshot(),
+    }))
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_pass_through_and_client_only_fields_do_not() {
+        let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}],
+            "stream":true,"stream_options":{"include_usage":true},
+            "top_p":0.5,"seed":7,"tools":[{"type":"function","function":{"name":"f"}}]}"#;
+        let chat = InboundChat::parse(body).unwrap();
+        assert!(chat.stream);
+        assert!(chat.stream_options.unwrap().include_usage);
+        let extra = &chat.request.extra;
+        assert_eq!(extra["top_p"], 0.5);
+        assert_eq!(extra["seed"], 7);
+        assert_eq!(extra["tools"][0]["function"]["name"], "f");
+        assert!(!extra.contains_key("stream") && !extra.contains_key("stream_options"));
+    }
+
+    #[test]
+    fn bad_bodies_are_named() {
+        let code =
+            |body: &[u8]| InboundChat::parse(body).unwrap_err().body()["error"]["code"].clone();
+        assert_eq!(code(b"{not json"), "invalid_json");
+        assert_eq!(code(br#"{"messages": 3}"#), "invalid_request");
+        assert_eq!(code(br#"{"messages": []}"#), "invalid_request");
+    }
+}

@@ -1,0 +1,253 @@
+//! The one error every handler returns. It renders each rejection and error the same way: an
+//! OpenAI-shaped body (`{"error": {message, type, param, code}}`), the status, and
+//! `Retry-After` when a retry makes sense; a rejection also carries its full typed form under
+//! `error.headroom`, with the actions a client can offer.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use headroom_core::admission::{DeadlineKind, RejectReason, Rejection};
+use headroom_services::speech::SpeechError;
+use headroom_speech::asr::AsrError;
+use headroom_speech::models::ModelError;
+use headroom_speech::tts::TtsError;
+use serde_json::{json, Value};
+
+/// Why a request was not answered with what it asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// A lane refused the work (overload, deadline, input too long, audio priority, ...).
+    #[error("{}", .0.message())]
+    Rejected(Box<Rejection>),
+    /// The request body was over the limit: a rejection (it counts in metrics) answered 413.
+    #[error("{}", .0.message())]
+    BodyTooLarge(Box<Rejection>),
+    /// The client must change the request.
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    /// An upload over the configured limit.
+    #[error("{message}")]
+    UploadTooLarge { message: String },
+    /// The text model's server could not answer a pass-through call.
+    #[error("{message}")]
+    Upstream { message: String },
+    /// A speech job failed.
+    #[error(transparent)]
+    Speech(SpeechError),
+}
+
+impl From<Rejection> for HttpError {
+    fn from(r: Rejection) -> Self {
+        HttpError::Rejected(Box::new(r))
+    }
+}
+
+impl From<SpeechError> for HttpError {
+    fn from(e: SpeechError) -> Self {
+        match e {
+            SpeechError::Rejected(r) => r.into(),
+            other => HttpError::Speech(other),
+        }
+    }
+}
+
+impl HttpError {
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        HttpError::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Status, OpenAI `type` and `code`.
+    fn classify(&self) -> (StatusCode, &'static str, &'static str) {
+        use StatusCode as S;
+        const INVALID: &str = "invalid_request_error";
+        const SERVER: &str = "server_error";
+        match self {
+            HttpError::Rejected(r) => {
+                let status = rejection_status(r);
+                (status, kind_for(status), r.reason.code())
+            }
+            HttpError::BodyTooLarge(r) => (S::PAYLOAD_TOO_LARGE, INVALID, r.reason.code()),
+            HttpError::BadRequest { code, .. } => (S::BAD_REQUEST, INVALID, code),
+            HttpError::UploadTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, INVALID, "file_too_large"),
+            HttpError::Upstream { .. } => (
+                S::BAD_GATEWAY,
+                SERVER,
+                RejectReason::UpstreamUnavailable.code(),
+            ),
+            HttpError::Speech(e) => match e {
+                SpeechError::Audio(_) => (S::BAD_REQUEST, INVALID, "invalid_audio"),
+                SpeechError::Model(ModelError::Unknown { .. }) => {
+                    (S::BAD_REQUEST, INVALID, "model_not_found")
+                }
+                SpeechError::Model(_) => (S::SERVICE_UNAVAILABLE, SERVER, "model_not_installed"),
+                SpeechError::Asr(AsrError::UnknownLanguage(_)) => {
+                    (S::BAD_REQUEST, INVALID, "invalid_language")
+                }
+                SpeechError::Asr(AsrError::Cancelled) | SpeechError::Tts(TtsError::Cancelled) => {
+                    (S::REQUEST_TIMEOUT, SERVER, "cancelled")
+                }
+                SpeechError::Tts(TtsError::UnknownVoice { .. } | TtsError::EmptyText) => {
+                    (S::BAD_REQUEST, INVALID, "invalid_voice_or_input")
+                }
+                SpeechError::Rejected(r) => {
+                    let status = rejection_status(r);
+                    (status, kind_for(status), r.reason.code())
+                }
+                _ => (S::INTERNAL_SERVER_ERROR, SERVER, "engine_failed"),
+            },
+        }
+    }
+
+    fn rejection(&self) -> Option<&Rejection> {
+        match self {
+            HttpError::Rejected(r) | HttpError::BodyTooLarge(r) => Some(r),
+            HttpError::Speech(SpeechError::Rejected(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The OpenAI-shaped body.
+    pub fn body(&self) -> Value {
+        let (_, kind, code) = self.classify();
+        let mut error = json!({
+            "message": self.to_string(),
+            "type": kind,
+            "param": null,
+            "code": code,
+        });
+        if let Some(r) = self.rejection() {
+            let mut headroom = serde_json::to_value(r).expect("a rejection serializes");
+            headroom["actions"] =
+                serde_json::to_value(r.suggested_actions()).expect("actions serialize");
+            error["headroom"] = headroom;
+        }
+        json!({ "error": error })
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.classify().0
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let mut resp = (self.status(), Json(self.body())).into_response();
+        if let Some(after) = self
+            .rejection()
+            .filter(|r| r.is_retryable())
+            .and_then(|r| r.retry_after)
+        {
+            let secs = after.as_secs_f64().ceil().max(1.0) as u64;
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}
+
+fn kind_for(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::TOO_MANY_REQUESTS => "rate_limit_error",
+        StatusCode::BAD_REQUEST => "invalid_request_error",
+        StatusCode::GATEWAY_TIMEOUT => "timeout_error",
+        _ => "server_error",
+    }
+}
+
+/// The HTTP status a rejection maps to.
+pub fn rejection_status(r: &Rejection) -> StatusCode {
+    match r.reason {
+        RejectReason::TextLaneFull
+        | RejectReason::AudioLaneFull
+        | RejectReason::GpuMemoryPressure => StatusCode::TOO_MANY_REQUESTS,
+        RejectReason::DeadlineExceeded if r.deadline == Some(DeadlineKind::QueueWait) => {
+            StatusCode::TOO_MANY_REQUESTS
+        }
+        RejectReason::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+        RejectReason::InputTooLong => StatusCode::BAD_REQUEST,
+        RejectReason::UpstreamUnavailable
+        | RejectReason::UpstreamError
+        | RejectReason::UnusableReply => StatusCode::BAD_GATEWAY,
+        RejectReason::UpstreamBusy | RejectReason::AudioPriority => StatusCode::SERVICE_UNAVAILABLE,
+        RejectReason::Cancelled => StatusCode::REQUEST_TIMEOUT,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_core::admission::Lane;
+    use std::time::Duration;
+
+    #[test]
+    fn overload_maps_to_429_with_retry_after_and_reason_code() {
+        let r = Rejection::new(Lane::Text, RejectReason::TextLaneFull)
+            .with_retry_after(Some(Duration::from_millis(1500)));
+        let error = HttpError::from(r);
+        let body = error.body();
+        assert_eq!(body["error"]["code"], "text_lane_full");
+        assert_eq!(body["error"]["type"], "rate_limit_error");
+        assert_eq!(body["error"]["headroom"]["retry_after_ms"], 1500);
+        assert!(body["error"]["headroom"]["actions"].is_array());
+        let resp = error.into_response();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers()[header::RETRY_AFTER], "2");
+    }
+
+    #[test]
+    fn a_rejected_speech_job_renders_as_the_rejection() {
+        let r = Rejection::new(Lane::Audio, RejectReason::AudioLaneFull);
+        let error = HttpError::from(SpeechError::Rejected(r));
+        assert!(matches!(error, HttpError::Rejected(_)));
+        assert_eq!(error.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(error.body()["error"]["code"], "audio_lane_full");
+    }
+
+    #[test]
+    fn plain_errors_have_no_retry_after_and_no_rejection() {
+        let resp = HttpError::bad_request("invalid_json", "not JSON").into_response();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        assert!(resp.headers().get(header::RETRY_AFTER).is_none());
+        let body = HttpError::bad_request("invalid_json", "not JSON").body();
+        assert_eq!(body["error"]["message"], "not JSON");
+        assert!(body["error"].get("headroom").is_none());
+    }
+
+    #[test]
+    fn statuses_by_reason() {
+        let status = |reason, deadline| {
+            let mut r = Rejection::new(Lane::Text, reason);
+            r.deadline = deadline;
+            rejection_status(&r)
+        };
+        assert_eq!(
+            status(RejectReason::InputTooLong, None),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            status(RejectReason::UpstreamUnavailable, None),
+            StatusCode::BAD_GATEWAY
+        );
+        assert_eq!(
+            status(RejectReason::UpstreamBusy, None),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            status(
+                RejectReason::DeadlineExceeded,
+                Some(DeadlineKind::FirstChunk)
+            ),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        assert_eq!(
+            status(
+                RejectReason::DeadlineExceeded,
+                Some(DeadlineKind::QueueWait)
+            ),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! What the handlers share: borrowed from the process's [`Services`], so the chat endpoint's
+//! text lane yields to the very audio lane the speech endpoints run on.
+
+use headroom_core::lanes::TextLane;
+use headroom_core::metrics::Metrics;
+use headroom_services::speech::SpeechService;
+use headroom_services::{Services, ServicesError};
+use std::sync::Arc;
+
+pub struct ServerState {
+    pub text_lane: TextLane,
+    /// The embedded speech engines on the services' audio lane.
+    pub speech: Arc<SpeechService>,
+    pub metrics: Arc<Metrics>,
+    pub max_body_bytes: usize,
+    /// Largest audio upload for transcription.
+    pub max_upload_bytes: usize,
+}
+
+impl ServerState {
+    /// The server `headroom serve` runs: the configured upstream's shared text lane.
+    pub fn from_services(services: &Services) -> Result<ServerState, ServicesError> {
+        Ok(Self::with_text_lane(
+            services,
+            services.default_text_lane()?,
+        ))
+    }
+
+    /// A server in front of `text_lane` (one of `services`' lanes, e.g. a benchmark's
+    /// dedicated lane), with the services' speech, metrics and limits.
+    pub fn with_text_lane(services: &Services, text_lane: TextLane) -> ServerState {
+        let limits = services.config().server;
+        ServerState {
+            text_lane,
+            speech: services.speech().clone(),
+            metrics: services.metrics().clone(),
+            max_body_bytes: limits.max_body_bytes,
+            max_upload_bytes: limits.max_upload_bytes,
+        }
+    }
+}

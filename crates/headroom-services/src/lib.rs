@@ -1,0 +1,436 @@
+//! The composition root: [`Services`] is built once per process from the loaded
+//! [`Config`] and the [`Environment`] the binary read, and owns what every front end shares —
+//! the metrics registry, the one audio lane, the speech engines on it, the GPU sampler and one
+//! text lane per upstream server. `headroom serve`, the CLI commands, the desktop app and the
+//! benchmarks borrow from it; none builds lanes of its own, so a text lane always yields to the
+//! same audio lane the speech endpoints run on.
+//!
+//! ```no_run
+//! use headroom_core::config::Config;
+//! use headroom_services::{Environment, Services};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let env = Environment::from_vars(|name| std::env::var_os(name));
+//! let config = Config::load(env.config_file.as_deref(), |n| std::env::var(n).ok())?;
+//! let services = Services::new(config, env);
+//! let text = services.text_lane("http://127.0.0.1:8000/v1")?;
+//! // An interactive transcription on `services.speech()` now makes `text` yield (rule `gate`).
+//! assert!(services.audio_lane().snapshot().occupancy.in_flight == 0);
+//! # drop(text);
+//! # Ok(()) }
+//! ```
+//!
+//! | item | for |
+//! |---|---|
+//! | [`Services`] | the shared lanes, speech, GPU sampler and metrics |
+//! | [`Environment`] | paths and programs, read from the process environment once, by the binary |
+//! | [`speech`] | speech jobs (transcribe, synthesize) scheduled on the audio lane |
+
+pub mod speech;
+
+use headroom_core::admission::MemoryGauge;
+use headroom_core::config::{Config, ConfigError};
+use headroom_core::lanes::{AudioLane, LaneEvent, LaneSnapshot, TextLane, TextLaneConfig};
+use headroom_core::llm::{ApiKey, LlmClient, LlmError};
+use headroom_core::metrics::Metrics;
+use headroom_gpu::{GpuSampler, ReplayReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
+use headroom_speech::asr::Transcriber;
+use headroom_speech::models;
+use headroom_speech::tts::{Espeak, Piper, Synthesizer, ESPEAK_PROGRAM};
+use serde::Serialize;
+use speech::{SpeechError, SpeechService};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// Voice names that select a neural voice model (`piper-joe`) rather than an espeak-ng voice.
+pub const NEURAL_VOICE_PREFIX: &str = "piper-";
+
+/// Where Headroom finds its files and helper programs, and the secrets it may send. The binary
+/// reads these from its environment once ([`Environment::from_vars`]); libraries never do.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    /// The config file named by `--config` or `HEADROOM_CONFIG`; `None`: the default file.
+    pub config_file: Option<PathBuf>,
+    /// `HEADROOM_MODELS_DIR`, else the platform data directory.
+    pub models_dir: PathBuf,
+    /// `HEADROOM_PROJECTS_DIR`, else the platform data directory.
+    pub projects_dir: PathBuf,
+    /// `HEADROOM_ESPEAK`, else `espeak-ng` on `PATH`.
+    pub espeak: String,
+    /// `HEADROOM_PYTHON`, else `python3`: runs pip for model installs.
+    pub python: String,
+    /// `HEADROOM_GPU_REPLAY`: a recorded GPU trace to show instead of NVML readings.
+    pub gpu_replay: Option<PathBuf>,
+    /// `HEADROOM_AUDIO_API_KEY`: the key for external speech servers (never the text model's).
+    pub audio_api_key: Option<ApiKey>,
+}
+
+impl Environment {
+    /// Resolves everything from `var` (the binary passes `std::env::var_os`); empty values count
+    /// as unset.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Environment {
+        let set = |name: &str| var(name).filter(|v| !v.is_empty());
+        let text = |name: &str| set(name).map(|v| v.to_string_lossy().into_owned());
+        Environment {
+            config_file: set("HEADROOM_CONFIG").map(PathBuf::from),
+            models_dir: set("HEADROOM_MODELS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(models::default_models_dir),
+            projects_dir: set("HEADROOM_PROJECTS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_projects_dir),
+            espeak: text("HEADROOM_ESPEAK").unwrap_or_else(|| ESPEAK_PROGRAM.into()),
+            python: text("HEADROOM_PYTHON").unwrap_or_else(|| "python3".into()),
+            gpu_replay: set("HEADROOM_GPU_REPLAY").map(PathBuf::from),
+            audio_api_key: text("HEADROOM_AUDIO_API_KEY").and_then(ApiKey::new),
+        }
+    }
+
+    /// The config file the app writes settings to: the named one, else the default.
+    pub fn config_file_to_write(&self) -> Option<PathBuf> {
+        self.config_file.clone().or_else(Config::default_path)
+    }
+}
+
+/// `~/.local/share/headroom/projects` on Linux (the platform data directory).
+pub fn default_projects_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "headroom")
+        .map(|d| d.data_dir().join("projects"))
+        .unwrap_or_else(|| PathBuf::from("headroom-projects"))
+}
+
+/// Why a shared service could not be had; each keeps its cause.
+#[derive(Debug, thiserror::Error)]
+pub enum ServicesError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("the text model's server at {url} cannot be used: {source}")]
+    Server {
+        url: String,
+        #[source]
+        source: LlmError,
+    },
+    #[error(transparent)]
+    Speech(#[from] SpeechError),
+}
+
+/// A lane's snapshot with the server it fronts (text lanes).
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneView {
+    pub server_url: Option<String>,
+    #[serde(flatten)]
+    pub snapshot: LaneSnapshot,
+}
+
+/// The GPU sampler as the text lanes' memory-pressure gate reads it.
+struct SampledGpuMemory(GpuSampler);
+
+impl MemoryGauge for SampledGpuMemory {
+    fn free_mib(&self) -> Option<f64> {
+        self.0.fresh_free_mib()
+    }
+    fn device(&self) -> String {
+        self.0.device().to_string()
+    }
+    fn period(&self) -> Duration {
+        self.0.period()
+    }
+}
+
+/// Everything the front ends share. Build it once ([`Services::new`]) and borrow it.
+pub struct Services {
+    config: Mutex<Config>,
+    env: Environment,
+    metrics: Arc<Metrics>,
+    audio_lane: AudioLane,
+    /// Embedded Whisper and espeak-ng on the audio lane.
+    speech: Arc<SpeechService>,
+    /// Neural voices, loaded on first use, on the same lane.
+    neural_voices: Mutex<HashMap<String, Arc<SpeechService>>>,
+    /// One text lane per server URL, so each server keeps its own bound.
+    text_lanes: Mutex<HashMap<String, TextLane>>,
+    lane_events: broadcast::Sender<LaneEvent>,
+    /// Started on first use: commands that never look at the GPU never start NVML.
+    gpu: OnceLock<GpuSampler>,
+    /// The runtime the lane-event forwarders run on (callers may come from other threads).
+    runtime: tokio::runtime::Handle,
+}
+
+impl Services {
+    /// Must be called inside a Tokio runtime, which then runs the lane-event forwarders.
+    pub fn new(config: Config, env: Environment) -> Arc<Services> {
+        let metrics = Arc::new(Metrics::new());
+        let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
+        let speech = Arc::new(SpeechService::new(
+            audio_lane.clone(),
+            env.models_dir.clone(),
+            Arc::new(Espeak::new(env.espeak.clone())),
+        ));
+        let (lane_events, _) = broadcast::channel(256);
+        let runtime = tokio::runtime::Handle::current();
+        forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
+        Arc::new(Services {
+            config: Mutex::new(config),
+            env,
+            metrics,
+            audio_lane,
+            speech,
+            neural_voices: Mutex::new(HashMap::new()),
+            text_lanes: Mutex::new(HashMap::new()),
+            lane_events,
+            gpu: OnceLock::new(),
+            runtime,
+        })
+    }
+
+    /// The settings now in force.
+    pub fn config(&self) -> Config {
+        self.config.lock().expect("config lock").clone()
+    }
+
+    pub fn env(&self) -> &Environment {
+        &self.env
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The one audio lane every audio job runs on.
+    pub fn audio_lane(&self) -> &AudioLane {
+        &self.audio_lane
+    }
+
+    /// The embedded speech engines (Whisper, espeak-ng) on the audio lane.
+    pub fn speech(&self) -> &Arc<SpeechService> {
+        &self.speech
+    }
+
+    /// Speech on the same lane with other engines (an external server by URL), sharing the
+    /// loaded embedded models for whatever is not replaced.
+    pub fn speech_using(
+        &self,
+        transcriber: Option<Arc<dyn Transcriber>>,
+        synthesizer: Option<Arc<dyn Synthesizer>>,
+    ) -> Arc<SpeechService> {
+        let mut service = self
+            .speech
+            .with_synthesizer(self.speech.synthesizer().clone());
+        if let Some(engine) = transcriber {
+            service = service.with_transcriber(engine);
+        }
+        if let Some(engine) = synthesizer {
+            service = service.with_synthesizer(engine);
+        }
+        Arc::new(service)
+    }
+
+    /// The speech service that speaks `voice`, and the voice name to pass it: a neural voice
+    /// (`piper-joe`) gets its own engine, loaded once; anything else is an espeak-ng voice.
+    pub fn speech_for_voice(
+        &self,
+        voice: Option<&str>,
+    ) -> Result<(Arc<SpeechService>, Option<String>), ServicesError> {
+        let Some(model) = voice.filter(|v| v.starts_with(NEURAL_VOICE_PREFIX)) else {
+            return Ok((self.speech.clone(), voice.map(str::to_string)));
+        };
+        let mut cache = self.neural_voices.lock().expect("voices lock");
+        if let Some(service) = cache.get(model) {
+            return Ok((service.clone(), None));
+        }
+        models::spec(model).map_err(SpeechError::from)?;
+        let dir = models::locate(&self.env.models_dir, model).map_err(SpeechError::from)?;
+        let name = &model[NEURAL_VOICE_PREFIX.len()..];
+        let piper = Piper::load(&dir, name, &self.env.espeak).map_err(SpeechError::from)?;
+        let service = Arc::new(self.speech.with_synthesizer(Arc::new(piper)));
+        cache.insert(model.to_string(), service.clone());
+        Ok((service, None))
+    }
+
+    /// Device memory readings (NVML, or the replay named by `HEADROOM_GPU_REPLAY`), started on
+    /// first use.
+    pub fn gpu(&self) -> &GpuSampler {
+        self.gpu.get_or_init(|| gpu_sampler(&self.env))
+    }
+
+    /// Occupancy, rejections and completions of every lane, as they happen.
+    pub fn subscribe_lanes(&self) -> broadcast::Receiver<LaneEvent> {
+        self.lane_events.subscribe()
+    }
+
+    /// A client for `url` with the configured key.
+    pub fn client(&self, url: &str) -> Result<LlmClient, ServicesError> {
+        LlmClient::new(url, self.config().llm.api_key()).map_err(|source| ServicesError::Server {
+            url: url.to_string(),
+            source,
+        })
+    }
+
+    /// The text lane in front of `url`, created on first use: it yields to the audio lane's
+    /// interactive jobs and, when `text_lane.audio_headroom_mib` is set, refuses new work under
+    /// GPU memory pressure.
+    pub fn text_lane(&self, url: &str) -> Result<TextLane, ServicesError> {
+        let mut lanes = self.text_lanes.lock().expect("lanes lock");
+        if let Some(lane) = lanes.get(url) {
+            return Ok(lane.clone());
+        }
+        let lane = self.dedicated_text_lane(self.client(url)?, self.config().text_lane()?);
+        lanes.insert(url.to_string(), lane.clone());
+        Ok(lane)
+    }
+
+    /// The text lane in front of the configured server (`llm.url`).
+    pub fn default_text_lane(&self) -> Result<TextLane, ServicesError> {
+        self.text_lane(&self.config().llm.url)
+    }
+
+    /// A text lane with limits of its own (a benchmark's), not shared with other callers but
+    /// wired like every other: beside the one audio lane, reporting to the same metrics and
+    /// lane events, with the GPU gate when its config asks for one.
+    pub fn dedicated_text_lane(&self, client: LlmClient, config: TextLaneConfig) -> TextLane {
+        let gauge = config
+            .audio_headroom_mib
+            .map(|_| Arc::new(SampledGpuMemory(self.gpu().clone())) as Arc<dyn MemoryGauge>);
+        let lane = TextLane::guarded(
+            client,
+            config,
+            self.metrics.clone(),
+            self.audio_lane.activity(),
+            gauge,
+        );
+        forward_events(&self.runtime, lane.subscribe(), self.lane_events.clone());
+        lane
+    }
+
+    /// Applies new settings (checked first). Text lanes are rebuilt with the new limits on
+    /// next use; requests already running keep their slots until they end.
+    pub fn replace_config(&self, new: Config) -> Result<(), ServicesError> {
+        new.text_lane()?;
+        new.retry()?;
+        LlmClient::new(&new.llm.url, None).map_err(|source| ServicesError::Server {
+            url: new.llm.url.clone(),
+            source,
+        })?;
+        *self.config.lock().expect("config lock") = new;
+        self.text_lanes.lock().expect("lanes lock").clear();
+        Ok(())
+    }
+
+    /// Every lane's current state: the audio lane, then each shared text lane in use (at
+    /// least the configured server's).
+    pub fn lanes(&self) -> Result<Vec<LaneView>, ServicesError> {
+        self.default_text_lane()?;
+        let mut views = vec![LaneView {
+            server_url: None,
+            snapshot: self.audio_lane.snapshot(),
+        }];
+        let lanes = self.text_lanes.lock().expect("lanes lock");
+        let mut urls: Vec<&String> = lanes.keys().collect();
+        urls.sort();
+        for url in urls {
+            views.push(LaneView {
+                server_url: Some(url.clone()),
+                snapshot: lanes[url].snapshot(),
+            });
+        }
+        Ok(views)
+    }
+}
+
+/// NVML, or a recorded trace (for demonstrations and UI tests on machines without a GPU; the
+/// panel says it is a replay).
+fn gpu_sampler(env: &Environment) -> GpuSampler {
+    if let Some(path) = &env.gpu_replay {
+        match ReplayReader::open(path) {
+            Ok(reader) => {
+                return GpuSampler::with_reader(reader, DEFAULT_PERIOD, DEFAULT_CAPACITY, true)
+            }
+            Err(e) => tracing::error!("HEADROOM_GPU_REPLAY ignored: {e}"),
+        }
+    }
+    GpuSampler::start(DEFAULT_PERIOD, DEFAULT_CAPACITY)
+}
+
+fn forward_events(
+    runtime: &tokio::runtime::Handle,
+    mut from: broadcast::Receiver<LaneEvent>,
+    to: broadcast::Sender<LaneEvent>,
+) {
+    runtime.spawn(async move {
+        loop {
+            match from.recv().await {
+                Ok(event) => {
+                    let _ = to.send(event);
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_core::admission::{Priority, RejectReason};
+    use headroom_core::llm::{ChatMessage, ChatRequest};
+    use std::ffi::OsString;
+
+    fn env() -> Environment {
+        Environment::from_vars(|name| match name {
+            "HEADROOM_MODELS_DIR" => Some(OsString::from("/nonexistent/models")),
+            "HEADROOM_ESPEAK" => Some(OsString::from("")),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn the_environment_is_resolved_from_the_lookup_given() {
+        let env = env();
+        assert_eq!(env.models_dir, PathBuf::from("/nonexistent/models"));
+        assert_eq!(env.espeak, "espeak-ng", "an empty value counts as unset");
+        assert_eq!(env.python, "python3");
+        assert!(env.config_file.is_none() && env.audio_api_key.is_none());
+    }
+
+    #[tokio::test]
+    async fn every_text_lane_yields_to_the_one_audio_lane() {
+        let services = Services::new(Config::default(), env());
+        // Nothing listens on port 9: the gate refuses before any request would be sent.
+        let lane = services.text_lane("http://127.0.0.1:9/v1").unwrap();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let audio = services.audio_lane().clone();
+        let job = tokio::spawn(async move {
+            audio
+                .run(Priority::Interactive, Default::default(), move |_| {
+                    let _ = started_tx.send(());
+                    let _ = release_rx.recv();
+                })
+                .await
+        });
+        started_rx.await.unwrap();
+        let request = ChatRequest::new(vec![ChatMessage::new("user", "hello")]);
+        let refused = lane.submit(request).await.err().expect("refused");
+        assert_eq!(refused.reason, RejectReason::AudioPriority);
+        assert_eq!(
+            services.metrics().rejections(
+                headroom_core::admission::Lane::Text,
+                RejectReason::AudioPriority
+            ),
+            1
+        );
+        release_tx.send(()).unwrap();
+        job.await.unwrap().unwrap();
+        // The same lane is handed out again for the same server.
+        let again = services.text_lane("http://127.0.0.1:9/v1").unwrap();
+        assert_eq!(
+            again.snapshot().rejected_total,
+            lane.snapshot().rejected_total
+        );
+    }
+}

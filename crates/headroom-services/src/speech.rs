@@ -1,0 +1,208 @@
+//! Speech jobs on the audio lane: transcription and synthesis with the embedded engines,
+//! shared by the CLI, `headroom serve` and the desktop app. Loaded models are kept, so the
+//! second job on a model does not load it again.
+
+use headroom_core::admission::{Priority, Rejection};
+use headroom_core::lanes::AudioLane;
+use headroom_speech::asr::whisper::WhisperEngine;
+use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript};
+use headroom_speech::audio::{decode_bytes, Audio, AudioError, DecodeLimits};
+use headroom_speech::models::{self, ModelError};
+use headroom_speech::tts::{Synthesizer, TtsError};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Why a speech job failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SpeechError {
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Asr(#[from] AsrError),
+    #[error(transparent)]
+    Tts(#[from] TtsError),
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+}
+
+/// Audio to transcribe: a file's bytes and a name for messages.
+#[derive(Clone)]
+pub struct AudioInput {
+    pub bytes: Vec<u8>,
+    /// Shown in errors, and its extension hints the format.
+    pub name: PathBuf,
+}
+
+impl AudioInput {
+    pub fn from_file(path: &std::path::Path) -> Result<AudioInput, SpeechError> {
+        let bytes = std::fs::read(path).map_err(|e| AudioError::Read {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(AudioInput {
+            bytes,
+            name: path.to_path_buf(),
+        })
+    }
+}
+
+type EngineCache = Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>;
+
+/// Where a transcription job gets its engine: decided before the job queues, loaded (for an
+/// embedded model) on the worker thread.
+enum EngineSource {
+    Remote(Arc<dyn Transcriber>),
+    Embedded {
+        cache: EngineCache,
+        model: String,
+        dir: PathBuf,
+    },
+}
+
+/// The embedded speech engines behind the audio lane.
+pub struct SpeechService {
+    lane: AudioLane,
+    transcribers: EngineCache,
+    synthesizer: Arc<dyn Synthesizer>,
+    limits: DecodeLimits,
+    models_dir: PathBuf,
+    /// An external transcription server, used instead of the embedded models when set.
+    remote_transcriber: Option<Arc<dyn Transcriber>>,
+}
+
+impl SpeechService {
+    /// Embedded Whisper models from `models_dir` and `synthesizer`, on `lane`. Front ends get
+    /// theirs from [`crate::Services`], which keeps every one on its single audio lane.
+    pub fn new(lane: AudioLane, models_dir: PathBuf, synthesizer: Arc<dyn Synthesizer>) -> Self {
+        SpeechService {
+            lane,
+            transcribers: Arc::new(Mutex::new(HashMap::new())),
+            synthesizer,
+            limits: DecodeLimits::default(),
+            models_dir,
+            remote_transcriber: None,
+        }
+    }
+
+    /// The same engines and lane, transcribing with `engine` (e.g. a
+    /// [`headroom_speech::remote::RemoteTranscriber`]) instead of the embedded models.
+    pub fn with_transcriber(&self, engine: Arc<dyn Transcriber>) -> Self {
+        SpeechService {
+            remote_transcriber: Some(engine),
+            ..self.sharing_models()
+        }
+    }
+
+    /// The same lane and loaded models, synthesizing with `engine` instead.
+    pub fn with_synthesizer(&self, engine: Arc<dyn Synthesizer>) -> Self {
+        SpeechService {
+            synthesizer: engine,
+            ..self.sharing_models()
+        }
+    }
+
+    fn sharing_models(&self) -> Self {
+        SpeechService {
+            lane: self.lane.clone(),
+            transcribers: self.transcribers.clone(),
+            synthesizer: self.synthesizer.clone(),
+            limits: self.limits,
+            models_dir: self.models_dir.clone(),
+            remote_transcriber: self.remote_transcriber.clone(),
+        }
+    }
+
+    pub fn lane(&self) -> &AudioLane {
+        &self.lane
+    }
+
+    pub fn synthesizer(&self) -> &Arc<dyn Synthesizer> {
+        &self.synthesizer
+    }
+
+    /// The loaded engine for a model, loading it (on the calling thread) the first time.
+    fn transcriber(
+        cache: &Mutex<HashMap<String, Arc<WhisperEngine>>>,
+        model: &str,
+        dir: &std::path::Path,
+    ) -> Result<Arc<WhisperEngine>, SpeechError> {
+        if let Some(engine) = cache.lock().expect("model cache lock").get(model) {
+            return Ok(engine.clone());
+        }
+        let engine = Arc::new(WhisperEngine::load(dir, model)?);
+        cache
+            .lock()
+            .expect("model cache lock")
+            .insert(model.to_string(), engine.clone());
+        Ok(engine)
+    }
+
+    /// Decodes, resamples and transcribes on the audio lane. `progress` gets 0.0..=1.0.
+    pub async fn transcribe(
+        &self,
+        input: AudioInput,
+        model: &str,
+        options: TranscribeOptions,
+        priority: Priority,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<Transcript, SpeechError> {
+        // The engine: the external server, or an embedded model (a missing one is reported at
+        // once, before the job waits for a slot).
+        let source = match &self.remote_transcriber {
+            Some(remote) => EngineSource::Remote(remote.clone()),
+            None => {
+                let model = models::spec(model)?.name.to_string();
+                let dir = models::locate(&self.models_dir, &model)?;
+                EngineSource::Embedded {
+                    cache: self.transcribers.clone(),
+                    model,
+                    dir,
+                }
+            }
+        };
+        let limits = self.limits;
+        let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
+            let extension = input
+                .name
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_string);
+            let audio: Audio =
+                decode_bytes(input.bytes, extension.as_deref(), &input.name, limits)?;
+            let audio = audio.to_16k()?;
+            let engine: Arc<dyn Transcriber> = match source {
+                EngineSource::Remote(remote) => remote,
+                EngineSource::Embedded { cache, model, dir } => {
+                    Self::transcriber(&cache, &model, &dir)?
+                }
+            };
+            Ok(engine.transcribe(&audio.samples, &options, &*progress, cancel)?)
+        };
+        match self.lane.run(priority, cancel, job).await {
+            Ok(result) => result,
+            Err(rejection) => Err(rejection.into()),
+        }
+    }
+
+    /// Synthesizes speech on the audio lane.
+    pub async fn synthesize(
+        &self,
+        text: String,
+        voice: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<Audio, SpeechError> {
+        let synthesizer = self.synthesizer.clone();
+        let job = move |cancel: &CancellationToken| {
+            synthesizer.synthesize(&text, voice.as_deref(), cancel)
+        };
+        match self.lane.run(Priority::Interactive, cancel, job).await {
+            Ok(result) => Ok(result?),
+            Err(rejection) => Err(rejection.into()),
+        }
+    }
+}

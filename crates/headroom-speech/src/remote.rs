@@ -1,0 +1,307 @@
+//! External speech servers that speak OpenAI's audio API, plugged in by URL:
+//! `POST /v1/audio/transcriptions` and `POST /v1/audio/speech` (another `headroom serve`,
+//! openedai-speech, a Whisper server, Chatterbox's OpenAI route, ...).
+//!
+//! The traits are synchronous (engines run on the audio lane's worker thread), so these
+//! backends drive their HTTP calls on the runtime they were created in.
+
+use crate::asr::{AsrError, Segment, TranscribeOptions, Transcriber, Transcript};
+use crate::audio::{decode_bytes, wav_bytes, Audio, AudioError, DecodeLimits};
+use crate::tts::{Synthesizer, TtsError, Voice};
+use headroom_base::openai::{ApiError, ApiKey};
+use serde_json::Value;
+use std::future::Future;
+use std::path::Path;
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+/// Why a remote speech server could not be used; each keeps its cause.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("invalid speech server URL {url:?}: {source}")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("remote speech backends are created inside the async runtime")]
+    NoRuntime,
+    #[error("cannot reach {url}: {source}")]
+    Unreachable {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{url} answered HTTP {status}: {}", .error.message)]
+    Status {
+        url: String,
+        status: u16,
+        error: Box<ApiError>,
+    },
+    #[error("{url} sent an unreadable answer: {source}")]
+    Unreadable {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the audio from {url} cannot be decoded: {source}")]
+    BadAudio {
+        url: String,
+        #[source]
+        source: AudioError,
+    },
+}
+
+struct Remote {
+    base: Url,
+    http: reqwest::Client,
+    api_key: Option<ApiKey>,
+    model: String,
+    runtime: Handle,
+}
+
+impl Remote {
+    fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Remote, RemoteError> {
+        let mut base = Url::parse(base_url.trim()).map_err(|source| RemoteError::InvalidUrl {
+            url: base_url.to_string(),
+            source,
+        })?;
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let runtime = Handle::try_current().map_err(|_| RemoteError::NoRuntime)?;
+        Ok(Remote {
+            base,
+            http: reqwest::Client::new(),
+            api_key,
+            model: model.to_string(),
+            runtime,
+        })
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.post(self.base.join(path).expect("relative path"));
+        match &self.api_key {
+            Some(key) => req.bearer_auth(key.expose()),
+            None => req,
+        }
+    }
+
+    /// Runs `request` on the runtime from this worker thread, giving up when `cancel` fires.
+    fn block_on<T>(
+        &self,
+        cancel: &CancellationToken,
+        request: impl Future<Output = Result<T, RemoteError>>,
+    ) -> Option<Result<T, RemoteError>> {
+        self.runtime.block_on(async {
+            tokio::select! {
+                r = request => Some(r),
+                _ = cancel.cancelled() => None,
+            }
+        })
+    }
+}
+
+async fn checked(
+    resp: Result<reqwest::Response, reqwest::Error>,
+    url: &Url,
+) -> Result<reqwest::Response, RemoteError> {
+    let resp = resp.map_err(|source| RemoteError::Unreachable {
+        url: url.to_string(),
+        source,
+    })?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let body = resp.text().await.unwrap_or_default();
+    Err(RemoteError::Status {
+        url: url.to_string(),
+        status: status.as_u16(),
+        error: Box::new(ApiError::from_body(&body)),
+    })
+}
+
+/// Transcription by an OpenAI-compatible server.
+pub struct RemoteTranscriber {
+    remote: Remote,
+}
+
+impl RemoteTranscriber {
+    /// `base_url` like `http://127.0.0.1:8089/v1`; `model` is sent as the request's `model`.
+    pub fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Self, RemoteError> {
+        Ok(RemoteTranscriber {
+            remote: Remote::new(base_url, model, api_key)?,
+        })
+    }
+}
+
+impl Transcriber for RemoteTranscriber {
+    fn name(&self) -> &str {
+        &self.remote.model
+    }
+
+    fn transcribe(
+        &self,
+        samples: &[f32],
+        options: &TranscribeOptions,
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        let wav = wav_bytes(&Audio {
+            samples: samples.to_vec(),
+            sample_rate: 16_000,
+        });
+        let url = self
+            .remote
+            .base
+            .join("audio/transcriptions")
+            .expect("relative path");
+        let mut form = reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(wav)
+                    .file_name("audio.wav")
+                    .mime_str("audio/wav")
+                    .expect("valid mime"),
+            )
+            .text("model", self.remote.model.clone())
+            .text("response_format", "verbose_json");
+        if let Some(language) = &options.language {
+            form = form.text("language", language.clone());
+        }
+        let request = async {
+            let resp = checked(
+                self.remote
+                    .post("audio/transcriptions")
+                    .multipart(form)
+                    .send()
+                    .await,
+                &url,
+            )
+            .await?;
+            resp.json::<Value>()
+                .await
+                .map_err(|source| RemoteError::Unreadable {
+                    url: url.to_string(),
+                    source,
+                })
+        };
+        let body = match self.remote.block_on(cancel, request) {
+            None => return Err(AsrError::Cancelled),
+            Some(r) => r?,
+        };
+        progress(1.0);
+        let duration = samples.len() as f64 / 16_000.0;
+        let segments = match body.get("segments").and_then(Value::as_array) {
+            Some(list) => list
+                .iter()
+                .map(|s| Segment {
+                    start: s["start"].as_f64().unwrap_or(0.0),
+                    end: s["end"].as_f64().unwrap_or(duration),
+                    text: s["text"].as_str().unwrap_or("").trim().to_string(),
+                })
+                .collect(),
+            // A server that only answers `text`: one segment for the whole clip.
+            None => vec![Segment {
+                start: 0.0,
+                end: duration,
+                text: body["text"].as_str().unwrap_or("").trim().to_string(),
+            }],
+        };
+        Ok(Transcript {
+            language: body["language"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| options.language.clone()),
+            duration,
+            segments,
+        })
+    }
+}
+
+/// Speech synthesis by an OpenAI-compatible server.
+pub struct RemoteSynthesizer {
+    remote: Remote,
+}
+
+impl RemoteSynthesizer {
+    pub fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Self, RemoteError> {
+        Ok(RemoteSynthesizer {
+            remote: Remote::new(base_url, model, api_key)?,
+        })
+    }
+}
+
+impl Synthesizer for RemoteSynthesizer {
+    fn name(&self) -> &str {
+        &self.remote.model
+    }
+
+    /// OpenAI's API has no voice list; these are the names its servers accept.
+    fn voices(&self) -> Result<Vec<Voice>, TtsError> {
+        Ok(["alloy", "echo", "fable", "onyx", "nova", "shimmer"]
+            .iter()
+            .map(|v| Voice {
+                id: v.to_string(),
+                language: "en".into(),
+                name: v.to_string(),
+            })
+            .collect())
+    }
+
+    fn synthesize(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        if text.trim().is_empty() {
+            return Err(TtsError::EmptyText);
+        }
+        let url = self
+            .remote
+            .base
+            .join("audio/speech")
+            .expect("relative path");
+        let body = serde_json::json!({
+            "model": self.remote.model,
+            "input": text,
+            "voice": voice.unwrap_or("alloy"),
+            "response_format": "wav",
+        });
+        let request = async {
+            let resp = checked(
+                self.remote.post("audio/speech").json(&body).send().await,
+                &url,
+            )
+            .await?;
+            resp.bytes()
+                .await
+                .map(|b| b.to_vec())
+                .map_err(|source| RemoteError::Unreadable {
+                    url: url.to_string(),
+                    source,
+                })
+        };
+        let bytes = match self.remote.block_on(cancel, request) {
+            None => return Err(TtsError::Cancelled),
+            Some(r) => r?,
+        };
+        decode_bytes(
+            bytes,
+            Some("wav"),
+            Path::new("the server's audio"),
+            DecodeLimits::default(),
+        )
+        .map_err(|source| {
+            RemoteError::BadAudio {
+                url: url.to_string(),
+                source,
+            }
+            .into()
+        })
+    }
+}

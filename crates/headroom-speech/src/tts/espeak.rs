@@ -1,0 +1,155 @@
+//! espeak-ng, run as a separate program (it is GPL-3.0; Headroom does not link it).
+
+use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
+use crate::audio::{decode_bytes, Audio, DecodeLimits};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use tokio_util::sync::CancellationToken;
+
+/// The espeak-ng engine.
+pub struct Espeak {
+    program: String,
+    /// Words per minute.
+    pub speed: u32,
+}
+
+/// The program run when none is configured.
+pub const ESPEAK_PROGRAM: &str = "espeak-ng";
+
+impl Default for Espeak {
+    fn default() -> Self {
+        Espeak::new(ESPEAK_PROGRAM)
+    }
+}
+
+impl Espeak {
+    /// espeak-ng run as `program` (a name on `PATH` or a path).
+    pub fn new(program: impl Into<String>) -> Self {
+        Espeak {
+            program: program.into(),
+            speed: 165,
+        }
+    }
+
+    /// The program this engine runs, for the phonemizer of neural voices.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    fn missing(&self, e: std::io::Error) -> TtsError {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TtsError::EngineMissing {
+                engine: "espeak-ng".into(),
+                hint: "install it (Debian/Ubuntu: apt-get install espeak-ng)".into(),
+            }
+        } else {
+            TtsError::Engine {
+                engine: "espeak-ng".into(),
+                message: e.to_string(),
+            }
+        }
+    }
+
+    fn speak_one(&self, text: &str, voice: &str) -> Result<Audio, TtsError> {
+        // A file, not --stdout: streamed WAV headers carry no length.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let wav = std::env::temp_dir().join(format!(
+            "headroom-espeak-{}-{}.wav",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let result = self.speak_to(text, voice, &wav);
+        let _ = std::fs::remove_file(&wav);
+        result
+    }
+
+    fn speak_to(&self, text: &str, voice: &str, wav: &Path) -> Result<Audio, TtsError> {
+        let mut child = Command::new(&self.program)
+            .args(["-b", "1", "-s", &self.speed.to_string(), "-v", voice, "-w"])
+            .arg(wav)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| self.missing(e))?;
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(text.as_bytes())
+            .map_err(|e| self.missing(e))?;
+        let output = child.wait_with_output().map_err(|e| self.missing(e))?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success()
+            || stderr.contains("Voice does not exist")
+            || stderr.contains("no voice")
+        {
+            if stderr.to_ascii_lowercase().contains("voice") {
+                return Err(TtsError::UnknownVoice {
+                    voice: voice.to_string(),
+                });
+            }
+            return Err(TtsError::Engine {
+                engine: "espeak-ng".into(),
+                message: stderr.trim().to_string(),
+            });
+        }
+        let bytes = std::fs::read(wav).map_err(|e| self.missing(e))?;
+        decode_bytes(
+            bytes,
+            Some("wav"),
+            Path::new("espeak-ng output"),
+            DecodeLimits::default(),
+        )
+        .map_err(|e| TtsError::Engine {
+            engine: "espeak-ng".into(),
+            message: e.to_string(),
+        })
+    }
+}
+
+impl Synthesizer for Espeak {
+    fn name(&self) -> &str {
+        "espeak-ng"
+    }
+
+    fn voices(&self) -> Result<Vec<Voice>, TtsError> {
+        let output = Command::new(&self.program)
+            .arg("--voices")
+            .output()
+            .map_err(|e| self.missing(e))?;
+        // Columns: Pty Language Age/Gender VoiceName File Other
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                (cols.len() >= 5).then(|| Voice {
+                    id: cols[1].to_string(),
+                    language: cols[1].to_string(),
+                    name: cols[3].replace('_', " "),
+                })
+            })
+            .collect())
+    }
+
+    fn synthesize(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        let voice = voice.unwrap_or("en-us");
+        synthesize_by_sentence(text, 250, cancel, |sentence| {
+            match self.speak_one(sentence, voice) {
+                Ok(clip) => Ok(Some(clip)),
+                // A sentence of only punctuation makes no sound: skip it.
+                Err(TtsError::Engine { message, .. }) if message.contains("contains no sound") => {
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+}

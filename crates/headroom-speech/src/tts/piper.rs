@@ -1,0 +1,180 @@
+//! A neural voice: Piper (VITS) models run by ONNX Runtime, loaded at run time from the
+//! library installed with the voice, so Headroom neither links nor bundles it. Text becomes
+//! IPA phonemes with espeak-ng (a separate process), phonemes become the model's ids.
+
+use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
+use crate::audio::Audio;
+use ort::session::Session;
+use ort::value::Tensor;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use tokio_util::sync::CancellationToken;
+
+const ENGINE: &str = "piper";
+
+fn engine_error(message: impl std::fmt::Display) -> TtsError {
+    TtsError::Engine {
+        engine: ENGINE.into(),
+        message: message.to_string(),
+    }
+}
+
+/// ONNX Runtime can be initialised once per process.
+static RUNTIME: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// A loaded Piper voice.
+pub struct Piper {
+    id: String,
+    session: Mutex<Session>,
+    sample_rate: u32,
+    espeak_voice: String,
+    /// espeak-ng, the phonemizer.
+    espeak_program: String,
+    ids: HashMap<char, Vec<i64>>,
+    scales: [f32; 3],
+}
+
+impl Piper {
+    /// Loads `voice.onnx`, `voice.onnx.json` and `libonnxruntime.so` from an installed voice;
+    /// phonemes come from espeak-ng run as `espeak_program`.
+    pub fn load(dir: &Path, id: &str, espeak_program: &str) -> Result<Piper, TtsError> {
+        let lib = dir.join("libonnxruntime.so");
+        RUNTIME
+            .get_or_init(|| {
+                ort::init_from(lib.display().to_string())
+                    .commit()
+                    .map(|_| ())
+                    .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", lib.display()))
+            })
+            .clone()
+            .map_err(engine_error)?;
+        let config_path = dir.join("voice.onnx.json");
+        let config: Value = std::fs::read_to_string(&config_path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .ok_or_else(|| engine_error(format!("cannot read {}", config_path.display())))?;
+        let mut ids = HashMap::new();
+        for (symbol, list) in config["phoneme_id_map"].as_object().into_iter().flatten() {
+            let (Some(c), Some(list)) = (symbol.chars().next(), list.as_array()) else {
+                continue;
+            };
+            ids.insert(c, list.iter().filter_map(Value::as_i64).collect());
+        }
+        let scale =
+            |key: &str, default: f64| config["inference"][key].as_f64().unwrap_or(default) as f32;
+        let session = Session::builder()
+            .and_then(|b| {
+                b.with_intra_threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            })
+            .and_then(|b| b.commit_from_file(dir.join("voice.onnx")))
+            .map_err(|e| {
+                engine_error(format!(
+                    "cannot load {}: {e}",
+                    dir.join("voice.onnx").display()
+                ))
+            })?;
+        Ok(Piper {
+            id: id.to_string(),
+            session: Mutex::new(session),
+            sample_rate: config["audio"]["sample_rate"].as_u64().unwrap_or(22_050) as u32,
+            espeak_voice: config["espeak"]["voice"]
+                .as_str()
+                .unwrap_or("en-us")
+                .to_string(),
+            espeak_program: espeak_program.to_string(),
+            ids,
+            scales: [
+                scale("noise_scale", 0.667),
+                scale("length_scale", 1.0),
+                scale("noise_w", 0.8),
+            ],
+        })
+    }
+
+    fn phonemes(&self, sentence: &str) -> Result<String, TtsError> {
+        let output = Command::new(&self.espeak_program)
+            .args(["-q", "--ipa", "-v", &self.espeak_voice])
+            .arg(sentence)
+            .output()
+            .map_err(|e| engine_error(format!("cannot run espeak-ng for phonemes: {e}")))?;
+        let mut ipa = String::from_utf8_lossy(&output.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        // espeak drops punctuation; the voice uses it for intonation and pauses.
+        if let Some(end) = sentence
+            .trim_end()
+            .chars()
+            .last()
+            .filter(|c| matches!(c, '.' | '?' | '!' | ','))
+        {
+            ipa.push(end);
+        }
+        Ok(ipa)
+    }
+
+    /// Piper's id sequence: start, then each phoneme followed by the pad, then end.
+    fn ids_of(&self, phonemes: &str) -> Vec<i64> {
+        let id = |c: char| self.ids.get(&c).cloned().unwrap_or_default();
+        let mut out = id('^');
+        out.extend(id('_'));
+        for c in phonemes.chars() {
+            if let Some(ids) = self.ids.get(&c) {
+                out.extend(ids);
+                out.extend(id('_'));
+            }
+        }
+        out.extend(id('$'));
+        out
+    }
+
+    fn speak_sentence(&self, sentence: &str) -> Result<Audio, TtsError> {
+        let ids = self.ids_of(&self.phonemes(sentence)?);
+        let n = ids.len();
+        let input = Tensor::from_array(([1usize, n], ids)).map_err(engine_error)?;
+        let lengths = Tensor::from_array(([1usize], vec![n as i64])).map_err(engine_error)?;
+        let scales = Tensor::from_array(([3usize], self.scales.to_vec())).map_err(engine_error)?;
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| engine_error("the voice session is poisoned"))?;
+        let outputs = session
+            .run(ort::inputs!["input" => input, "input_lengths" => lengths, "scales" => scales])
+            .map_err(engine_error)?;
+        let (_, samples) = outputs["output"]
+            .try_extract_tensor::<f32>()
+            .map_err(engine_error)?;
+        Ok(Audio {
+            samples: samples.to_vec(),
+            sample_rate: self.sample_rate,
+        })
+    }
+}
+
+impl Synthesizer for Piper {
+    fn name(&self) -> &str {
+        ENGINE
+    }
+
+    fn voices(&self) -> Result<Vec<Voice>, TtsError> {
+        Ok(vec![Voice {
+            id: self.id.clone(),
+            language: self.espeak_voice.clone(),
+            name: format!("{} (Piper, neural)", self.id),
+        }])
+    }
+
+    fn synthesize(
+        &self,
+        text: &str,
+        _voice: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        synthesize_by_sentence(text, 200, cancel, |sentence| {
+            self.speak_sentence(sentence).map(Some)
+        })
+    }
+}

