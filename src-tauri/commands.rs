@@ -17,14 +17,23 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tauri::{AppHandle, Emitter, State};
+use ts_rs::TS;
+
+/// What kind of failure a [`UiError`] is.
+#[derive(Debug, Clone, Copy, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum UiErrorKind {
+    /// A lane refused the work: `rejection` says why, `actions` what to offer.
+    Rejected,
+    Cancelled,
+    Error,
+}
 
 /// An error as the front end sees it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct UiError {
-    /// `rejected`, `cancelled` or `error`.
-    kind: &'static str,
+    kind: UiErrorKind,
     message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     rejection: Option<Box<Rejection>>,
     /// What the user can do about a rejection, in the order to offer them.
     actions: Vec<SuggestedAction>,
@@ -34,9 +43,9 @@ impl From<WorkstationError> for UiError {
     fn from(e: WorkstationError) -> Self {
         let rejection = e.rejection().cloned().map(Box::new);
         let kind = match (&e, &rejection) {
-            (_, Some(_)) => "rejected",
-            (WorkstationError::Cancelled, _) => "cancelled",
-            _ => "error",
+            (_, Some(_)) => UiErrorKind::Rejected,
+            (WorkstationError::Cancelled, _) => UiErrorKind::Cancelled,
+            _ => UiErrorKind::Error,
         };
         UiError {
             kind,
@@ -70,7 +79,7 @@ async fn blocking<T: Send + 'static>(
 
 fn invalid(message: impl Into<String>) -> UiError {
     UiError {
-        kind: "error",
+        kind: UiErrorKind::Error,
         message: message.into(),
         rejection: None,
         actions: Vec::new(),
@@ -79,9 +88,9 @@ fn invalid(message: impl Into<String>) -> UiError {
 
 type Reply<T> = Result<T, UiError>;
 
-#[derive(Serialize)]
+#[derive(Serialize, TS)]
 pub struct AppInfo {
-    version: &'static str,
+    version: String,
     projects_dir: PathBuf,
     config_path: Option<PathBuf>,
     models_dir: PathBuf,
@@ -90,7 +99,7 @@ pub struct AppInfo {
 #[tauri::command]
 pub fn app_info(shell: State<'_, Shell>) -> AppInfo {
     AppInfo {
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").to_string(),
         projects_dir: shell.workstation.store().root().to_path_buf(),
         config_path: shell.workstation.config_path().map(PathBuf::from),
         models_dir: shell.workstation.services().env().models_dir.clone(),
@@ -147,10 +156,13 @@ pub async fn update_project_settings(
     Ok(project)
 }
 
-#[derive(Clone, Serialize)]
-struct JobProgress<'a> {
-    job: &'a str,
-    progress: f32,
+/// Progress of a long job (`job-progress`): a fraction, and for model installs the step.
+#[derive(Clone, Serialize, TS)]
+pub struct JobProgress {
+    pub job: String,
+    /// 0..=1.
+    pub progress: f32,
+    pub step: Option<String>,
 }
 
 #[tauri::command]
@@ -167,8 +179,9 @@ pub async fn transcribe(
         let _ = app.emit(
             events::JOB_PROGRESS,
             JobProgress {
-                job: &progress_job,
+                job: progress_job.clone(),
                 progress,
+                step: None,
             },
         );
     });
@@ -290,10 +303,11 @@ pub async fn save_copy(
     .await
 }
 
-#[derive(Clone, Serialize)]
-struct RecordLevel<'a> {
-    job: &'a str,
-    dbfs: f32,
+/// The input level while recording (`record-level`), in dBFS.
+#[derive(Clone, Serialize, TS)]
+pub struct RecordLevel {
+    pub job: String,
+    pub dbfs: f32,
 }
 
 /// Records until the job is cancelled (the Stop button) or `max_seconds`; returns the absolute
@@ -312,7 +326,7 @@ pub async fn record(
         let _ = app.emit(
             events::RECORD_LEVEL,
             RecordLevel {
-                job: &level_job,
+                job: level_job.clone(),
                 dbfs,
             },
         );
@@ -331,7 +345,7 @@ pub fn lanes(shell: State<'_, Shell>) -> Reply<Vec<LaneView>> {
 
 /// The GPU panel's state: the sampler's status and the readings kept so far (thinned to at
 /// most [`GPU_CHART_POINTS`]).
-#[derive(Serialize)]
+#[derive(Serialize, TS)]
 pub struct GpuView {
     status: SamplerStatus,
     samples: Vec<MemorySample>,
@@ -350,8 +364,9 @@ pub fn gpu_status(shell: State<'_, Shell>) -> GpuView {
     }
 }
 
-#[derive(Serialize, Clone)]
-struct GpuEvent {
+/// A GPU reading (`gpu`), or the no-GPU state.
+#[derive(Serialize, Clone, TS)]
+pub struct GpuEvent {
     status: SamplerStatus,
     latest: Option<MemorySample>,
 }
@@ -400,13 +415,6 @@ pub async fn models(shell: State<'_, Shell>) -> Reply<Vec<ModelView>> {
     blocking(&shell, |w| Ok(w.models())).await
 }
 
-#[derive(Clone, Serialize)]
-struct InstallProgress<'a> {
-    job: &'a str,
-    progress: f32,
-    step: String,
-}
-
 /// Installs a model; progress arrives as `job-progress` events with a `step` line.
 #[tauri::command]
 pub async fn install_model(
@@ -427,10 +435,10 @@ pub async fn install_model(
         };
         let _ = app.emit(
             events::JOB_PROGRESS,
-            InstallProgress {
-                job: &job,
+            JobProgress {
+                job: job.clone(),
                 progress,
-                step: line,
+                step: Some(line),
             },
         );
     });
@@ -446,9 +454,10 @@ fn reports_dir(shell: &Shell) -> PathBuf {
         .unwrap_or_else(|| projects.join("bench"))
 }
 
-#[derive(Clone, Serialize)]
-struct BenchProgress<'a> {
-    line: &'a str,
+/// A progress line of a running benchmark (`bench`).
+#[derive(Clone, Serialize, TS)]
+pub struct BenchProgress {
+    pub line: String,
 }
 
 /// Runs the serving harness against the app's server; progress lines arrive as `bench` events.
@@ -456,7 +465,12 @@ struct BenchProgress<'a> {
 pub async fn run_benchmark(app: AppHandle, shell: State<'_, Shell>) -> Reply<BenchmarkRun> {
     let dir = reports_dir(&shell);
     let progress = move |line: &str| {
-        let _ = app.emit(events::BENCH, BenchProgress { line });
+        let _ = app.emit(
+            events::BENCH,
+            BenchProgress {
+                line: line.to_string(),
+            },
+        );
     };
     Ok(shell.workstation.benchmark(&dir, &progress).await?)
 }

@@ -3,6 +3,7 @@
 //! workflow logic lives here, and nothing that touches a file or starts a process runs on the
 //! main thread.
 
+pub mod bindings;
 mod commands;
 mod jobs;
 
@@ -14,21 +15,85 @@ use std::sync::Arc;
 use std::time::Instant;
 use tauri::{Emitter, Manager};
 
-/// Event names the front end listens to.
-pub mod events {
-    /// A lane's occupancy changed, a request was rejected, or one finished.
-    pub const LANE: &str = "lane";
-    /// Progress of a long job: `{ job, progress }` with progress in 0..=1.
-    pub const JOB_PROGRESS: &str = "job-progress";
-    /// Streamed cleanup of a segment.
-    pub const CLEANUP: &str = "cleanup";
-    /// The input level while recording, in dBFS.
-    pub const RECORD_LEVEL: &str = "record-level";
-    /// A GPU memory reading (or the no-GPU state).
-    pub const GPU: &str = "gpu";
-    /// A progress line of a running benchmark.
-    pub const BENCH: &str = "bench";
+/// Declares the events the shell emits, each with its payload type, once: the constants the
+/// shell emits by, and the table the TypeScript bindings are generated from.
+macro_rules! events {
+    ($($(#[$doc:meta])* $constant:ident = $name:literal => $payload:ty),* $(,)?) => {
+        /// Event names the front end listens to.
+        pub mod events {
+            $($(#[$doc])* pub const $constant: &str = $name;)*
+        }
+
+        /// Each event's name and payload type, for the bindings.
+        fn event_payloads(cfg: &ts_rs::Config) -> Vec<(&'static str, String)> {
+            vec![$(($name, <$payload as ts_rs::TS>::name(cfg))),*]
+        }
+
+        /// The payload types' declarations, for the bindings.
+        fn event_declarations(cfg: &ts_rs::Config) -> Vec<String> {
+            vec![$(<$payload as ts_rs::TS>::decl(cfg)),*]
+        }
+    };
 }
+
+events! {
+    /// A lane's occupancy changed, a request was rejected, or one finished.
+    LANE = "lane" => headroom_core::lanes::LaneEvent,
+    /// Progress of a long job, in 0..=1 (model installs add the step).
+    JOB_PROGRESS = "job-progress" => commands::JobProgress,
+    /// Streamed cleanup of a segment.
+    CLEANUP = "cleanup" => headroom_workstation::workstation::SegmentCleanupEvent,
+    /// The input level while recording, in dBFS.
+    RECORD_LEVEL = "record-level" => commands::RecordLevel,
+    /// A GPU memory reading (or the no-GPU state).
+    GPU = "gpu" => commands::GpuEvent,
+    /// A progress line of a running benchmark.
+    BENCH = "bench" => commands::BenchProgress,
+}
+
+/// Declares the commands once: the handler Tauri dispatches by, and the names the TypeScript
+/// bindings list.
+macro_rules! commands {
+    ($($name:ident),* $(,)?) => {
+        /// Every command the web view may call.
+        pub const COMMAND_NAMES: &[&str] = &[$(stringify!($name)),*];
+
+        fn invoke_handler() -> impl Fn(tauri::ipc::Invoke<tauri::Wry>) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![$(commands::$name),*]
+        }
+    };
+}
+
+commands![
+    app_info,
+    app_ready,
+    list_projects,
+    create_project,
+    open_project,
+    rename_project,
+    delete_project,
+    update_project_settings,
+    transcribe,
+    cancel_job,
+    edit_segment,
+    clean_segment,
+    decide,
+    export_transcript,
+    list_voices,
+    synthesize,
+    play,
+    save_copy,
+    record,
+    lanes,
+    gpu_status,
+    get_settings,
+    save_settings,
+    test_connection,
+    models,
+    install_model,
+    run_benchmark,
+    open_report,
+];
 
 /// What the shell holds for the commands.
 pub struct Shell {
@@ -92,36 +157,7 @@ pub fn run() {
             commands::start_gpu_events(app.handle().clone(), shell.workstation.gpu().clone());
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::app_info,
-            commands::app_ready,
-            commands::list_projects,
-            commands::create_project,
-            commands::open_project,
-            commands::rename_project,
-            commands::delete_project,
-            commands::update_project_settings,
-            commands::transcribe,
-            commands::cancel_job,
-            commands::edit_segment,
-            commands::clean_segment,
-            commands::decide,
-            commands::export_transcript,
-            commands::list_voices,
-            commands::synthesize,
-            commands::play,
-            commands::save_copy,
-            commands::record,
-            commands::lanes,
-            commands::gpu_status,
-            commands::get_settings,
-            commands::save_settings,
-            commands::test_connection,
-            commands::models,
-            commands::install_model,
-            commands::run_benchmark,
-            commands::open_report,
-        ])
+        .invoke_handler(invoke_handler())
         .run(tauri::generate_context!())
         .expect("the desktop window could not start");
 }

@@ -5,7 +5,6 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import {
   api,
   asUiError,
-  on,
   type AppInfo,
   type GpuEvent,
   type GpuStatus,
@@ -14,6 +13,7 @@ import {
   type ProjectEntry,
   type UiError,
 } from "./api";
+import { useEvent } from "./hooks";
 import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
 import { LanesPanel } from "./panels/lanes";
 import { ErrorNotice } from "./rejection";
@@ -75,8 +75,10 @@ function App() {
     }
   }, []);
 
+  useEvent("lane", refreshLanes);
+  useEvent("gpu", onGpu);
+
   useEffect(() => {
-    const stops = [on("lane", refreshLanes), on<GpuEvent>("gpu", onGpu)];
     Promise.all([api.appInfo().then(setInfo), api.listProjects().then(setEntries), api.lanes().then(setLanes)])
       .then(() =>
         api.gpuStatus().then((view) => {
@@ -91,7 +93,6 @@ function App() {
           document.body.dataset.coldStartMs = String(ms);
         });
       });
-    return () => stops.forEach((s) => s.then((f) => f()));
   }, []);
 
   const openProject = (p: Project) => {

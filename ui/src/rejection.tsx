@@ -1,9 +1,10 @@
 // How a refusal looks where the user is working: what is busy, the limit, the position, a
 // retry countdown and the choices that apply.
 import { useEffect, useState } from "preact/hooks";
-import type { Rejection, UiError } from "./api";
+import type { RejectReason, Rejection, UiError } from "./api";
 
-const TITLES: Record<string, string> = {
+/** A title for every reason: the generated union makes a missing one a type error. */
+const TITLES: Record<RejectReason, string> = {
   text_lane_full: "Text lane full",
   audio_lane_full: "Audio lane full",
   input_too_long: "Input too long",
@@ -17,8 +18,8 @@ const TITLES: Record<string, string> = {
   cancelled: "Cancelled",
 };
 
-export function reasonTitle(reason: string): string {
-  return TITLES[reason] ?? reason;
+export function reasonTitle(reason: RejectReason): string {
+  return TITLES[reason];
 }
 
 export function occupancyLine(r: Rejection): string {
@@ -54,7 +55,7 @@ export function ErrorNotice(props: { scope: string; error: UiError } & NoticeAct
     retryAction && retryAction.action === "retry_after" ? Date.now() + retryAction.after_ms : null,
   );
   const left = useCountdown(retryAt);
-  const canQueue = r !== undefined && r.wait_limit > 0 && r.waiting < r.wait_limit;
+  const canQueue = r != null && r.wait_limit > 0 && r.waiting < r.wait_limit;
   const offersRules = error.actions.some((a) => a.action === "use_rule_based_cleanup");
   const offersServer = error.actions.some((a) => a.action === "check_server");
   return (

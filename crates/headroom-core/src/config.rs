@@ -13,6 +13,7 @@ use std::time::Duration;
 
 /// Where the text model's server is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSettings {
     /// Base URL of an OpenAI-compatible server, ending in `/v1`.
@@ -42,6 +43,7 @@ impl LlmSettings {
 
 /// The text lane's limits, as a person writes them (durations in seconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
 pub struct TextLaneSettings {
     pub max_in_flight: usize,
@@ -80,6 +82,7 @@ impl Default for TextLaneSettings {
 
 /// Cleanup defaults for requests that do not choose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
 pub struct CleanupSettings {
     pub mode: CleanupMode,
@@ -99,6 +102,7 @@ impl Default for CleanupSettings {
 
 /// `headroom serve`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerSettings {
     /// Loopback address only.
@@ -121,6 +125,7 @@ impl Default for ServerSettings {
 
 /// The audio lane's limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
 pub struct AudioLaneSettings {
     /// Heavy audio jobs at once.
@@ -142,6 +147,7 @@ impl Default for AudioLaneSettings {
 
 /// Everything configurable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub llm: LlmSettings,

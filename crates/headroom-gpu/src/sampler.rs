@@ -51,6 +51,7 @@ pub enum ReadError {
 
 /// One process's use of the device.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct ProcessMemory {
     pub pid: u32,
     /// `None` when the driver does not say (some containers and drivers).
@@ -59,6 +60,7 @@ pub struct ProcessMemory {
 
 /// One reading of a device.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct DeviceMemory {
     pub total_bytes: u64,
     pub used_bytes: u64,
@@ -231,6 +233,7 @@ impl MemoryReader for ReplayReader {
 
 /// A reading and when it was taken (milliseconds since the sampler started).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct MemorySample {
     /// Position in the sampler's sequence of readings (windows are cut by it).
     pub seq: u64,
@@ -275,6 +278,7 @@ pub struct MemoryWindow {
 
 /// Whether the sampler has a GPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SamplerStatus {
     Sampling {

@@ -120,6 +120,7 @@ pub enum ServicesError {
 
 /// A lane's snapshot with the server it fronts (text lanes).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct LaneView {
     pub server_url: Option<String>,
     #[serde(flatten)]

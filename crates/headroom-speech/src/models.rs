@@ -210,6 +210,7 @@ pub fn default_models_dir() -> PathBuf {
 
 /// Whether a model is installed and whole.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ModelStatus {
     Installed { path: PathBuf },

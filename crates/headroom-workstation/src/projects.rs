@@ -49,6 +49,7 @@ impl ProjectError {
 
 /// Per-project choices.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(default)]
 pub struct ProjectSettings {
     /// Send the transcript to the text model; when off, only the rule-based cleanup runs and no
@@ -78,6 +79,7 @@ impl Default for ProjectSettings {
 
 /// Where a cleanup suggestion came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum SuggestionSource {
     Llm,
@@ -86,6 +88,7 @@ pub enum SuggestionSource {
 
 /// The user's decision on a suggestion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     #[default]
@@ -96,6 +99,7 @@ pub enum Decision {
 
 /// A cleaned version of one segment, waiting for or holding the user's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Suggestion {
     pub text: String,
     pub source: SuggestionSource,
@@ -108,6 +112,7 @@ pub struct Suggestion {
 
 /// One transcript segment in a project.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct ProjectSegment {
     pub start: f64,
     pub end: f64,
@@ -129,6 +134,7 @@ impl ProjectSegment {
 
 /// A synthesized file kept in the project.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct SpeechTake {
     /// Relative to the project folder.
     pub file: String,
@@ -141,6 +147,7 @@ pub struct SpeechTake {
 
 /// The manifest, `project.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Project {
     pub format: u32,
     /// The folder's name; stable handle for the UI.
@@ -255,6 +262,7 @@ impl Project {
 
 /// A project as listed, or the reason it cannot be opened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ProjectEntry {
     Ok {

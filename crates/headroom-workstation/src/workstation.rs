@@ -94,6 +94,7 @@ impl WorkstationError {
 
 /// Progress of a cleanup of one segment, for the UI.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct SegmentCleanupEvent {
     pub project: String,
     pub segment: usize,
@@ -103,6 +104,7 @@ pub struct SegmentCleanupEvent {
 
 /// What the settings view shows about the models.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct ModelView {
     pub name: &'static str,
     pub description: &'static str,
@@ -580,6 +582,7 @@ impl Workstation {
 
 /// A finished benchmark and where its report is.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct BenchmarkRun {
     pub summary: String,
     pub html: PathBuf,

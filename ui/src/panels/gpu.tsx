@@ -1,6 +1,7 @@
 // Device memory over time, with baseline and peak marked; or the no-GPU state.
-import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, on, type BenchmarkRun, type GpuStatus, type MemorySample, type UiError } from "../api";
+import { useState } from "preact/hooks";
+import { useEvent } from "../hooks";
+import { api, asUiError, type BenchmarkRun, type GpuStatus, type MemorySample, type UiError } from "../api";
 import { ErrorNotice } from "../rejection";
 
 const MIB = 1024 * 1024;
@@ -75,12 +76,7 @@ function Benchmark() {
   const [line, setLine] = useState("");
   const [run, setRun] = useState<BenchmarkRun | null>(null);
   const [error, setError] = useState<UiError | null>(null);
-  useEffect(() => {
-    const stop = on<{ line: string }>("bench", (p) => setLine(p.line));
-    return () => {
-      stop.then((f) => f());
-    };
-  }, []);
+  useEvent("bench", (p) => setLine(p.line));
   const start = async () => {
     setRunning(true);
     setError(null);

@@ -18,7 +18,7 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
       {props.lanes.map((l) => {
         // The first text lane (the app's default server) gets the plain test ids.
         const id = l.lane === "audio" ? "audio" : textLanes.indexOf(l) === 0 ? "text" : laneKey(l);
-        const rejected = Object.values(l.rejected_total).reduce((a, b) => a + b, 0);
+        const rejected = Object.values(l.rejected_total).reduce((a: number, b) => a + (b ?? 0), 0);
         return (
           <div class={`lane lane-${l.lane}`} key={laneKey(l)} data-testid={`lane-${id}`}>
             <div class="lane-title">

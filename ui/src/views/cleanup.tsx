@@ -5,14 +5,13 @@ import {
   api,
   asUiError,
   jobId,
-  on,
-  type CleanupEvent,
   type Project,
   type ProjectSettings,
   type Segment,
   type UiError,
 } from "../api";
 import { wordDiff } from "../diff";
+import { useEvent } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { formatTime } from "./transcribe";
 
@@ -123,19 +122,14 @@ export function CleanupView(props: {
   const [batch, setBatch] = useState(false);
   const cancelBatch = useRef(false);
 
-  useEffect(() => {
-    const stop = on<CleanupEvent>("cleanup", (e) => {
-      if (e.project !== project.id) return;
-      if (e.event === "chunk_started" && e.attempt > 1) {
-        setStreams((s) => ({ ...s, [e.segment]: "" }));
-      } else if (e.event === "delta") {
-        setStreams((s) => ({ ...s, [e.segment]: (s[e.segment] ?? "") + e.text }));
-      }
-    });
-    return () => {
-      stop.then((f) => f());
-    };
-  }, [project.id]);
+  useEvent("cleanup", (e) => {
+    if (e.project !== project.id) return;
+    if (e.event === "chunk_started" && e.attempt > 1) {
+      setStreams((s) => ({ ...s, [e.segment]: "" }));
+    } else if (e.event === "delta") {
+      setStreams((s) => ({ ...s, [e.segment]: (s[e.segment] ?? "") + e.text }));
+    }
+  });
 
   const cleanOne = async (index: number, rulesOnly = false): Promise<boolean> => {
     const job = jobId(`cleanup-${index}`);

@@ -1,7 +1,8 @@
 // Settings: the text model's server (test connection, model discovery), lane limits and
 // deadlines, installed models.
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, jobId, on, type AppInfo, type ModelView, type ServerInfo, type Settings, type UiError } from "../api";
+import { api, asUiError, jobId, type AppInfo, type ModelView, type ServerInfo, type Settings, type UiError } from "../api";
+import { useEvent } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
 function NumberField(props: {
@@ -37,16 +38,11 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
   const [saved, setSaved] = useState(false);
   const [installing, setInstalling] = useState<{ name: string; job: string; step: string } | null>(null);
 
-  useEffect(() => {
-    const stop = on<{ job: string; step?: string; progress: number }>("job-progress", (p) => {
-      setInstalling((i) =>
-        i && i.job === p.job ? { ...i, step: `${p.step ?? ""} (${Math.round(p.progress * 100)}%)` } : i,
-      );
-    });
-    return () => {
-      stop.then((f) => f());
-    };
-  }, []);
+  useEvent("job-progress", (p) => {
+    setInstalling((i) =>
+      i && i.job === p.job ? { ...i, step: `${p.step ?? ""} (${Math.round(p.progress * 100)}%)` } : i,
+    );
+  });
 
   const install = async (name: string) => {
     const job = jobId("install");

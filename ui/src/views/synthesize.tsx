@@ -3,12 +3,14 @@
 import { save } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type Project, type UiError, type Voice } from "../api";
+import { useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
 export function SynthesizeView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
   const [voices, setVoices] = useState<Voice[]>([]);
-  const [job, setJob] = useState<string | null>(null);
+  const synthesis = useJob("synthesize");
+  const job = synthesis.running;
   const [error, setError] = useState<UiError | null>(null);
   const [saveTo, setSaveTo] = useState<Record<string, string>>({});
   const [saved, setSaved] = useState<Record<string, string>>({});
@@ -28,14 +30,8 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
 
   const speak = (segment: number | null) =>
     guard(async () => {
-      const id = jobId("synthesize");
-      setJob(id);
-      try {
-        await api.synthesize(project.id, segment, id);
-        props.onProject(await api.openProject(project.id));
-      } finally {
-        setJob(null);
-      }
+      await synthesis.run((id) => api.synthesize(project.id, segment, id));
+      props.onProject(await api.openProject(project.id));
     });
 
   const speechText = (i: number) => {
@@ -73,7 +69,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
           Speak all
         </button>
         {job && (
-          <button data-testid="synth-cancel" onClick={() => api.cancelJob(job)}>
+          <button data-testid="synth-cancel" onClick={synthesis.cancel}>
             Cancel
           </button>
         )}

@@ -1,7 +1,9 @@
 // Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
+import { listen } from "@tauri-apps/api/event";
 import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, jobId, on, type Project, type UiError } from "../api";
+import { api, asUiError, type Project, type UiError } from "../api";
+import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
 export function formatTime(seconds: number): string {
@@ -13,60 +15,56 @@ export function formatTime(seconds: number): string {
 export function TranscribeView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
   const [path, setPath] = useState("");
-  const [job, setJob] = useState<string | null>(null);
+  const transcription = useJob("transcribe");
+  const recorder = useJob("record");
+  const job = transcription.running;
+  const recording = recorder.running;
   const [progress, setProgress] = useState(0);
-  const [recording, setRecording] = useState<string | null>(null);
   const [level, setLevel] = useState<number | null>(null);
   const [error, setError] = useState<UiError | null>(null);
   const [format, setFormat] = useState("srt");
   const [exported, setExported] = useState<string | null>(null);
 
+  useEvent("job-progress", (p) => {
+    if (p.job === job) setProgress(p.progress);
+  });
+  useEvent("record-level", (p) => {
+    if (p.job === recording) setLevel(p.dbfs);
+  });
+  // Files dropped on the window (Tauri's own event, not the shell's).
   useEffect(() => {
-    const stops = [
-      on<{ job: string; progress: number }>("job-progress", (p) => {
-        if (p.job === job) setProgress(p.progress);
-      }),
-      on<{ job: string; dbfs: number }>("record-level", (p) => {
-        if (p.job === recording) setLevel(p.dbfs);
-      }),
-      // Files dropped on the window.
-      on<{ paths: string[] }>("tauri://drag-drop", (p) => {
-        if (p.paths?.length) setPath(p.paths[0]);
-      }),
-    ];
-    return () => stops.forEach((s) => s.then((f) => f()));
-  }, [job, recording]);
+    const stop = listen<{ paths: string[] }>("tauri://drag-drop", (e) => {
+      if (e.payload.paths?.length) setPath(e.payload.paths[0]);
+    });
+    return () => {
+      stop.then((unlisten) => unlisten());
+    };
+  }, []);
 
   const transcribe = async (file: string) => {
-    const id = jobId("transcribe");
-    setJob(id);
     setProgress(0);
     setError(null);
     setExported(null);
     try {
-      props.onProject(await api.transcribe(project.id, file, id));
+      props.onProject(await transcription.run((id) => api.transcribe(project.id, file, id)));
     } catch (e) {
       setError(asUiError(e));
-    } finally {
-      setJob(null);
     }
   };
 
   const record = async () => {
-    const id = jobId("record");
-    setRecording(id);
     setError(null);
+    let file: string;
     try {
-      const file = await api.record(project.id, 600, id);
-      setRecording(null);
-      setPath(file);
-      await transcribe(file);
+      file = await recorder.run((id) => api.record(project.id, 600, id));
     } catch (e) {
       setError(asUiError(e));
+      return;
     } finally {
-      setRecording(null);
       setLevel(null);
     }
+    setPath(file);
+    await transcribe(file);
   };
 
   const saveSegment = async (index: number, text: string) => {
@@ -122,7 +120,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               ● Record
             </button>
           ) : (
-            <button data-testid="record-stop" onClick={() => api.cancelJob(recording)}>
+            <button data-testid="record-stop" onClick={recorder.cancel}>
               ■ Stop recording
             </button>
           )}
@@ -138,7 +136,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
         <div class="row" data-testid="transcribe-running">
           <progress data-testid="transcribe-progress" max={1} value={progress} aria-label="Transcription progress" />
           <span>{Math.round(progress * 100)}%</span>
-          <button data-testid="transcribe-cancel" onClick={() => api.cancelJob(job)}>
+          <button data-testid="transcribe-cancel" onClick={transcription.cancel}>
             Cancel
           </button>
         </div>

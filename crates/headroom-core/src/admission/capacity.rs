@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 /// How full a lane is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Occupancy {
     pub in_flight: usize,
     pub limit: usize,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 /// Which lane a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
     Audio,
@@ -31,6 +32,7 @@ impl Lane {
 /// Why a request was refused or abandoned. The serialized form is the stable reason code that
 /// the HTTP error body, metrics labels and the UI use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum RejectReason {
     /// Every text slot is busy and the wait queue is full.
@@ -97,6 +99,7 @@ impl fmt::Display for RejectReason {
 
 /// Which deadline passed, for [`RejectReason::DeadlineExceeded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum DeadlineKind {
     QueueWait,
@@ -106,6 +109,7 @@ pub enum DeadlineKind {
 
 /// What the user can do about a rejection; the UI turns each into a button.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum SuggestedAction {
     RetryAfter { after_ms: u64 },
@@ -116,6 +120,7 @@ pub enum SuggestedAction {
 
 /// A typed refusal: what is busy, how full it is, where the request stood and when to retry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[error("{}", self.message())]
 pub struct Rejection {
     pub reason: RejectReason,
@@ -132,6 +137,7 @@ pub struct Rejection {
     pub position: Option<usize>,
     /// When a retry has a fair chance, estimated from recent latencies.
     #[serde(with = "millis", rename = "retry_after_ms")]
+    #[cfg_attr(feature = "typescript", ts(type = "number | null"))]
     pub retry_after: Option<Duration>,
     /// Which deadline passed, for `deadline_exceeded`.
     pub deadline: Option<DeadlineKind>,

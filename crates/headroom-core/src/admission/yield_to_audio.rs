@@ -14,6 +14,7 @@ pub trait InteractiveAudio: Send + Sync {
 
 /// What the text lane does while an interactive audio job runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum YieldRule {
     /// Nothing: text and audio run side by side.

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What happens when the text lane refuses a chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum FailurePolicy {
     /// Stop and show the rejection (the default: overload stays visible).
@@ -82,6 +83,7 @@ pub struct CleanupRequest {
 
 /// Which path produced a piece of text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PieceSource {
     /// The text model, after this many attempts.
@@ -134,6 +136,7 @@ fn join_pieces(pieces: &[CleanedPiece]) -> String {
 
 /// Progress of a cleanup, for a UI or a terminal.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum CleanupEvent {
     Planned {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// What to do with the transcript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum CleanupMode {
     /// Remove speech noise, keep the words.

@@ -15,6 +15,7 @@ const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(2);
 
 /// A rejection and when it happened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RejectionRecord {
     pub at_unix_ms: u64,
     pub rejection: Rejection,
@@ -22,6 +23,7 @@ pub struct RejectionRecord {
 
 /// What changed in a lane, for the UI and other observers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum LaneEvent {
     Occupancy {
@@ -38,6 +40,7 @@ pub enum LaneEvent {
 
 /// A lane's state at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct LaneSnapshot {
     pub lane: Lane,
     pub occupancy: Occupancy,

@@ -13,6 +13,7 @@ pub type ChatStream = Pin<Box<dyn Stream<Item = Result<ChatChunk, LlmError>> + S
 
 /// What `headroom doctor` and context discovery learn from a server.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct ServerInfo {
     pub models: Vec<ModelCard>,
     /// The context length per request, when the server says: vLLM's `max_model_len`, or

@@ -130,12 +130,14 @@ impl ChatChunk {
 
 /// A model card from `GET /v1/models`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct ModelCard {
     pub id: String,
     /// vLLM's context length for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_model_len: Option<u32>,
     #[serde(flatten)]
+    #[cfg_attr(feature = "typescript", ts(skip))]
     pub extra: Map<String, Value>,
 }
 

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 /// A voice an engine offers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Voice {
     pub id: String,
     pub language: String,

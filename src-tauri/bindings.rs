@@ -1,0 +1,110 @@
+//! The TypeScript side of the desktop boundary, generated from the Rust definitions: every type
+//! a command takes or returns, every event payload, the command names and the event names.
+//! `ui/src/bindings.ts` is this output, checked in, so the front end type-checks against the
+//! Rust it talks to; a test fails when the two drift. After changing a type, a command or an
+//! event, regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
+
+use crate::commands::{AppInfo, GpuView, UiError, UiErrorKind};
+use crate::{event_declarations, event_payloads, COMMAND_NAMES};
+use headroom_core::admission::{
+    DeadlineKind, Lane, Occupancy, RejectReason, Rejection, SuggestedAction, YieldRule,
+};
+use headroom_core::cleanup::{CleanupEvent, CleanupMode, FailurePolicy, PieceSource};
+use headroom_core::config::{
+    AudioLaneSettings, CleanupSettings, Config, LlmSettings, ServerSettings, TextLaneSettings,
+};
+use headroom_core::lanes::{LaneSnapshot, RejectionRecord};
+use headroom_core::llm::{ModelCard, ServerInfo};
+use headroom_gpu::{DeviceMemory, MemorySample, ProcessMemory, SamplerStatus};
+use headroom_services::LaneView;
+use headroom_speech::models::ModelStatus;
+use headroom_speech::tts::Voice;
+use headroom_workstation::projects::{
+    Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
+    SuggestionSource,
+};
+use headroom_workstation::workstation::{BenchmarkRun, ModelView};
+use ts_rs::{Config as TsConfig, TS};
+
+/// Where the bindings live, from the repository root.
+pub const PATH: &str = "ui/src/bindings.ts";
+
+macro_rules! declarations {
+    ($cfg:expr; $($ty:ty),* $(,)?) => {
+        vec![$(<$ty as TS>::decl($cfg)),*]
+    };
+}
+
+/// The whole `ui/src/bindings.ts`.
+pub fn typescript() -> String {
+    // serde_json writes every integer as a JSON number; none of these come near 2^53.
+    let cfg = &TsConfig::new().with_large_int("number");
+    let mut decls = declarations!(cfg;
+        // Admission and lanes.
+        Lane, RejectReason, DeadlineKind, SuggestedAction, Rejection, Occupancy,
+        RejectionRecord, LaneSnapshot, LaneView, YieldRule,
+        // Cleanup.
+        CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
+        // Projects.
+        Decision, SuggestionSource, Suggestion, ProjectSegment, SpeechTake, ProjectSettings,
+        Project, ProjectEntry,
+        // Settings, servers, models, voices.
+        Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
+        ServerSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
+        // GPU, benchmark, the shell's own.
+        SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
+        AppInfo, UiErrorKind, UiError,
+    );
+    decls.extend(event_declarations(cfg));
+    let mut out = String::from(
+        "// Generated from the Rust definitions by src-tauri/bindings.rs: do not edit.\n\
+         // Regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.\n\n",
+    );
+    for decl in decls {
+        out.push_str("export ");
+        out.push_str(&decl);
+        out.push('\n');
+    }
+    out.push_str("\n/** Every command the shell accepts. */\nexport const COMMANDS = [\n");
+    for name in COMMAND_NAMES {
+        out.push_str(&format!("  \"{name}\",\n"));
+    }
+    out.push_str("] as const;\nexport type Command = (typeof COMMANDS)[number];\n");
+    out.push_str(
+        "\n/** Every event the shell emits, with its payload. */\nexport type EventPayloads = {\n",
+    );
+    for (name, payload) in event_payloads(cfg) {
+        out.push_str(&format!("  \"{name}\": {payload};\n"));
+    }
+    out.push_str("};\nexport type EventName = keyof EventPayloads;\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn bindings_match_the_rust_definitions() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(PATH);
+        let generated = typescript();
+        if std::env::var_os("HEADROOM_WRITE_BINDINGS").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            checked_in == generated,
+            "{PATH} is out of date with the Rust types, commands or events: regenerate it with \
+             `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings` and commit it"
+        );
+    }
+
+    #[test]
+    fn every_reason_is_a_literal_of_the_union() {
+        let reasons = RejectReason::decl(&TsConfig::new());
+        for code in ["text_lane_full", "audio_priority", "gpu_memory_pressure"] {
+            assert!(reasons.contains(&format!("\"{code}\"")), "{reasons}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+// Generated from the Rust definitions by src-tauri/bindings.rs: do not edit.
+// Regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
+
+export type Lane = "audio" | "text";
+export type RejectReason = "text_lane_full" | "audio_lane_full" | "input_too_long" | "deadline_exceeded" | "upstream_unavailable" | "upstream_busy" | "upstream_error" | "unusable_reply" | "audio_priority" | "gpu_memory_pressure" | "cancelled";
+export type DeadlineKind = "queue_wait" | "first_chunk" | "total";
+export type SuggestedAction = { "action": "retry_after", after_ms: number, } | { "action": "use_rule_based_cleanup" } | { "action": "split_input" } | { "action": "check_server" };
+export type Rejection = { reason: RejectReason, lane: Lane, 
+/**
+ * Requests running in the lane when this was decided.
+ */
+in_flight: number, 
+/**
+ * The lane's concurrency limit.
+ */
+limit: number, 
+/**
+ * Requests waiting in the lane's queue when this was decided.
+ */
+waiting: number, 
+/**
+ * The lane's wait-queue bound.
+ */
+wait_limit: number, 
+/**
+ * 1-based place in the wait queue, when the request had one.
+ */
+position: number | null, 
+/**
+ * When a retry has a fair chance, estimated from recent latencies.
+ */
+retry_after_ms: number | null, 
+/**
+ * Which deadline passed, for `deadline_exceeded`.
+ */
+deadline: DeadlineKind | null, 
+/**
+ * The specific facts behind the reason (sizes, limits, the server's own words).
+ */
+detail: string | null, 
+/**
+ * True when some output had already been delivered before the failure.
+ */
+after_output: boolean, };
+export type Occupancy = { in_flight: number, limit: number, waiting: number, wait_limit: number, };
+export type RejectionRecord = { at_unix_ms: number, rejection: Rejection, };
+export type LaneSnapshot = { lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
+export type LaneView = { server_url: string | null, lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
+export type YieldRule = "none" | "gate" | "preempt";
+export type CleanupMode = "cleanup" | "rewrite";
+export type FailurePolicy = "reject" | "fallback" | "retry";
+export type PieceSource = { "kind": "llm", attempts: number, } | { "kind": "rule_based", because: Rejection | null, } | { "kind": "unchanged" };
+export type CleanupEvent = { "event": "planned", chunks: number, } | { "event": "chunk_started", index: number, attempt: number, } | { "event": "delta", index: number, text: string, } | { "event": "retrying", index: number, attempt: number, wait_ms: number, rejection: Rejection, } | { "event": "chunk_finished", index: number, source: PieceSource, };
+export type Decision = "pending" | "accepted" | "rejected";
+export type SuggestionSource = "llm" | "rule_based";
+export type Suggestion = { text: string, source: SuggestionSource, 
+/**
+ * Why the rule-based cleanup was used, when a rejection caused it.
+ */
+note?: string | null, decision: Decision, };
+export type ProjectSegment = { start: number, end: number, 
+/**
+ * The transcribed text, as the user edited it.
+ */
+text: string, suggestion?: Suggestion | null, };
+export type SpeechTake = { 
+/**
+ * Relative to the project folder.
+ */
+file: string, voice: string | null, 
+/**
+ * The segment spoken, or `None` for the whole transcript.
+ */
+segment: number | null, duration_secs: number, created_unix_ms: number, };
+export type ProjectSettings = { 
+/**
+ * Send the transcript to the text model; when off, only the rule-based cleanup runs and no
+ * request leaves the machine.
+ */
+llm_cleanup: boolean, 
+/**
+ * What happens when the text lane refuses a cleanup.
+ */
+failure_policy: FailurePolicy, cleanup_mode: CleanupMode, 
+/**
+ * The text model's server for this project; `None` uses the app's setting.
+ */
+server_url: string | null, 
+/**
+ * The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
+ * engine's default.
+ */
+voice: string | null, };
+export type Project = { format: number, 
+/**
+ * The folder's name; stable handle for the UI.
+ */
+id: string, name: string, created_unix_ms: number, modified_unix_ms: number, settings: ProjectSettings, 
+/**
+ * The audio the transcript came from, relative to the project folder.
+ */
+source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, speech: Array<SpeechTake>, };
+export type ProjectEntry = { "state": "ok", id: string, name: string, modified_unix_ms: number, segments: number, } | { "state": "unreadable", id: string, error: string, };
+export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, };
+export type LlmSettings = { 
+/**
+ * Base URL of an OpenAI-compatible server, ending in `/v1`.
+ */
+url: string, 
+/**
+ * Model name; the server's first model when unset.
+ */
+model: string | null, 
+/**
+ * Bearer key. Prefer the `HEADROOM_API_KEY` environment variable.
+ */
+api_key: string | null, };
+export type TextLaneSettings = { max_in_flight: number, max_waiting: number, context_tokens: number | null, max_input_chars: number, max_tokens: number, queue_wait_secs: number, first_chunk_secs: number, total_secs: number, 
+/**
+ * While interactive audio runs: none, gate (no new text requests) or preempt (also stop
+ * running ones).
+ */
+yield_to_audio: YieldRule, 
+/**
+ * With an NVIDIA GPU: free device memory (MiB) kept for audio; below it new text work is
+ * refused with `gpu_memory_pressure`. Unset or 0: no GPU gate.
+ */
+audio_headroom_mib: number | null, };
+export type AudioLaneSettings = { 
+/**
+ * Heavy audio jobs at once.
+ */
+max_in_flight: number, max_waiting: number, queue_wait_secs: number, };
+export type CleanupSettings = { mode: CleanupMode, policy: FailurePolicy, retry_attempts: number, };
+export type ServerSettings = { 
+/**
+ * Loopback address only.
+ */
+listen: string, 
+/**
+ * Largest chat request body accepted.
+ */
+max_body_bytes: number, 
+/**
+ * Largest audio upload accepted for transcription.
+ */
+max_upload_bytes: number, };
+export type ServerInfo = { models: Array<ModelCard>, 
+/**
+ * The context length per request, when the server says: vLLM's `max_model_len`, or
+ * llama.cpp's per-slot `n_ctx` from `/props`.
+ */
+context_tokens: number | null, };
+export type ModelCard = { id: string, 
+/**
+ * vLLM's context length for the model.
+ */
+max_model_len?: number | null, };
+export type ModelStatus = { "state": "installed", path: string, } | { "state": "missing" } | { "state": "damaged", detail: string, };
+export type ModelView = { name: string, description: string, bytes: number, status: ModelStatus, };
+export type Voice = { id: string, language: string, name: string, };
+export type SamplerStatus = { "state": "sampling", device: string, period_ms: number, samples: number, 
+/**
+ * The last read error, if the last read failed.
+ */
+last_error: string | null, } | { "state": "no_gpu", reason: string, };
+export type ProcessMemory = { pid: number, 
+/**
+ * `None` when the driver does not say (some containers and drivers).
+ */
+used_bytes: number | null, };
+export type DeviceMemory = { total_bytes: number, used_bytes: number, free_bytes: number, processes: Array<ProcessMemory>, };
+export type MemorySample = { 
+/**
+ * Position in the sampler's sequence of readings (windows are cut by it).
+ */
+seq: number, at_ms: number, total_bytes: number, used_bytes: number, free_bytes: number, processes: Array<ProcessMemory>, };
+export type GpuView = { status: SamplerStatus, samples: Array<MemorySample>, };
+export type BenchmarkRun = { summary: string, html: string, json: string, };
+export type AppInfo = { version: string, projects_dir: string, config_path: string | null, models_dir: string, };
+export type UiErrorKind = "rejected" | "cancelled" | "error";
+export type UiError = { kind: UiErrorKind, message: string, rejection: Rejection | null, 
+/**
+ * What the user can do about a rejection, in the order to offer them.
+ */
+actions: Array<SuggestedAction>, };
+export type LaneEvent = { "event": "occupancy", lane: Lane, occupancy: Occupancy, } | { "event": "rejected" } & RejectionRecord | { "event": "finished", lane: Lane, outcome: string, latency_ms: number, };
+export type JobProgress = { job: string, 
+/**
+ * 0..=1.
+ */
+progress: number, step: string | null, };
+export type SegmentCleanupEvent = { project: string, segment: number, } & ({ "event": "planned", chunks: number, } | { "event": "chunk_started", index: number, attempt: number, } | { "event": "delta", index: number, text: string, } | { "event": "retrying", index: number, attempt: number, wait_ms: number, rejection: Rejection, } | { "event": "chunk_finished", index: number, source: PieceSource, });
+export type RecordLevel = { job: string, dbfs: number, };
+export type GpuEvent = { status: SamplerStatus, latest: MemorySample | null, };
+export type BenchProgress = { line: string, };
+
+/** Every command the shell accepts. */
+export const COMMANDS = [
+  "app_info",
+  "app_ready",
+  "list_projects",
+  "create_project",
+  "open_project",
+  "rename_project",
+  "delete_project",
+  "update_project_settings",
+  "transcribe",
+  "cancel_job",
+  "edit_segment",
+  "clean_segment",
+  "decide",
+  "export_transcript",
+  "list_voices",
+  "synthesize",
+  "play",
+  "save_copy",
+  "record",
+  "lanes",
+  "gpu_status",
+  "get_settings",
+  "save_settings",
+  "test_connection",
+  "models",
+  "install_model",
+  "run_benchmark",
+  "open_report",
+] as const;
+export type Command = (typeof COMMANDS)[number];
+
+/** Every event the shell emits, with its payload. */
+export type EventPayloads = {
+  "lane": LaneEvent;
+  "job-progress": JobProgress;
+  "cleanup": SegmentCleanupEvent;
+  "record-level": RecordLevel;
+  "gpu": GpuEvent;
+  "bench": BenchProgress;
+};
+export type EventName = keyof EventPayloads;

@@ -1,0 +1,40 @@
+// Small hooks that keep plumbing out of the views: subscribing to a shell event for as long as
+// a component is mounted, and running a cancellable job.
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { api, jobId, on } from "./api";
+import type { EventName, EventPayloads } from "./bindings";
+
+/** Calls `handler` with each `event` payload while the component is mounted. The latest
+ * handler is used, so it may close over state without resubscribing. */
+export function useEvent<E extends EventName>(event: E, handler: (payload: EventPayloads[E]) => void): void {
+  const latest = useRef(handler);
+  latest.current = handler;
+  useEffect(() => {
+    const stop = on(event, (payload) => latest.current(payload));
+    return () => {
+      stop.then((unlisten) => unlisten());
+    };
+  }, [event]);
+}
+
+/** A cancellable job: `run` gives the work a fresh job id and tracks it while it runs;
+ * `cancel` asks the shell to stop it. `running` is the id of the job in progress, if any. */
+export function useJob(kind: string) {
+  const [running, setRunning] = useState<string | null>(null);
+  const run = useCallback(
+    async <T>(work: (job: string) => Promise<T>): Promise<T> => {
+      const job = jobId(kind);
+      setRunning(job);
+      try {
+        return await work(job);
+      } finally {
+        setRunning((current) => (current === job ? null : current));
+      }
+    },
+    [kind],
+  );
+  const cancel = useCallback(() => {
+    if (running) api.cancelJob(running);
+  }, [running]);
+  return { running, run, cancel };
+}
