@@ -7,7 +7,7 @@ use futures::StreamExt;
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use headroom_server::{RunningServer, ServerError, ServerState};
-use headroom_services::speech::{AudioInput, SpeechService};
+use headroom_services::speech::{AudioInput, SpeechError, SpeechService};
 use headroom_services::Services;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -59,8 +59,18 @@ pub enum BenchError {
     Upstream(#[from] LlmError),
     #[error(transparent)]
     Server(#[from] ServerError),
-    #[error("{0}")]
-    Setup(String),
+    #[error("the in-process server stopped badly: {0}")]
+    ServerStopped(#[source] std::io::Error),
+    #[error("the audio job failed: {0}")]
+    AudioJob(#[source] SpeechError),
+    #[error("the audio job's task stopped: {0}")]
+    AudioTask(#[source] tokio::task::JoinError),
+    #[error("the server's reply had no text")]
+    EmptyReply,
+    #[error("refusing to send your own prompts to {url}: it is not on this machine. Against a remote endpoint the harness sends only its synthetic prompt.")]
+    PromptsToRemote { url: String },
+    #[error("concurrency, batches and prompts must not be empty")]
+    EmptyWorkload,
 }
 
 /// Starts `headroom serve` in-process on an ephemeral loopback port in front of `upstream`,
@@ -106,7 +116,7 @@ pub(crate) async fn time_transcription(
             Default::default(),
         )
         .await
-        .map_err(|e| BenchError::Setup(format!("the audio job failed: {e}")))?;
+        .map_err(BenchError::AudioJob)?;
     Ok((started.elapsed(), transcript.duration))
 }
 
@@ -147,11 +157,7 @@ pub async fn flood(
                 Some(Ok(chunk)) if chunk.text().is_some() => break,
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Err(e.into()),
-                None => {
-                    return Err(BenchError::Setup(
-                        "a holder stream ended before it started".into(),
-                    ))
-                }
+                None => return Err(BenchError::EmptyReply),
             }
         }
         holders.push(stream);
@@ -188,10 +194,7 @@ pub async fn flood(
         .collect()
         .await;
     drop(holders);
-    server
-        .stop()
-        .await
-        .map_err(|e| BenchError::Setup(e.to_string()))?;
+    server.stop().await.map_err(BenchError::ServerStopped)?;
     let mut statuses = BTreeMap::new();
     let mut reasons = BTreeMap::new();
     let mut rejection_times = Vec::new();
@@ -235,7 +238,7 @@ async fn ttft(client: &LlmClient, model: Option<String>) -> Result<Duration, Ben
             first = Some(started.elapsed());
         }
     }
-    first.ok_or_else(|| BenchError::Setup("a reply had no text".into()))
+    first.ok_or(BenchError::EmptyReply)
 }
 
 /// Alternates direct and proxied requests (one at a time) so both see the same server state.
@@ -258,10 +261,7 @@ pub async fn proxy_overhead(
             via.push(v);
         }
     }
-    server
-        .stop()
-        .await
-        .map_err(|e| BenchError::Setup(e.to_string()))?;
+    server.stop().await.map_err(BenchError::ServerStopped)?;
     let direct_ttft = summarize(&direct);
     let via_headroom_ttft = summarize(&via);
     let (p50_ratio, p50_overhead_ms) = match (&direct_ttft, &via_headroom_ttft) {

@@ -350,15 +350,12 @@ pub async fn run(
 ) -> Result<HarnessReport, BenchError> {
     let loopback = is_loopback(upstream.base_url());
     if !loopback && config.custom_prompts {
-        return Err(BenchError::Setup(format!(
-            "refusing to send your own prompts to {}: it is not on this machine. Against a remote endpoint the harness sends only its synthetic prompt.",
-            upstream.base_url()
-        )));
+        return Err(BenchError::PromptsToRemote {
+            url: upstream.base_url().to_string(),
+        });
     }
     if config.concurrency == 0 || config.batches == 0 || config.prompts.is_empty() {
-        return Err(BenchError::Setup(
-            "concurrency, batches and prompts must not be empty".into(),
-        ));
+        return Err(BenchError::EmptyWorkload);
     }
     // The app's admission stack with room for exactly the harness's concurrency; the audio job
     // is measured beside the text, so the lane does not yield to it.
@@ -439,9 +436,7 @@ pub async fn run(
             }
             let load_ended = Instant::now();
             stop.cancel();
-            looped
-                .await
-                .map_err(|e| BenchError::Setup(e.to_string()))??;
+            looped.await.map_err(BenchError::AudioTask)??;
             let under: Vec<Duration> = finished
                 .lock()
                 .expect("audio times")
