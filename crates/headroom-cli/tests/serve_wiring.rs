@@ -64,14 +64,15 @@ async fn serve(upstream: &str, rule: &str) -> Serve {
 
 /// About a minute of real speech (the bundled interview, three times), so a transcription is
 /// surely still running while the test acts.
-fn long_clip() -> PathBuf {
+fn long_clip(name: &str) -> PathBuf {
     let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../samples/interview.flac");
     let audio = decode_file(&sample, DecodeLimits::default()).unwrap();
     let long = Audio {
         samples: audio.samples.repeat(3),
         sample_rate: audio.sample_rate,
     };
-    let path = std::env::temp_dir().join(format!("headroom-wiring-{}.wav", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("headroom-wiring-{name}-{}.wav", std::process::id()));
     write_wav(&path, &long).unwrap();
     path
 }
@@ -168,7 +169,7 @@ async fn preempt_stops_running_text_streams_when_an_interactive_transcription_st
     let http = reqwest::Client::new();
     let mut first = running_stream(&http, &server.base).await;
     let mut second = running_stream(&http, &server.base).await;
-    let clip = long_clip();
+    let clip = long_clip("preempt");
     let job = transcribe(&http, &server.base, &clip);
     for stream in [&mut first, &mut second] {
         let mut stopped = None;
@@ -200,7 +201,7 @@ async fn gate_refuses_new_text_work_during_an_interactive_transcription_and_lets
         .await
         .unwrap();
     assert_eq!(running.status(), 200);
-    let clip = long_clip();
+    let clip = long_clip("gate");
     let job = transcribe(&http, &server.base, &clip);
     until_audio_runs(&http, &server.base).await;
     let refused = http

@@ -30,4 +30,5 @@ pub mod asr;
 pub mod audio;
 pub mod models;
 pub mod remote;
+mod remote_error;
 pub mod tts;

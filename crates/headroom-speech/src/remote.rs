@@ -6,7 +6,8 @@
 //! backends drive their HTTP calls on the runtime they were created in.
 
 use crate::asr::{AsrError, Segment, TranscribeOptions, Transcriber, Transcript};
-use crate::audio::{decode_bytes, wav_bytes, Audio, AudioError, DecodeLimits};
+use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits};
+pub use crate::remote_error::RemoteError;
 use crate::tts::{Synthesizer, TtsError, Voice};
 use headroom_base::openai::{ApiError, ApiKey};
 use serde_json::Value;
@@ -15,43 +16,6 @@ use std::path::Path;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
-
-/// Why a remote speech server could not be used; each keeps its cause.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
-    #[error("invalid speech server URL {url:?}: {source}")]
-    InvalidUrl {
-        url: String,
-        #[source]
-        source: url::ParseError,
-    },
-    #[error("remote speech backends are created inside the async runtime")]
-    NoRuntime,
-    #[error("cannot reach {url}: {source}")]
-    Unreachable {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
-    #[error("{url} answered HTTP {status}: {}", .error.message)]
-    Status {
-        url: String,
-        status: u16,
-        error: Box<ApiError>,
-    },
-    #[error("{url} sent an unreadable answer: {source}")]
-    Unreadable {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
-    #[error("the audio from {url} cannot be decoded: {source}")]
-    BadAudio {
-        url: String,
-        #[source]
-        source: AudioError,
-    },
-}
 
 struct Remote {
     base: Url,

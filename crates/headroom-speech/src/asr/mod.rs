@@ -51,11 +51,11 @@ pub enum AsrError {
     #[error("transcription cancelled")]
     Cancelled,
     #[error(transparent)]
-    Remote(Box<crate::remote::RemoteError>),
+    Remote(Box<crate::remote_error::RemoteError>),
 }
 
-impl From<crate::remote::RemoteError> for AsrError {
-    fn from(e: crate::remote::RemoteError) -> Self {
+impl From<crate::remote_error::RemoteError> for AsrError {
+    fn from(e: crate::remote_error::RemoteError) -> Self {
         AsrError::Remote(Box::new(e))
     }
 }

@@ -34,11 +34,11 @@ pub enum TtsError {
     #[error("synthesis cancelled")]
     Cancelled,
     #[error(transparent)]
-    Remote(Box<crate::remote::RemoteError>),
+    Remote(Box<crate::remote_error::RemoteError>),
 }
 
-impl From<crate::remote::RemoteError> for TtsError {
-    fn from(e: crate::remote::RemoteError) -> Self {
+impl From<crate::remote_error::RemoteError> for TtsError {
+    fn from(e: crate::remote_error::RemoteError) -> Self {
         TtsError::Remote(Box::new(e))
     }
 }
