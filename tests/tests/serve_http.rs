@@ -219,6 +219,7 @@ async fn bad_json_is_a_clear_400() {
     let server = serve(&up.base_url()).await;
     let resp = reqwest::Client::new()
         .post(format!("{}/chat/completions", server.base_url()))
+        .header("content-type", "application/json")
         .body("{not json")
         .send()
         .await
@@ -271,4 +272,116 @@ async fn a_mid_stream_failure_reaches_the_client_as_an_error_event() {
     assert!(text.contains(r#""code":"upstream_error""#), "{text}");
     assert!(text.contains("engine died"));
     assert!(text.trim_end().ends_with("data: [DONE]"));
+}
+
+/// Sends one raw HTTP/1.1 request (headers exactly as given) and returns the status and body.
+async fn raw(server: &RunningServer, request: String) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text[9..12].parse().unwrap();
+    (status, text)
+}
+
+fn chat_post(host: &str, extra_headers: &str, content_type: &str) -> String {
+    let body = chat(false, "my private transcript").to_string();
+    format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n{extra_headers}Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn a_web_page_cannot_post_to_serve_and_nothing_reaches_the_upstream() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let host = server.addr.to_string();
+    // What a page on evil.example makes the browser send: a "simple" request, no preflight.
+    let (status, text) = raw(
+        &server,
+        chat_post(&host, "Origin: http://evil.example\r\n", "text/plain"),
+    )
+    .await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("origin_not_allowed"), "{text}");
+    assert!(!text
+        .to_ascii_lowercase()
+        .contains("access-control-allow-origin"));
+    // The same body as text/plain without an Origin is still not a client's request.
+    let (status, text) = raw(&server, chat_post(&host, "", "text/plain")).await;
+    assert_eq!(status, 415, "{text}");
+    assert_eq!(up.requests(), 0, "nothing was forwarded upstream");
+    // A client's own request passes.
+    let (status, _) = raw(&server, chat_post(&host, "", "application/json")).await;
+    assert_eq!(status, 200);
+    assert_eq!(up.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_rebinding_page_gets_no_answer_for_its_own_host_name() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let port = server.addr.port();
+    for path in ["/v1/models", "/metrics", "/v1/headroom/lanes", "/health"] {
+        let (status, text) = raw(
+            &server,
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: attacker.example:{port}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert_eq!(status, 421, "{path}: {text}");
+        assert!(text.contains("host_not_allowed"), "{text}");
+        assert!(
+            !text.contains("fake-model") && !text.contains("headroom_"),
+            "{text}"
+        );
+    }
+    let (status, _) = raw(
+        &server,
+        chat_post(&format!("attacker.example:{port}"), "", "application/json"),
+    )
+    .await;
+    assert_eq!(status, 421);
+    assert_eq!(up.requests(), 0);
+    let (status, _) = raw(
+        &server,
+        format!("GET /v1/models HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "localhost with the port is this server");
+}
+
+#[tokio::test]
+async fn an_allowed_origin_is_answered_with_cors_headers() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let mut config = headroom_core::config::Config::default();
+    config.llm.url = up.base_url();
+    config.server.allowed_origins = vec!["http://localhost:5173".into()];
+    let server = headroom_tests::serve(&headroom_tests::services(config)).await;
+    let host = server.addr.to_string();
+    let (status, text) = raw(
+        &server,
+        chat_post(
+            &host,
+            "Origin: http://localhost:5173\r\n",
+            "application/json",
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.to_ascii_lowercase()
+            .contains("access-control-allow-origin: http://localhost:5173"),
+        "{text}"
+    );
+    let (status, text) = raw(
+        &server,
+        format!("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nOrigin: http://localhost:5173\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 204, "{text}");
 }

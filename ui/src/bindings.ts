@@ -144,7 +144,12 @@ max_body_bytes: number,
 /**
  * Largest audio upload accepted for transcription.
  */
-max_upload_bytes: number, };
+max_upload_bytes: number, 
+/**
+ * Browser origins (e.g. `http://localhost:5173`) allowed to call the server; requests
+ * from any other web page are refused. None by default.
+ */
+allowed_origins: Array<string>, };
 export type ServerInfo = { models: Array<ModelCard>, 
 /**
  * The context length per request, when the server says: vLLM's `max_model_len`, or

@@ -111,6 +111,9 @@ pub struct ServerSettings {
     pub max_body_bytes: usize,
     /// Largest audio upload accepted for transcription.
     pub max_upload_bytes: usize,
+    /// Browser origins (e.g. `http://localhost:5173`) allowed to call the server; requests
+    /// from any other web page are refused. None by default.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ServerSettings {
@@ -119,6 +122,7 @@ impl Default for ServerSettings {
             listen: "127.0.0.1:8089".into(),
             max_body_bytes: 1024 * 1024,
             max_upload_bytes: 200 * 1024 * 1024,
+            allowed_origins: Vec::new(),
         }
     }
 }

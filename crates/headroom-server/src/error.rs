@@ -34,6 +34,17 @@ pub enum HttpError {
     /// A speech job failed.
     #[error(transparent)]
     Speech(SpeechError),
+    /// The `Host` header names no loopback host with this server's port (DNS rebinding).
+    #[error("this server answers only requests addressed to it on this machine (localhost, 127.0.0.1 or [::1] with its port), not Host {host:?}")]
+    ForeignHost { host: String },
+    /// A browser page of an origin the user did not allow.
+    #[error("requests from web pages are refused (Origin {origin:?}); allow an origin with server.allowed_origins")]
+    ForeignOrigin { origin: String },
+    /// A body that is neither JSON nor a multipart form.
+    #[error(
+        "the request body must be application/json or multipart/form-data, not {content_type:?}"
+    )]
+    UnsupportedMediaType { content_type: String },
 }
 
 impl From<Rejection> for HttpError {
@@ -77,6 +88,11 @@ impl HttpError {
                 SERVER,
                 RejectReason::UpstreamUnavailable.code(),
             ),
+            HttpError::ForeignHost { .. } => (S::MISDIRECTED_REQUEST, INVALID, "host_not_allowed"),
+            HttpError::ForeignOrigin { .. } => (S::FORBIDDEN, INVALID, "origin_not_allowed"),
+            HttpError::UnsupportedMediaType { .. } => {
+                (S::UNSUPPORTED_MEDIA_TYPE, INVALID, "unsupported_media_type")
+            }
             HttpError::Speech(e) => match e {
                 SpeechError::Audio(_) => (S::BAD_REQUEST, INVALID, "invalid_audio"),
                 SpeechError::Model(ModelError::Unknown { .. }) => {

@@ -23,6 +23,7 @@
 //! | module | for |
 //! |---|---|
 //! | [`error`] | [`HttpError`]: every rejection and error as status, OpenAI body and `Retry-After` |
+//! | [`guard`] | loopback `Host` only, no foreign browser `Origin`, JSON or multipart bodies |
 //! | [`state`] | [`ServerState`], borrowed from the services |
 //! | `chat` | `/v1/chat/completions` (typed, unknown fields passed through, SSE), models, health, metrics, lanes |
 //! | `audio` | `/v1/audio/transcriptions` and `/v1/audio/speech` on the audio lane |
@@ -30,11 +31,13 @@
 mod audio;
 mod chat;
 pub mod error;
+pub mod guard;
 pub mod state;
 
 pub use error::{rejection_status, HttpError};
 pub use state::ServerState;
 
+use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::Router;
 use std::future::Future;
@@ -87,8 +90,12 @@ pub async fn bind_loopback(addr: &str) -> Result<TcpListener, ServerError> {
         .map_err(|source| ServerError::Bind { addr, source })
 }
 
-/// The routes.
-pub fn router(state: Arc<ServerState>) -> Router {
+/// The routes, behind the [`guard`] for a server listening on `port`.
+pub fn router(state: Arc<ServerState>, port: u16) -> Router {
+    let guard = Arc::new(guard::LoopbackGuard {
+        port,
+        allowed_origins: state.allowed_origins.clone(),
+    });
     Router::new()
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/models", get(chat::models))
@@ -97,6 +104,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/headroom/lanes", get(chat::lanes))
         .merge(audio::routes(state.clone()))
         .with_state(state)
+        .layer(from_fn_with_state(guard, guard::guard))
 }
 
 /// Serves until `shutdown` resolves; open streams finish or are dropped with the process.
@@ -105,7 +113,8 @@ pub async fn serve(
     state: Arc<ServerState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let port = listener.local_addr()?.port();
+    axum::serve(listener, router(state, port))
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -15,6 +15,8 @@ pub struct ServerState {
     pub max_body_bytes: usize,
     /// Largest audio upload for transcription.
     pub max_upload_bytes: usize,
+    /// Browser origins allowed to call this server (none by default).
+    pub allowed_origins: Vec<String>,
 }
 
 impl ServerState {
@@ -36,6 +38,7 @@ impl ServerState {
             metrics: services.metrics().clone(),
             max_body_bytes: limits.max_body_bytes,
             max_upload_bytes: limits.max_upload_bytes,
+            allowed_origins: limits.allowed_origins,
         }
     }
 }
