@@ -2,25 +2,50 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Writes `bytes` to a temporary file beside `path`, syncs it, then renames it over `path`.
+/// Distinguishes the temporary files of writers in one process.
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `bytes` to a temporary file of its own beside `path`, syncs it, renames it over
+/// `path`, then syncs the directory so the rename itself survives a crash. Concurrent writers
+/// of one path never share a temporary file: the last rename wins, whole.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+    ));
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        sync_dir(dir)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Makes a directory's entries (a rename) durable; a no-op where directories cannot be opened.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -37,6 +62,34 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         assert!(write_atomic(&dir.join("missing/sub/out.txt"), b"x").is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_of_one_path_each_write_whole_and_leave_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("headroom-fsutil-race-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("manifest.json");
+        let writers: Vec<_> = (0..8u8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || write_atomic(&path, &vec![b'a' + i; 64 * 1024]))
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap().expect("every writer succeeds");
+        }
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len(), 64 * 1024);
+        assert!(
+            written.iter().all(|&b| b == written[0]),
+            "one writer's bytes, whole"
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary left"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
