@@ -219,11 +219,22 @@ impl Config {
         Ok(config)
     }
 
+    /// Whether the settings can be used: lane limits and deadlines, retries, the server URL.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.text_lane()?;
+        self.retry()?;
+        crate::llm::LlmClient::new(&self.llm.url, None).map_err(|_| ConfigError::Invalid {
+            name: "llm.url",
+            expected: "an http:// or https:// URL such as http://127.0.0.1:8000/v1",
+            value: self.llm.url.clone(),
+        })?;
+        Ok(())
+    }
+
     /// Checks the settings, then writes them to `path` atomically. An API key already in the
     /// file is kept; this never writes one of its own (keys belong in `HEADROOM_API_KEY`).
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
-        self.text_lane()?;
-        self.retry()?;
+        self.check()?;
         let mut table = toml::Table::try_from(self)?;
         let kept_key = std::fs::read_to_string(path)
             .ok()
@@ -394,6 +405,10 @@ mod tests {
             config.save(&path),
             Err(ConfigError::Invalid { .. })
         ));
+        let mut bad_url = Config::default();
+        bad_url.llm.url = "not a url".into();
+        let err = bad_url.save(&path).unwrap_err().to_string();
+        assert!(err.contains("llm.url"), "{err}");
         assert_eq!(
             Config::from_file(&path).unwrap().text_lane.max_in_flight,
             2,

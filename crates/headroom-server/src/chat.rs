@@ -40,13 +40,14 @@ pub struct StreamOptions {
 impl InboundChat {
     /// Parses and checks a request body.
     pub fn parse(bytes: &[u8]) -> Result<InboundChat, HttpError> {
-        serde_json::from_slice::<Value>(bytes).map_err(|e| {
+        // One parse: the JSON tree tells bad JSON from a JSON body that is not a request.
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
             HttpError::bad_request(
                 "invalid_json",
                 format!("the request body is not valid JSON: {e}"),
             )
         })?;
-        let chat: InboundChat = serde_json::from_slice(bytes).map_err(|e| {
+        let chat: InboundChat = serde_json::from_value(value).map_err(|e| {
             HttpError::bad_request(
                 "invalid_request",
                 format!("not a chat completion request: {e}"),

@@ -94,24 +94,16 @@ pub async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    let origin = request
-        .headers()
-        .get(header::ORIGIN)
-        .cloned()
-        .filter(|o| o.to_str().is_ok_and(|o| guard.origin_allowed(o)));
-    if request.method() == Method::OPTIONS {
-        if let Some(origin) = origin.clone().filter(|_| {
-            guard.host_is_loopback(
-                request
-                    .headers()
-                    .get(header::HOST)
-                    .and_then(|h| h.to_str().ok())
-                    .unwrap_or(""),
-            )
-        }) {
-            let mut resp = StatusCode::NO_CONTENT.into_response();
-            let h = resp.headers_mut();
-            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    if let Some(refusal) = guard.check(request.method(), request.headers()) {
+        tracing::warn!(error = %refusal, "refused a request from outside this machine's clients");
+        return refusal.into_response();
+    }
+    // Past the check, an `Origin` is one the user allowed.
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    let mut resp = match (&origin, request.method()) {
+        (Some(_), &Method::OPTIONS) => {
+            let mut preflight = StatusCode::NO_CONTENT.into_response();
+            let h = preflight.headers_mut();
             h.insert(
                 header::ACCESS_CONTROL_ALLOW_METHODS,
                 HeaderValue::from_static("GET, POST"),
@@ -120,15 +112,10 @@ pub async fn guard(
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
                 HeaderValue::from_static("authorization, content-type"),
             );
-            h.insert(header::VARY, HeaderValue::from_static("Origin"));
-            return resp;
+            preflight
         }
-    }
-    if let Some(refusal) = guard.check(request.method(), request.headers()) {
-        tracing::warn!(error = %refusal, "refused a request from outside this machine's clients");
-        return refusal.into_response();
-    }
-    let mut resp = next.run(request).await;
+        _ => next.run(request).await,
+    };
     if let Some(origin) = origin {
         let h = resp.headers_mut();
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);

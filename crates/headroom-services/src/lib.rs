@@ -218,9 +218,7 @@ impl Services {
         transcriber: Option<Arc<dyn Transcriber>>,
         synthesizer: Option<Arc<dyn Synthesizer>>,
     ) -> Arc<SpeechService> {
-        let mut service = self
-            .speech
-            .with_synthesizer(self.speech.synthesizer().clone());
+        let mut service = SpeechService::clone(&self.speech);
         if let Some(engine) = transcriber {
             service = service.with_transcriber(engine);
         }
@@ -310,12 +308,7 @@ impl Services {
     /// Applies new settings (checked first). Text lanes are rebuilt with the new limits on
     /// next use; requests already running keep their slots until they end.
     pub fn replace_config(&self, new: Config) -> Result<(), ServicesError> {
-        new.text_lane()?;
-        new.retry()?;
-        LlmClient::new(&new.llm.url, None).map_err(|source| ServicesError::Server {
-            url: new.llm.url.clone(),
-            source,
-        })?;
+        new.check()?;
         *self.config.lock().expect("config lock") = new;
         self.text_lanes.lock().expect("lanes lock").clear();
         Ok(())

@@ -63,7 +63,9 @@ enum EngineSource {
     },
 }
 
-/// The embedded speech engines behind the audio lane.
+/// The embedded speech engines behind the audio lane. A clone shares the lane and the loaded
+/// models.
+#[derive(Clone)]
 pub struct SpeechService {
     lane: AudioLane,
     transcribers: EngineCache,
@@ -93,7 +95,7 @@ impl SpeechService {
     pub fn with_transcriber(&self, engine: Arc<dyn Transcriber>) -> Self {
         SpeechService {
             remote_transcriber: Some(engine),
-            ..self.sharing_models()
+            ..self.clone()
         }
     }
 
@@ -101,18 +103,7 @@ impl SpeechService {
     pub fn with_synthesizer(&self, engine: Arc<dyn Synthesizer>) -> Self {
         SpeechService {
             synthesizer: engine,
-            ..self.sharing_models()
-        }
-    }
-
-    fn sharing_models(&self) -> Self {
-        SpeechService {
-            lane: self.lane.clone(),
-            transcribers: self.transcribers.clone(),
-            synthesizer: self.synthesizer.clone(),
-            limits: self.limits,
-            models_dir: self.models_dir.clone(),
-            remote_transcriber: self.remote_transcriber.clone(),
+            ..self.clone()
         }
     }
 

@@ -165,6 +165,8 @@ impl Workstation {
     /// already in the file is kept, the app never writes one). Text lanes are rebuilt with the
     /// new limits; requests already running keep their slots until they end.
     pub fn update_config(&self, new: Config) -> Result<(), WorkstationError> {
+        // Checked before anything is written, so a refused change leaves the file as it was.
+        new.check()?;
         if let Some(path) = &self.config_path {
             new.save(path)?;
         }

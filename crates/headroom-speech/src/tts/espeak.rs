@@ -32,11 +32,6 @@ impl Espeak {
         }
     }
 
-    /// The program this engine runs, for the phonemizer of neural voices.
-    pub fn program(&self) -> &str {
-        &self.program
-    }
-
     fn missing(&self, e: std::io::Error) -> TtsError {
         if e.kind() == std::io::ErrorKind::NotFound {
             TtsError::EngineMissing {
