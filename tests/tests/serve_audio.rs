@@ -120,10 +120,10 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
         .await
         .unwrap();
     assert!(audio.duration_secs() > 1.0);
-    let input = AudioInput {
-        bytes: headroom_speech::audio::wav_bytes(&audio),
-        name: "remote.wav".into(),
-    };
+    let input = AudioInput::from_bytes(
+        headroom_speech::audio::wav_bytes(&audio),
+        "remote.wav".into(),
+    );
     let transcript = client_side
         .transcribe(
             input,
@@ -154,4 +154,163 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("HTTP 400"), "{err}");
+}
+
+/// The 444-byte WAV of issue 10: 8-bit mono at 4,294,967,291 Hz. Resampling it to 16 kHz
+/// asked for a 17 GB filter and took the server down.
+fn evil_wav() -> Vec<u8> {
+    let rate: u32 = 4_294_967_291;
+    let mut file = b"RIFF".to_vec();
+    file.extend_from_slice(&436u32.to_le_bytes());
+    file.extend_from_slice(b"WAVEfmt ");
+    for field in [
+        16u32.to_le_bytes().to_vec(),
+        1u16.to_le_bytes().to_vec(),
+        1u16.to_le_bytes().to_vec(),
+    ] {
+        file.extend(field);
+    }
+    file.extend_from_slice(&rate.to_le_bytes());
+    file.extend_from_slice(&rate.to_le_bytes());
+    file.extend_from_slice(&1u16.to_le_bytes());
+    file.extend_from_slice(&8u16.to_le_bytes());
+    file.extend_from_slice(b"data");
+    file.extend_from_slice(&400u32.to_le_bytes());
+    file.extend((0..400).map(|i| (128.0 + 60.0 * (i as f32 * 0.3).sin()) as u8));
+    assert_eq!(file.len(), 444);
+    file
+}
+
+#[tokio::test]
+async fn a_crafted_upload_is_refused_and_the_server_keeps_serving() {
+    require_models();
+    let server = headroom_tests::serve(&services()).await;
+    let http = reqwest::Client::new();
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(evil_wav()).file_name("evil.wav"),
+        )
+        .text("model", "whisper-1");
+    let resp = http
+        .post(format!("{}/audio/transcriptions", server.base_url()))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_audio");
+    assert_eq!(
+        body["error"]["message"],
+        "evil.wav is refused: it declares a sample rate of 4294967291 Hz; Headroom reads 8000–384000 Hz"
+    );
+    // Still serving (health says 503 here only because no text model runs on port 9).
+    let metrics = http
+        .get(format!("http://{}/metrics", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+}
+
+/// Waits, without a fixed sleep, until `done` holds (or fails the test after a minute).
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "waited a minute for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+fn files_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.path(), e.metadata().unwrap().len())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn uploads_go_to_disk_as_they_arrive_and_beyond_the_cap_are_refused_at_once() {
+    use tokio::io::AsyncWriteExt;
+    let upload_dir = tempfile::tempdir().unwrap();
+    let mut state = ServerState::from_services(&services()).unwrap();
+    state.upload_slots = Arc::new(tokio::sync::Semaphore::new(1));
+    state.max_concurrent_uploads = 1;
+    state.upload_dir = upload_dir.path().to_path_buf();
+    let state = Arc::new(state);
+    let server =
+        RunningServer::start(bind_loopback("127.0.0.1:0").await.unwrap(), state.clone()).unwrap();
+
+    // A client that sends the start of a 1 MB upload, then stops sending.
+    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {}\r\nContent-Type: multipart/form-data; boundary=XYZ\r\nContent-Length: 1000000\r\n\r\n--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.wav\"\r\nContent-Type: audio/wav\r\n\r\n",
+        server.addr
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(&[1u8; 50_000]).await.unwrap();
+    slow.flush().await.unwrap();
+    // What arrived is on disk, not in memory.
+    until("the upload's first 50,000 bytes on disk", || {
+        files_in(upload_dir.path())
+            .iter()
+            .any(|(_, len)| *len >= 50_000)
+    })
+    .await;
+    assert_eq!(state.upload_slots.available_permits(), 0);
+
+    // A second upload while the only slot is taken: refused before its body is read.
+    let http = reqwest::Client::new();
+    let url = format!("{}/audio/transcriptions", server.base_url());
+    let form = || {
+        reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(vec![0u8; 1000]).file_name("next.wav"),
+            )
+            .text("model", "whisper-1")
+    };
+    let resp = http.post(&url).multipart(form()).send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert!(resp.headers().contains_key("retry-after"));
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "audio_lane_full");
+    assert_eq!(
+        body["error"]["headroom"]["detail"],
+        "1 uploads are being received; at most 1 at once"
+    );
+    assert_eq!(
+        state.metrics.rejections(
+            headroom_core::admission::Lane::Audio,
+            headroom_core::admission::RejectReason::AudioLaneFull
+        ),
+        1
+    );
+
+    // The stalled client goes away: its slot and its temporary file are freed.
+    drop(slow);
+    until("the upload slot to be free", || {
+        state.upload_slots.available_permits() == 1
+    })
+    .await;
+    until("the temporary file to be removed", || {
+        files_in(upload_dir.path()).is_empty()
+    })
+    .await;
+
+    // A text field larger than any real value is refused by itself.
+    let oversized = reqwest::multipart::Form::new().text("language", "x".repeat(100_000));
+    let resp = http.post(&url).multipart(oversized).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(
+        resp.json::<Value>().await.unwrap()["error"]["code"],
+        "field_too_large"
+    );
 }

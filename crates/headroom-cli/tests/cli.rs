@@ -300,3 +300,43 @@ async fn gpu_commands_say_when_there_is_no_gpu() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_crafted_wav_is_refused_not_a_crash() {
+    // The 444-byte WAV of issue 10 (8-bit mono at 4,294,967,291 Hz): resampling it asked for a
+    // 17 GB filter, so the process grew until it was killed. Under a 4 GiB address-space limit
+    // that was an abort; now it is a clear error.
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("evil.wav");
+    let rate: u32 = 4_294_967_291;
+    let mut file = b"RIFF".to_vec();
+    file.extend_from_slice(&436u32.to_le_bytes());
+    file.extend_from_slice(b"WAVEfmt ");
+    file.extend_from_slice(&16u32.to_le_bytes());
+    file.extend_from_slice(&[1, 0, 1, 0]); // PCM, mono
+    file.extend_from_slice(&rate.to_le_bytes());
+    file.extend_from_slice(&rate.to_le_bytes());
+    file.extend_from_slice(&[1, 0, 8, 0]); // block align 1, 8 bits
+    file.extend_from_slice(b"data");
+    file.extend_from_slice(&400u32.to_le_bytes());
+    file.extend((0..400).map(|i| (128.0 + 60.0 * (i as f32 * 0.3).sin()) as u8));
+    std::fs::write(&evil, &file).unwrap();
+    let out = tokio::process::Command::new("prlimit")
+        .arg(format!("--as={}", 4u64 << 30))
+        .arg(env!("CARGO_BIN_EXE_headroom"))
+        .args(["transcribe", evil.to_str().unwrap()])
+        .env("HEADROOM_CONFIG", empty_config())
+        .output()
+        .await
+        .expect("prlimit runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("evil.wav is refused: it declares a sample rate of 4294967291 Hz; Headroom reads 8000–384000 Hz"),
+        "{stderr}"
+    );
+}

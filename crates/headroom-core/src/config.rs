@@ -111,6 +111,9 @@ pub struct ServerSettings {
     pub max_body_bytes: usize,
     /// Largest audio upload accepted for transcription.
     pub max_upload_bytes: usize,
+    /// Uploads received at once; more are refused at once (each is written to a temporary
+    /// file as it arrives, so this bounds open files and disk writes, not memory).
+    pub max_concurrent_uploads: usize,
     /// Browser origins (e.g. `http://localhost:5173`) allowed to call the server; requests
     /// from any other web page are refused. None by default.
     pub allowed_origins: Vec<String>,
@@ -122,6 +125,7 @@ impl Default for ServerSettings {
             listen: "127.0.0.1:8089".into(),
             max_body_bytes: 1024 * 1024,
             max_upload_bytes: 200 * 1024 * 1024,
+            max_concurrent_uploads: 4,
             allowed_origins: Vec::new(),
         }
     }
@@ -223,6 +227,13 @@ impl Config {
     pub fn check(&self) -> Result<(), ConfigError> {
         self.text_lane()?;
         self.retry()?;
+        if self.server.max_concurrent_uploads == 0 {
+            return Err(ConfigError::Invalid {
+                name: "server.max_concurrent_uploads",
+                expected: "at least 1",
+                value: "0".into(),
+            });
+        }
         crate::llm::LlmClient::new(&self.llm.url, None).map_err(|_| ConfigError::Invalid {
             name: "llm.url",
             expected: "an http:// or https:// URL such as http://127.0.0.1:8000/v1",

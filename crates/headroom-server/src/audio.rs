@@ -8,7 +8,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use headroom_core::admission::Priority;
+use headroom_core::admission::{Lane, Priority, RejectReason, Rejection};
 use headroom_services::speech::AudioInput;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::TranscribeOptions;
@@ -18,6 +18,8 @@ use serde::Deserialize;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 /// OpenAI's voice names; requests that use them get the default voice.
@@ -53,51 +55,130 @@ fn transcription_model(requested: Option<&str>) -> &'static str {
         .unwrap_or(DEFAULT_MODEL)
 }
 
+/// The most a form's text field (model, language, format...) may hold.
+const MAX_TEXT_FIELD_BYTES: usize = 64 * 1024;
+
+fn form_error(
+    state: &ServerState,
+    name: &str,
+    e: axum::extract::multipart::MultipartError,
+) -> HttpError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large(state);
+    }
+    HttpError::bad_request(
+        "invalid_multipart",
+        format!("cannot read the form's {name}: {}", e.body_text()),
+    )
+}
+
+/// Receives the `file` field into a temporary file as it arrives, never holding it in memory.
+async fn receive_file(
+    state: &ServerState,
+    mut field: axum::extract::multipart::Field<'_>,
+) -> Result<tempfile::TempPath, HttpError> {
+    let storage = |e: std::io::Error| HttpError::Storage {
+        message: format!(
+            "cannot store the upload in {}: {e}",
+            state.upload_dir.display()
+        ),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix("headroom-upload-")
+        .tempfile_in(&state.upload_dir)
+        .map_err(storage)?;
+    let (file, path) = temp.into_parts();
+    let mut file = tokio::fs::File::from_std(file);
+    let mut received = 0usize;
+    while let Some(chunk) = field
+        .chunk()
+        .await
+        .map_err(|e| form_error(state, "file", e))?
+    {
+        received += chunk.len();
+        if received > state.max_upload_bytes {
+            return Err(too_large(state));
+        }
+        file.write_all(&chunk).await.map_err(storage)?;
+    }
+    file.flush().await.map_err(storage)?;
+    Ok(path)
+}
+
+/// Reads a text field, refusing one larger than any real value.
+async fn receive_text(
+    state: &ServerState,
+    name: &str,
+    mut field: axum::extract::multipart::Field<'_>,
+) -> Result<String, HttpError> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = field
+        .chunk()
+        .await
+        .map_err(|e| form_error(state, name, e))?
+    {
+        if bytes.len() + chunk.len() > MAX_TEXT_FIELD_BYTES {
+            return Err(HttpError::bad_request(
+                "field_too_large",
+                format!(
+                    "the form field {name:?} is over {} KiB",
+                    MAX_TEXT_FIELD_BYTES / 1024
+                ),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&bytes).trim().to_string())
+}
+
 async fn transcriptions(
     State(state): State<Arc<ServerState>>,
     mut form: Multipart,
 ) -> Result<Response, HttpError> {
-    let mut file: Option<(String, Vec<u8>)> = None;
+    // A bounded number of uploads are received at once; the rest are refused before their
+    // bodies are read.
+    let Ok(receiving) = state.upload_slots.clone().try_acquire_owned() else {
+        let limit = state.max_concurrent_uploads;
+        let mut rejection = Rejection::new(Lane::Audio, RejectReason::AudioLaneFull)
+            .with_detail(format!(
+                "{limit} uploads are being received; at most {limit} at once"
+            ))
+            .with_retry_after(Some(Duration::from_secs(1)));
+        rejection.in_flight = limit;
+        rejection.limit = limit;
+        state
+            .metrics
+            .count_rejection(Lane::Audio, RejectReason::AudioLaneFull);
+        return Err(rejection.into());
+    };
+    let mut file: Option<(String, tempfile::TempPath)> = None;
     let mut model = None;
     let mut format = "json".to_string();
     let mut language = None;
     // Uploads are batch work unless the client says a person is waiting.
     let mut priority = Priority::Normal;
-    loop {
-        let field = match form.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large(&state)),
-            Err(e) => {
-                return Err(HttpError::bad_request(
-                    "invalid_multipart",
-                    format!("cannot read the form: {e}"),
-                ))
-            }
-        };
+    while let Some(field) = form
+        .next_field()
+        .await
+        .map_err(|e| form_error(&state, "fields", e))?
+    {
         let name = field.name().unwrap_or_default().to_string();
-        let file_name = field.file_name().map(str::to_string);
-        let bytes = match field.bytes().await {
-            Ok(b) => b,
-            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large(&state)),
-            Err(e) => {
-                return Err(HttpError::bad_request(
-                    "invalid_multipart",
-                    format!("cannot read field {name}: {e}"),
-                ))
-            }
-        };
-        let text = || String::from_utf8_lossy(&bytes).trim().to_string();
+        if name == "file" {
+            let file_name = field.file_name().unwrap_or("upload").to_string();
+            file = Some((file_name, receive_file(&state, field).await?));
+            continue;
+        }
+        let text = receive_text(&state, &name, field).await?;
         match name.as_str() {
-            "file" => file = Some((file_name.unwrap_or_else(|| "upload".into()), bytes.to_vec())),
-            "model" => model = Some(text()),
-            "response_format" => format = text(),
-            "language" => language = Some(text()).filter(|l| !l.is_empty()),
-            "priority" if text() == "interactive" => priority = Priority::Interactive,
+            "model" => model = Some(text),
+            "response_format" => format = text,
+            "language" => language = Some(text).filter(|l| !l.is_empty()),
+            "priority" if text == "interactive" => priority = Priority::Interactive,
             _ => {} // temperature, prompt, timestamp_granularities: accepted, not used
         }
     }
-    let Some((file_name, bytes)) = file else {
+    drop(receiving);
+    let Some((file_name, upload)) = file else {
         return Err(HttpError::bad_request(
             "missing_file",
             "the form has no `file` field",
@@ -115,10 +196,7 @@ async fn transcriptions(
     // Dropping this guard (the client went away) cancels the job.
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
-    let input = AudioInput {
-        bytes,
-        name: PathBuf::from(file_name),
-    };
+    let input = AudioInput::from_temporary(upload, PathBuf::from(file_name));
     let options = TranscribeOptions { language };
     let model = transcription_model(model.as_deref());
     let transcript = state

@@ -9,6 +9,7 @@ use axum::Json;
 use headroom_core::admission::{DeadlineKind, RejectReason, Rejection};
 use headroom_services::speech::SpeechError;
 use headroom_speech::asr::AsrError;
+use headroom_speech::audio::AudioError;
 use headroom_speech::models::ModelError;
 use headroom_speech::tts::TtsError;
 use serde_json::{json, Value};
@@ -28,6 +29,9 @@ pub enum HttpError {
     /// An upload over the configured limit.
     #[error("{message}")]
     UploadTooLarge { message: String },
+    /// An upload could not be stored while it was received.
+    #[error("{message}")]
+    Storage { message: String },
     /// The text model's server could not answer a pass-through call.
     #[error("{message}")]
     Upstream { message: String },
@@ -83,6 +87,7 @@ impl HttpError {
             HttpError::BodyTooLarge(r) => (S::PAYLOAD_TOO_LARGE, INVALID, r.reason.code()),
             HttpError::BadRequest { code, .. } => (S::BAD_REQUEST, INVALID, code),
             HttpError::UploadTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, INVALID, "file_too_large"),
+            HttpError::Storage { .. } => (S::INTERNAL_SERVER_ERROR, SERVER, "upload_not_stored"),
             HttpError::Upstream { .. } => (
                 S::BAD_GATEWAY,
                 SERVER,
@@ -94,6 +99,9 @@ impl HttpError {
                 (S::UNSUPPORTED_MEDIA_TYPE, INVALID, "unsupported_media_type")
             }
             HttpError::Speech(e) => match e {
+                SpeechError::Audio(AudioError::Cancelled { .. }) => {
+                    (S::REQUEST_TIMEOUT, SERVER, "cancelled")
+                }
                 SpeechError::Audio(_) => (S::BAD_REQUEST, INVALID, "invalid_audio"),
                 SpeechError::Model(ModelError::Unknown { .. }) => {
                     (S::BAD_REQUEST, INVALID, "model_not_found")

@@ -5,7 +5,9 @@ use headroom_core::lanes::TextLane;
 use headroom_core::metrics::Metrics;
 use headroom_services::speech::SpeechService;
 use headroom_services::{Services, ServicesError};
+use std::path::PathBuf;
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 pub struct ServerState {
     pub text_lane: TextLane,
@@ -15,6 +17,11 @@ pub struct ServerState {
     pub max_body_bytes: usize,
     /// Largest audio upload for transcription.
     pub max_upload_bytes: usize,
+    /// One permit per upload being received.
+    pub upload_slots: Arc<Semaphore>,
+    pub max_concurrent_uploads: usize,
+    /// Where uploads are received.
+    pub upload_dir: PathBuf,
     /// Browser origins allowed to call this server (none by default).
     pub allowed_origins: Vec<String>,
 }
@@ -38,6 +45,9 @@ impl ServerState {
             metrics: services.metrics().clone(),
             max_body_bytes: limits.max_body_bytes,
             max_upload_bytes: limits.max_upload_bytes,
+            upload_slots: Arc::new(Semaphore::new(limits.max_concurrent_uploads)),
+            max_concurrent_uploads: limits.max_concurrent_uploads,
+            upload_dir: services.env().temp_dir.clone(),
             allowed_origins: limits.allowed_origins,
         }
     }

@@ -67,6 +67,8 @@ pub struct Environment {
     pub gpu_replay: Option<PathBuf>,
     /// `HEADROOM_AUDIO_API_KEY`: the key for external speech servers (never the text model's).
     pub audio_api_key: Option<ApiKey>,
+    /// `TMPDIR`, else the platform's: where uploads are received before they are decoded.
+    pub temp_dir: PathBuf,
 }
 
 impl Environment {
@@ -87,6 +89,9 @@ impl Environment {
             python: text("HEADROOM_PYTHON").unwrap_or_else(|| "python3".into()),
             gpu_replay: set("HEADROOM_GPU_REPLAY").map(PathBuf::from),
             audio_api_key: text("HEADROOM_AUDIO_API_KEY").and_then(ApiKey::new),
+            temp_dir: set("TMPDIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir),
         }
     }
 

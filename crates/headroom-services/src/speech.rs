@@ -6,11 +6,11 @@ use headroom_core::admission::{Priority, Rejection};
 use headroom_core::lanes::AudioLane;
 use headroom_speech::asr::whisper::WhisperEngine;
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript};
-use headroom_speech::audio::{decode_bytes, Audio, AudioError, DecodeLimits};
+use headroom_speech::audio::{Audio, AudioError, Decode, DecodeLimits};
 use headroom_speech::models::{self, ModelError};
 use headroom_speech::tts::{Synthesizer, TtsError};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -29,24 +29,60 @@ pub enum SpeechError {
     Rejected(#[from] Rejection),
 }
 
-/// Audio to transcribe: a file's bytes and a name for messages.
+/// Audio to transcribe: where its bytes are and a name for messages. A file is read as it is
+/// decoded, never whole into memory.
 #[derive(Clone)]
 pub struct AudioInput {
-    pub bytes: Vec<u8>,
+    source: InputSource,
     /// Shown in errors, and its extension hints the format.
     pub name: PathBuf,
 }
 
+#[derive(Clone)]
+enum InputSource {
+    File(PathBuf),
+    /// An upload received into a temporary file, removed when the last clone is dropped.
+    Temporary(Arc<tempfile::TempPath>),
+    Bytes(Arc<[u8]>),
+}
+
 impl AudioInput {
-    pub fn from_file(path: &std::path::Path) -> Result<AudioInput, SpeechError> {
-        let bytes = std::fs::read(path).map_err(|e| AudioError::Read {
+    /// A file on disk; a missing or unreadable file is reported now, before any job queues.
+    pub fn from_file(path: &Path) -> Result<AudioInput, SpeechError> {
+        std::fs::File::open(path).map_err(|e| AudioError::Read {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
         Ok(AudioInput {
-            bytes,
+            source: InputSource::File(path.to_path_buf()),
             name: path.to_path_buf(),
         })
+    }
+
+    /// A temporary file (an upload), deleted once the input is dropped; `name` is the client's.
+    pub fn from_temporary(file: tempfile::TempPath, name: PathBuf) -> AudioInput {
+        AudioInput {
+            source: InputSource::Temporary(Arc::new(file)),
+            name,
+        }
+    }
+
+    /// A file's bytes already in memory.
+    pub fn from_bytes(bytes: Vec<u8>, name: PathBuf) -> AudioInput {
+        AudioInput {
+            source: InputSource::Bytes(bytes.into()),
+            name,
+        }
+    }
+
+    /// Decodes the input to mono as `decode` says; errors name the input by its `name`.
+    pub fn decode(&self, decode: &Decode) -> Result<Audio, AudioError> {
+        let extension = self.name.extension().and_then(|e| e.to_str());
+        match &self.source {
+            InputSource::File(path) => decode.file(path),
+            InputSource::Temporary(path) => decode.open(path, extension, &self.name),
+            InputSource::Bytes(bytes) => decode.bytes(bytes.clone(), extension, &self.name),
+        }
     }
 }
 
@@ -158,14 +194,13 @@ impl SpeechService {
         };
         let limits = self.limits;
         let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
-            let extension = input
-                .name
-                .extension()
-                .and_then(|e| e.to_str())
-                .map(str::to_string);
-            let audio: Audio =
-                decode_bytes(input.bytes, extension.as_deref(), &input.name, limits)?;
-            let audio = audio.to_16k()?;
+            // Resampled to 16 kHz while decoding, so a long file is never held at its own rate.
+            let decode = Decode {
+                limits,
+                to_rate: Some(16_000),
+                cancel: cancel.clone(),
+            };
+            let audio = input.decode(&decode)?;
             let engine: Arc<dyn Transcriber> = match source {
                 EngineSource::Remote(remote) => remote,
                 EngineSource::Embedded { cache, model, dir } => {

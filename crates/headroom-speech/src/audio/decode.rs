@@ -1,206 +1,562 @@
 //! Decoding audio files to mono samples: WAV with hound, everything else (MP3, FLAC, OGG
 //! Vorbis, AAC/M4A) with symphonia. Every failure names the file and the problem.
+//!
+//! Files are untrusted: a header is checked against [`DecodeLimits`] before anything is sized
+//! from it, nothing is preallocated from a declared length, samples are downmixed and (when
+//! asked) resampled as they are decoded so memory follows the output, cancellation is checked
+//! between packets, and a panic inside a decoder becomes [`AudioError::DecoderFailed`].
 
-use super::{Audio, AudioError};
-use std::path::Path;
+use super::resample::StreamResampler;
+use super::{Audio, AudioError, Bound};
+use std::io::{BufReader, Read, Seek};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use symphonia::core::audio::SampleBuffer;
 use symphonia::core::codecs::DecoderOptions;
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::FormatOptions;
-use symphonia::core::io::MediaSourceStream;
+use symphonia::core::io::{MediaSource, MediaSourceStream};
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
+use tokio_util::sync::CancellationToken;
 
-/// Bounds on what a decode accepts.
-#[derive(Debug, Clone, Copy)]
+/// Bounds on what a decode accepts, checked against the header first and the output as it
+/// grows.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecodeLimits {
     /// Longest audio accepted, in seconds.
     pub max_seconds: f64,
+    /// Sample rates accepted, in Hz.
+    pub min_sample_rate: u32,
+    pub max_sample_rate: u32,
+    /// Most channels accepted.
+    pub max_channels: u32,
+    /// Most memory the decoded (mono, resampled) samples may take, in bytes.
+    pub max_decoded_bytes: u64,
+    /// Most decoded samples (all channels) per byte of compressed input. Real codecs stay far
+    /// below (MP3 about 6, FLAC about 2, silence in FLAC about 340); a file of crafted constant
+    /// frames goes far above. Checked once a minute of audio has been decoded, so a short file
+    /// that is mostly silence is not refused.
+    pub max_expansion: u64,
 }
 
 impl Default for DecodeLimits {
     fn default() -> Self {
         DecodeLimits {
             max_seconds: 4.0 * 3600.0,
+            min_sample_rate: 8_000,
+            max_sample_rate: 384_000,
+            max_channels: 32,
+            // Four hours at 16 kHz is 0.9 GB of f32.
+            max_decoded_bytes: 1 << 30,
+            max_expansion: 2048,
         }
     }
 }
 
-/// Decodes a file to mono.
-pub fn decode_file(path: &Path, limits: DecodeLimits) -> Result<Audio, AudioError> {
-    let bytes = std::fs::read(path).map_err(|e| AudioError::Read {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    let hint = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_string);
-    decode_bytes(bytes, hint.as_deref(), path, limits)
+/// How to decode: the limits, an optional output rate (resampled while decoding), and a
+/// cancellation token checked between packets.
+#[derive(Debug, Clone, Default)]
+pub struct Decode {
+    pub limits: DecodeLimits,
+    /// Resample to this rate as samples are decoded; `None` keeps the file's rate.
+    pub to_rate: Option<u32>,
+    pub cancel: CancellationToken,
 }
 
-/// Decodes an in-memory file to mono; `shown` names it in errors.
+/// Decodes a file to mono at its own rate.
+pub fn decode_file(path: &Path, limits: DecodeLimits) -> Result<Audio, AudioError> {
+    Decode {
+        limits,
+        ..Decode::default()
+    }
+    .file(path)
+}
+
+/// Decodes an in-memory file to mono at its own rate; `shown` names it in errors.
 pub fn decode_bytes(
     bytes: Vec<u8>,
     extension: Option<&str>,
     shown: &Path,
     limits: DecodeLimits,
 ) -> Result<Audio, AudioError> {
-    let path = shown.to_path_buf();
-    if bytes.is_empty() {
-        return Err(AudioError::Empty { path });
+    Decode {
+        limits,
+        ..Decode::default()
     }
-    let audio = if bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(b"WAVE") {
-        decode_wav(&bytes, &path, limits)?
-    } else {
-        decode_other(bytes, extension, &path, limits)?
-    };
-    if audio.samples.is_empty() {
-        return Err(AudioError::Empty { path });
-    }
-    // Below -80 dBFS everywhere: nothing to hear.
-    if audio.peak() < 1e-4 {
-        return Err(AudioError::Silent { path });
-    }
-    Ok(audio)
+    .bytes(bytes, extension, shown)
 }
 
-fn too_long(path: &Path, frames: u64, rate: u32, limits: DecodeLimits) -> Result<(), AudioError> {
-    let seconds = frames as f64 / rate.max(1) as f64;
-    if seconds > limits.max_seconds {
-        return Err(AudioError::TooLong {
-            path: path.to_path_buf(),
-            seconds,
-            limit: limits.max_seconds,
-        });
+impl Decode {
+    /// Decodes a file, reading it as it goes (it is never read whole into memory).
+    pub fn file(&self, path: &Path) -> Result<Audio, AudioError> {
+        self.open(path, path.extension().and_then(|e| e.to_str()), path)
     }
-    Ok(())
-}
 
-fn decode_wav(bytes: &[u8], path: &Path, limits: DecodeLimits) -> Result<Audio, AudioError> {
-    let corrupt = |e: hound::Error| AudioError::Corrupt {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    };
-    let reader = hound::WavReader::new(std::io::Cursor::new(bytes)).map_err(corrupt)?;
-    let spec = reader.spec();
-    if spec.channels == 0 || spec.sample_rate == 0 {
-        return Err(AudioError::Corrupt {
-            path: path.to_path_buf(),
-            detail: "the header declares no channels or a zero sample rate".into(),
-        });
+    /// Decodes the file at `path`, which errors call `shown` and whose format `extension`
+    /// hints (for a temporary file holding an upload, say).
+    pub fn open(
+        &self,
+        path: &Path,
+        extension: Option<&str>,
+        shown: &Path,
+    ) -> Result<Audio, AudioError> {
+        let read_error = |e: std::io::Error| AudioError::Read {
+            path: shown.to_path_buf(),
+            message: e.to_string(),
+        };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let len = file.metadata().map_err(read_error)?.len();
+        self.source(file, len, extension, shown)
     }
-    too_long(path, reader.duration() as u64, spec.sample_rate, limits)?;
-    let channels = spec.channels as usize;
-    let interleaved: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => reader
-            .into_samples::<f32>()
-            .collect::<Result<_, _>>()
-            .map_err(corrupt)?,
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
-            reader
-                .into_samples::<i32>()
-                .map(|s| s.map(|v| v as f32 * scale))
-                .collect::<Result<_, _>>()
-                .map_err(corrupt)?
+
+    /// Decodes an in-memory file; `shown` names it in errors.
+    pub fn bytes(
+        &self,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+        extension: Option<&str>,
+        shown: &Path,
+    ) -> Result<Audio, AudioError> {
+        let len = bytes.as_ref().len() as u64;
+        self.source(std::io::Cursor::new(bytes), len, extension, shown)
+    }
+
+    fn source<S: Read + Seek + Send + Sync + 'static>(
+        &self,
+        mut source: S,
+        len: u64,
+        extension: Option<&str>,
+        shown: &Path,
+    ) -> Result<Audio, AudioError> {
+        let path = shown.to_path_buf();
+        if len == 0 {
+            return Err(AudioError::Empty { path });
         }
-    };
-    Ok(Audio {
-        samples: downmix(&interleaved, channels),
-        sample_rate: spec.sample_rate,
-    })
-}
-
-fn downmix(interleaved: &[f32], channels: usize) -> Vec<f32> {
-    if channels == 1 {
-        return interleaved.to_vec();
-    }
-    interleaved
-        .chunks_exact(channels)
-        .map(|frame| frame.iter().sum::<f32>() / channels as f32)
-        .collect()
-}
-
-fn decode_other(
-    bytes: Vec<u8>,
-    extension: Option<&str>,
-    path: &Path,
-    limits: DecodeLimits,
-) -> Result<Audio, AudioError> {
-    let unsupported = |detail: String| AudioError::Unsupported {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let corrupt = |detail: String| AudioError::Corrupt {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let source = MediaSourceStream::new(Box::new(std::io::Cursor::new(bytes)), Default::default());
-    let mut hint = Hint::new();
-    if let Some(ext) = extension {
-        hint.with_extension(ext);
-    }
-    let probed = symphonia::default::get_probe()
-        .format(
-            &hint,
-            source,
-            &FormatOptions::default(),
-            &MetadataOptions::default(),
-        )
-        .map_err(|e| unsupported(e.to_string()))?;
-    let mut format = probed.format;
-    let track = format
-        .default_track()
-        .ok_or_else(|| unsupported("no audio track".into()))?;
-    let track_id = track.id;
-    let params = track.codec_params.clone();
-    let rate = params
-        .sample_rate
-        .ok_or_else(|| corrupt("the audio track declares no sample rate".into()))?;
-    if let Some(frames) = params.n_frames {
-        too_long(path, frames, rate, limits)?;
-    }
-    let mut decoder = symphonia::default::get_codecs()
-        .make(&params, &DecoderOptions::default())
-        .map_err(|e| unsupported(e.to_string()))?;
-    let mut samples: Vec<f32> = Vec::new();
-    let mut buffer: Option<SampleBuffer<f32>> = None;
-    let max_samples = (limits.max_seconds * rate as f64) as usize;
-    loop {
-        let packet = match format.next_packet() {
-            Ok(p) => p,
-            Err(SymphoniaError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                break
+        let mut magic = [0u8; 12];
+        let is_wav = source.read_exact(&mut magic).is_ok()
+            && magic.starts_with(b"RIFF")
+            && &magic[8..12] == b"WAVE";
+        source.rewind().map_err(|e| AudioError::Read {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let extension = extension.map(str::to_string);
+        let audio = guarded(&path, || {
+            if is_wav {
+                self.wav(source, len, &path)
+            } else {
+                self.other(source, len, extension.as_deref(), &path)
             }
-            Err(SymphoniaError::ResetRequired) => break,
-            Err(e) => return Err(corrupt(e.to_string())),
-        };
-        if packet.track_id() != track_id {
-            continue;
+        })?;
+        if audio.samples.is_empty() {
+            return Err(AudioError::Empty { path });
         }
-        let decoded = match decoder.decode(&packet) {
-            Ok(d) => d,
-            // A damaged packet: skip it, as players do; a file of only damage ends up empty.
-            Err(SymphoniaError::DecodeError(_)) => continue,
-            Err(e) => return Err(corrupt(e.to_string())),
-        };
-        let spec = *decoded.spec();
-        let channels = spec.channels.count().max(1);
-        let buf = buffer.get_or_insert_with(|| SampleBuffer::new(decoded.capacity() as u64, spec));
-        if buf.capacity() < decoded.capacity() * channels {
-            *buf = SampleBuffer::new(decoded.capacity() as u64, spec);
+        // Below -80 dBFS everywhere: nothing to hear.
+        if audio.peak() < 1e-4 {
+            return Err(AudioError::Silent { path });
         }
-        buf.copy_interleaved_ref(decoded);
-        samples.extend(downmix(buf.samples(), channels));
-        if samples.len() > max_samples {
-            too_long(path, samples.len() as u64, rate, limits)?;
-        }
+        Ok(audio)
     }
-    Ok(Audio {
-        samples,
-        sample_rate: rate,
+
+    fn wav<R: Read>(&self, source: R, len: u64, path: &Path) -> Result<Audio, AudioError> {
+        let corrupt = |e: hound::Error| AudioError::Corrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        };
+        let ended = Arc::new(AtomicBool::new(false));
+        let source = NoticesEnd {
+            inner: source,
+            ended: ended.clone(),
+        };
+        let mut reader = hound::WavReader::new(BufReader::new(source)).map_err(corrupt)?;
+        let spec = reader.spec();
+        let valid_bits = match spec.sample_format {
+            hound::SampleFormat::Float => spec.bits_per_sample == 32,
+            hound::SampleFormat::Int => (1..=32).contains(&spec.bits_per_sample),
+        };
+        if !valid_bits {
+            return Err(refused(
+                path,
+                Bound::Bits {
+                    bits: spec.bits_per_sample.into(),
+                },
+            ));
+        }
+        // A data chunk can declare more than the file holds; only what is there counts.
+        let block = u64::from(spec.channels) * u64::from(spec.bits_per_sample.div_ceil(8));
+        let declared = u64::from(reader.duration()).min(len / block.max(1));
+        let mut sink = self.sink(path, spec.sample_rate, spec.channels.into(), Some(declared))?;
+        let channels = usize::from(spec.channels);
+        let mut interleaved = Vec::with_capacity(channels * CHUNK_FRAMES);
+        let mut flush = |interleaved: &mut Vec<f32>| -> Result<(), AudioError> {
+            sink.push(interleaved, channels)?;
+            interleaved.clear();
+            Ok(())
+        };
+        // A file cut short ends where its data ends, as players treat it.
+        let end_of_data = |e: &hound::Error| {
+            matches!(e, hound::Error::IoError(_)) && ended.load(Ordering::Relaxed)
+        };
+        match spec.sample_format {
+            hound::SampleFormat::Float => {
+                for sample in reader.samples::<f32>() {
+                    match sample {
+                        Ok(s) => interleaved.push(s),
+                        Err(e) if end_of_data(&e) => break,
+                        Err(e) => return Err(corrupt(e)),
+                    }
+                    if interleaved.len() == channels * CHUNK_FRAMES {
+                        flush(&mut interleaved)?;
+                    }
+                }
+            }
+            hound::SampleFormat::Int => {
+                let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
+                for sample in reader.samples::<i32>() {
+                    match sample {
+                        Ok(s) => interleaved.push(s as f32 * scale),
+                        Err(e) if end_of_data(&e) => break,
+                        Err(e) => return Err(corrupt(e)),
+                    }
+                    if interleaved.len() == channels * CHUNK_FRAMES {
+                        flush(&mut interleaved)?;
+                    }
+                }
+            }
+        }
+        // A trailing partial frame is dropped.
+        interleaved.truncate(interleaved.len() / channels * channels);
+        flush(&mut interleaved)?;
+        sink.finish()
+    }
+
+    fn other<S: Read + Seek + Send + Sync + 'static>(
+        &self,
+        source: S,
+        len: u64,
+        extension: Option<&str>,
+        path: &Path,
+    ) -> Result<Audio, AudioError> {
+        let unsupported = |detail: String| AudioError::Unsupported {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let corrupt = |detail: String| AudioError::Corrupt {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let consumed = Arc::new(AtomicU64::new(0));
+        let counted = Counted {
+            inner: source,
+            len,
+            consumed: consumed.clone(),
+        };
+        let stream = MediaSourceStream::new(Box::new(counted), Default::default());
+        let mut hint = Hint::new();
+        if let Some(ext) = extension {
+            hint.with_extension(ext);
+        }
+        let probed = symphonia::default::get_probe()
+            .format(
+                &hint,
+                stream,
+                &FormatOptions::default(),
+                &MetadataOptions::default(),
+            )
+            .map_err(|e| unsupported(e.to_string()))?;
+        let mut format = probed.format;
+        let track = format
+            .default_track()
+            .ok_or_else(|| unsupported("no audio track".into()))?;
+        let track_id = track.id;
+        let params = track.codec_params.clone();
+        let rate = params
+            .sample_rate
+            .ok_or_else(|| corrupt("the audio track declares no sample rate".into()))?;
+        let channels = params.channels.map_or(1, |c| c.count() as u32);
+        if let Some(bits) = params.bits_per_sample.filter(|b| !(1..=32).contains(b)) {
+            return Err(refused(path, Bound::Bits { bits }));
+        }
+        let mut sink = self.sink(path, rate, channels, params.n_frames)?;
+        let mut decoder = symphonia::default::get_codecs()
+            .make(&params, &DecoderOptions::default())
+            .map_err(|e| unsupported(e.to_string()))?;
+        let mut buffer: Option<SampleBuffer<f32>> = None;
+        loop {
+            let packet = match format.next_packet() {
+                Ok(p) => p,
+                Err(SymphoniaError::IoError(e))
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    break
+                }
+                Err(SymphoniaError::ResetRequired) => break,
+                Err(e) => return Err(corrupt(e.to_string())),
+            };
+            if packet.track_id() != track_id {
+                continue;
+            }
+            let decoded = match decoder.decode(&packet) {
+                Ok(d) => d,
+                // A damaged packet: skip it, as players do; a file of only damage ends up empty.
+                Err(SymphoniaError::DecodeError(_)) => continue,
+                Err(e) => return Err(corrupt(e.to_string())),
+            };
+            let spec = *decoded.spec();
+            if spec.rate != rate {
+                return Err(corrupt(format!(
+                    "the sample rate changes from {rate} Hz to {} Hz",
+                    spec.rate
+                )));
+            }
+            let channels = spec.channels.count().max(1);
+            if channels as u32 > self.limits.max_channels {
+                return Err(refused(
+                    path,
+                    Bound::Channels {
+                        channels: channels as u32,
+                        max: self.limits.max_channels,
+                    },
+                ));
+            }
+            let buf =
+                buffer.get_or_insert_with(|| SampleBuffer::new(decoded.capacity() as u64, spec));
+            if buf.capacity() < decoded.capacity() * channels {
+                *buf = SampleBuffer::new(decoded.capacity() as u64, spec);
+            }
+            buf.copy_interleaved_ref(decoded);
+            sink.push(buf.samples(), channels)?;
+            sink.check_expansion(consumed.load(Ordering::Relaxed))?;
+        }
+        sink.finish()
+    }
+
+    /// Checks a header's rate, channels and declared length against the limits, and sets up
+    /// where the samples go.
+    fn sink<'a>(
+        &'a self,
+        path: &Path,
+        rate: u32,
+        channels: u32,
+        declared_frames: Option<u64>,
+    ) -> Result<Sink<'a>, AudioError> {
+        let limits = &self.limits;
+        if !(limits.min_sample_rate..=limits.max_sample_rate).contains(&rate) {
+            return Err(refused(
+                path,
+                Bound::SampleRate {
+                    rate,
+                    min: limits.min_sample_rate,
+                    max: limits.max_sample_rate,
+                },
+            ));
+        }
+        if channels == 0 || channels > limits.max_channels {
+            return Err(refused(
+                path,
+                Bound::Channels {
+                    channels,
+                    max: limits.max_channels,
+                },
+            ));
+        }
+        let out_rate = self.to_rate.unwrap_or(rate);
+        let sink = Sink {
+            path: path.to_path_buf(),
+            decode: self,
+            rate,
+            out_rate,
+            resampler: match self.to_rate {
+                Some(to) if to != rate => Some(StreamResampler::new(rate, to)?),
+                _ => None,
+            },
+            samples: Vec::new(),
+            mono: Vec::new(),
+            frames: 0,
+            decoded_samples: 0,
+        };
+        if let Some(frames) = declared_frames {
+            sink.check_frames(frames)?;
+        }
+        Ok(sink)
+    }
+}
+
+/// Frames handed on at a time while reading a WAV.
+const CHUNK_FRAMES: usize = 4096;
+
+/// Where decoded samples go: downmixed, resampled, counted against the limits.
+struct Sink<'a> {
+    path: PathBuf,
+    decode: &'a Decode,
+    rate: u32,
+    out_rate: u32,
+    resampler: Option<StreamResampler>,
+    samples: Vec<f32>,
+    /// Reused for each packet's downmix.
+    mono: Vec<f32>,
+    /// Frames decoded so far, at the file's rate.
+    frames: u64,
+    /// Samples decoded so far, all channels.
+    decoded_samples: u64,
+}
+
+impl Sink<'_> {
+    /// Refuses `frames` at the file's rate if they are too long or would decode too large.
+    fn check_frames(&self, frames: u64) -> Result<(), AudioError> {
+        let limits = &self.decode.limits;
+        let seconds = frames as f64 / f64::from(self.rate);
+        if seconds > limits.max_seconds {
+            return Err(AudioError::TooLong {
+                path: self.path.clone(),
+                seconds,
+                limit: limits.max_seconds,
+            });
+        }
+        let bytes = (seconds * f64::from(self.out_rate)) as u64 * 4;
+        if bytes > limits.max_decoded_bytes {
+            return Err(refused(
+                &self.path,
+                Bound::DecodedSize {
+                    bytes,
+                    limit: limits.max_decoded_bytes,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, interleaved: &[f32], channels: usize) -> Result<(), AudioError> {
+        if self.decode.cancel.is_cancelled() {
+            return Err(AudioError::Cancelled {
+                path: self.path.clone(),
+            });
+        }
+        let frames = interleaved.len() / channels;
+        self.frames += frames as u64;
+        self.decoded_samples += interleaved.len() as u64;
+        self.check_frames(self.frames)?;
+        self.mono.clear();
+        if channels == 1 {
+            self.mono.extend_from_slice(interleaved);
+        } else {
+            self.mono.extend(
+                interleaved
+                    .chunks_exact(channels)
+                    .map(|frame| frame.iter().sum::<f32>() / channels as f32),
+            );
+        }
+        match &mut self.resampler {
+            Some(resampler) => resampler.push(&self.mono, &mut self.samples)?,
+            None => self.samples.extend_from_slice(&self.mono),
+        }
+        Ok(())
+    }
+
+    /// Refuses output out of all proportion to the input read so far (a decompression bomb).
+    fn check_expansion(&self, bytes_read: u64) -> Result<(), AudioError> {
+        let limits = &self.decode.limits;
+        let past_a_minute = self.frames > 60 * u64::from(self.rate);
+        if past_a_minute && self.decoded_samples > limits.max_expansion * bytes_read.max(1) {
+            return Err(refused(
+                &self.path,
+                Bound::Expansion {
+                    samples: self.decoded_samples,
+                    bytes: bytes_read,
+                    max: limits.max_expansion,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Audio, AudioError> {
+        if let Some(resampler) = self.resampler.take() {
+            resampler.finish(&mut self.samples)?;
+        }
+        Ok(Audio {
+            samples: self.samples,
+            sample_rate: self.out_rate,
+        })
+    }
+}
+
+fn refused(path: &Path, bound: Bound) -> AudioError {
+    AudioError::Refused {
+        path: path.to_path_buf(),
+        bound,
+    }
+}
+
+/// Runs a decoder so that a panic on a crafted file fails this file's job, not the process.
+fn guarded(
+    path: &Path,
+    decode: impl FnOnce() -> Result<Audio, AudioError>,
+) -> Result<Audio, AudioError> {
+    catch_unwind(AssertUnwindSafe(decode)).unwrap_or_else(|panic| {
+        Err(AudioError::DecoderFailed {
+            path: path.to_path_buf(),
+            detail: panic_message(panic.as_ref()),
+        })
     })
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the decoder panicked".into())
+}
+
+/// A source that notes when it has run out, so a WAV whose data chunk declares more than the
+/// file holds ends where the file does.
+struct NoticesEnd<R> {
+    inner: R,
+    ended: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for NoticesEnd<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.ended.store(true, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+}
+
+/// A source that counts the bytes the demuxer has read, for the expansion check.
+struct Counted<S> {
+    inner: S,
+    len: u64,
+    consumed: Arc<AtomicU64>,
+}
+
+impl<S: Read> Read for Counted<S> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+impl<S: Seek> Seek for Counted<S> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+impl<S: Read + Seek + Send + Sync> MediaSource for Counted<S> {
+    fn is_seekable(&self) -> bool {
+        true
+    }
+
+    fn byte_len(&self) -> Option<u64> {
+        Some(self.len)
+    }
 }
 
 #[cfg(test)]
@@ -208,14 +564,18 @@ mod tests {
     use super::*;
     use crate::audio::wav_bytes;
 
-    fn tone_wav(rate: u32, secs: f32, amplitude: f32) -> Vec<u8> {
+    fn tone(rate: u32, secs: f32, amplitude: f32) -> Audio {
         let samples = (0..(rate as f32 * secs) as usize)
             .map(|i| (i as f32 * 0.05).sin() * amplitude)
             .collect();
-        wav_bytes(&Audio {
+        Audio {
             samples,
             sample_rate: rate,
-        })
+        }
+    }
+
+    fn tone_wav(rate: u32, secs: f32, amplitude: f32) -> Vec<u8> {
+        wav_bytes(&tone(rate, secs, amplitude))
     }
 
     #[test]
@@ -230,6 +590,36 @@ mod tests {
         assert_eq!(audio.sample_rate, 22_050);
         assert_eq!(audio.samples.len(), 11_025);
         assert!((audio.peak() - 0.5).abs() < 0.01);
+    }
+
+    #[test]
+    fn resampling_while_decoding_matches_resampling_after() {
+        let source = tone(44_100, 2.3, 0.5);
+        let decode = Decode {
+            to_rate: Some(16_000),
+            ..Decode::default()
+        };
+        let streamed = decode
+            .bytes(wav_bytes(&source), None, Path::new("t.wav"))
+            .unwrap();
+        let whole = decode_bytes(
+            wav_bytes(&source),
+            None,
+            Path::new("t.wav"),
+            DecodeLimits::default(),
+        )
+        .unwrap()
+        .to_16k()
+        .unwrap();
+        assert_eq!(streamed.sample_rate, 16_000);
+        assert_eq!(streamed.samples.len(), whole.samples.len());
+        let worst = streamed
+            .samples
+            .iter()
+            .zip(&whole.samples)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-4, "streamed and whole differ by {worst}");
     }
 
     #[test]
@@ -265,13 +655,33 @@ mod tests {
             decode_bytes(truncated, None, p, limits),
             Err(AudioError::Corrupt { .. })
         ));
-        let short_limit = DecodeLimits { max_seconds: 0.5 };
+        let short_limit = DecodeLimits {
+            max_seconds: 0.5,
+            ..limits
+        };
         let long = decode_bytes(tone_wav(16_000, 1.0, 0.5), None, p, short_limit).unwrap_err();
         assert!(matches!(long, AudioError::TooLong { .. }), "{long}");
     }
 
     #[test]
-    fn stereo_is_downmixed() {
-        assert_eq!(downmix(&[1.0, 0.0, 0.5, 0.5], 2), vec![0.5, 0.5]);
+    fn a_cancelled_decode_stops_with_its_own_error() {
+        let decode = Decode::default();
+        decode.cancel.cancel();
+        let err = decode
+            .bytes(tone_wav(16_000, 1.0, 0.5), None, Path::new("t.wav"))
+            .unwrap_err();
+        assert!(matches!(err, AudioError::Cancelled { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_panicking_decoder_fails_the_file_not_the_process() {
+        let err = guarded(Path::new("crafted.flac"), || {
+            panic!("index out of bounds in a crafted frame")
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the decoder failed on crafted.flac: index out of bounds in a crafted frame"
+        );
     }
 }

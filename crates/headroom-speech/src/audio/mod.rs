@@ -5,7 +5,7 @@ mod device;
 mod resample;
 mod wav;
 
-pub use decode::{decode_bytes, decode_file, DecodeLimits};
+pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};
 pub use device::{input_devices, play, record};
 pub use resample::resample;
 pub use wav::{wav_bytes, write_wav};
@@ -57,10 +57,31 @@ pub enum AudioError {
         seconds: f64,
         limit: f64,
     },
+    #[error("{path} is refused: {bound}")]
+    Refused { path: PathBuf, bound: Bound },
+    #[error("the decoder failed on {path}: {detail}")]
+    DecoderFailed { path: PathBuf, detail: String },
+    #[error("decoding {path} was cancelled")]
+    Cancelled { path: PathBuf },
     #[error("cannot resample from {from} Hz to {to} Hz: {detail}")]
     Resample { from: u32, to: u32, detail: String },
     #[error("sound device: {message}")]
     Device { message: String },
     #[error("cannot write {path}: {message}")]
     Write { path: PathBuf, message: String },
+}
+
+/// A limit a file's header or decoded output went past (see [`DecodeLimits`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Bound {
+    #[error("it declares a sample rate of {rate} Hz; Headroom reads {min}–{max} Hz")]
+    SampleRate { rate: u32, min: u32, max: u32 },
+    #[error("it declares {channels} channels; Headroom reads 1–{max}")]
+    Channels { channels: u32, max: u32 },
+    #[error("it declares {bits} bits per sample; Headroom reads 1–32")]
+    Bits { bits: u32 },
+    #[error("it would decode to {} MiB, over the {} MiB limit", bytes >> 20, limit >> 20)]
+    DecodedSize { bytes: u64, limit: u64 },
+    #[error("it decodes to {samples} samples from {bytes} bytes, more than {max} per byte, which no real recording does")]
+    Expansion { samples: u64, bytes: u64, max: u64 },
 }

@@ -1,45 +1,109 @@
 //! Sample-rate conversion with a band-limited (FFT) resampler, so downsampling to 16 kHz does
-//! not alias.
+//! not alias. [`StreamResampler`] takes the input in pieces (as a decoder produces it), so a
+//! long file is never held at its original rate.
 
 use super::AudioError;
 use rubato::{FftFixedIn, Resampler};
+
+/// Input frames per resampler call.
+const CHUNK: usize = 1024;
 
 /// Resamples mono `samples` from `from` Hz to `to` Hz.
 pub fn resample(samples: &[f32], from: u32, to: u32) -> Result<Vec<f32>, AudioError> {
     if from == to || samples.is_empty() {
         return Ok(samples.to_vec());
     }
-    let err = |e: &dyn std::fmt::Display| AudioError::Resample {
+    let mut resampler = StreamResampler::new(from, to)?;
+    let expected = (samples.len() as u64 * u64::from(to) / u64::from(from)) as usize;
+    let mut out = Vec::with_capacity(expected + CHUNK);
+    resampler.push(samples, &mut out)?;
+    resampler.finish(&mut out)?;
+    Ok(out)
+}
+
+/// A resampler fed piece by piece: output is appended as it becomes available, aligned with the
+/// input (the filter's delay removed) and exactly `input * to / from` long once finished.
+pub struct StreamResampler {
+    inner: FftFixedIn<f32>,
+    from: u32,
+    to: u32,
+    /// Input not yet a whole chunk.
+    pending: Vec<f32>,
+    /// Output still to drop: the filter's delay.
+    to_skip: usize,
+    input_frames: u64,
+    /// Where this resampler's output starts in the caller's buffer.
+    start: Option<usize>,
+}
+
+impl StreamResampler {
+    pub fn new(from: u32, to: u32) -> Result<StreamResampler, AudioError> {
+        let inner = FftFixedIn::<f32>::new(from as usize, to as usize, CHUNK, 2, 1)
+            .map_err(|e| error(from, to, &e))?;
+        Ok(StreamResampler {
+            to_skip: inner.output_delay(),
+            inner,
+            from,
+            to,
+            pending: Vec::with_capacity(CHUNK),
+            input_frames: 0,
+            start: None,
+        })
+    }
+
+    /// Adds input, appending whatever output it completes to `out`.
+    pub fn push(&mut self, mut input: &[f32], out: &mut Vec<f32>) -> Result<(), AudioError> {
+        self.start.get_or_insert(out.len());
+        self.input_frames += input.len() as u64;
+        while !input.is_empty() {
+            let take = (CHUNK - self.pending.len()).min(input.len());
+            self.pending.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            if self.pending.len() == CHUNK {
+                let frames = self
+                    .inner
+                    .process(&[&self.pending], None)
+                    .map_err(|e| error(self.from, self.to, &e))?;
+                self.emit(&frames[0], out);
+                self.pending.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes what the filter still holds and trims the output to its exact length.
+    pub fn finish(mut self, out: &mut Vec<f32>) -> Result<(), AudioError> {
+        let start = *self.start.get_or_insert(out.len());
+        if !self.pending.is_empty() {
+            let frames = self
+                .inner
+                .process_partial(Some(&[&self.pending]), None)
+                .map_err(|e| error(self.from, self.to, &e))?;
+            self.emit(&frames[0], out);
+        }
+        let tail = self
+            .inner
+            .process_partial::<&[f32]>(None, None)
+            .map_err(|e| error(self.from, self.to, &e))?;
+        self.emit(&tail[0], out);
+        let expected = (self.input_frames * u64::from(self.to) / u64::from(self.from)) as usize;
+        out.truncate(start + expected);
+        Ok(())
+    }
+
+    fn emit(&mut self, frames: &[f32], out: &mut Vec<f32>) {
+        let skip = self.to_skip.min(frames.len());
+        self.to_skip -= skip;
+        out.extend_from_slice(&frames[skip..]);
+    }
+}
+
+fn error(from: u32, to: u32, e: &dyn std::fmt::Display) -> AudioError {
+    AudioError::Resample {
         from,
         to,
         detail: e.to_string(),
-    };
-    let chunk = 1024;
-    let mut resampler =
-        FftFixedIn::<f32>::new(from as usize, to as usize, chunk, 2, 1).map_err(|e| err(&e))?;
-    let expected = (samples.len() as u64 * to as u64 / from as u64) as usize;
-    let delay = resampler.output_delay();
-    let mut out = Vec::with_capacity(expected + delay + chunk);
-    let mut input = samples.chunks(chunk).peekable();
-    while let Some(block) = input.next() {
-        let frames = if block.len() == chunk {
-            resampler.process(&[block], None).map_err(|e| err(&e))?
-        } else {
-            resampler
-                .process_partial(Some(&[block]), None)
-                .map_err(|e| err(&e))?
-        };
-        out.extend_from_slice(&frames[0]);
-        if input.peek().is_none() {
-            // Flush what the filter still holds.
-            let tail = resampler
-                .process_partial::<&[f32]>(None, None)
-                .map_err(|e| err(&e))?;
-            out.extend_from_slice(&tail[0]);
-        }
     }
-    let end = (delay + expected).min(out.len());
-    Ok(out[delay.min(end)..end].to_vec())
 }
 
 #[cfg(test)]
@@ -68,6 +132,20 @@ mod tests {
         let out = resample(&tone(10_000.0, 48_000, 0.5), 48_000, 16_000).unwrap();
         let rms = (out[2000..6000].iter().map(|s| s * s).sum::<f32>() / 4000.0).sqrt();
         assert!(rms < 0.05, "aliasing left rms {rms}");
+    }
+
+    #[test]
+    fn pieces_of_any_size_give_the_same_output_as_one_call() {
+        let input = tone(300.0, 48_000, 0.7);
+        let whole = resample(&input, 48_000, 16_000).unwrap();
+        let mut resampler = StreamResampler::new(48_000, 16_000).unwrap();
+        let mut pieces = vec![9.0f32; 3]; // output appended after what the caller has
+        for piece in input.chunks(777) {
+            resampler.push(piece, &mut pieces).unwrap();
+        }
+        resampler.finish(&mut pieces).unwrap();
+        assert_eq!(&pieces[..3], &[9.0; 3]);
+        assert_eq!(&pieces[3..], &whole[..]);
     }
 
     #[test]
