@@ -44,6 +44,8 @@ pub enum Behavior {
     },
     /// Sends one content chunk, then an error object inside the 200 stream, then [DONE].
     ErrorInStream(Value),
+    /// Streams this content piece again and again, as fast as the client reads, never ending.
+    Endless(String),
     /// Streams these content pieces with each chunk's JSON pretty-printed over several
     /// `data:` lines (one event; the SSE standard joins the lines with `\n`).
     MultiLineData(Vec<String>),
@@ -299,6 +301,10 @@ async fn chat(
             let mut items = vec![role];
             items.extend((0..n).map(|i| chunk(Some(&format!("w{i} ")), None, None)));
             sse(&shared, ok_stream(items).chain(keepalive_forever()))
+        }
+        Behavior::Endless(piece) => {
+            let forever = futures::stream::repeat_with(move || Ok(chunk(Some(&piece), None, None)));
+            sse(&shared, ok_stream(vec![role]).chain(forever))
         }
         Behavior::ResetAfter(n, gate) => {
             let mut items = vec![role];

@@ -385,3 +385,61 @@ async fn an_allowed_origin_is_answered_with_cors_headers() {
     .await;
     assert_eq!(status, 204, "{text}");
 }
+
+#[tokio::test]
+async fn a_client_that_stops_reading_loses_its_slot_and_the_upstream_is_aborted() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = FakeUpstream::start(Behavior::Endless("word ".repeat(500)), 4096).await;
+    let mut config = headroom_core::config::Config::default();
+    config.llm.url = up.base_url();
+    config.text_lane.total_secs = 1.0;
+    let services = headroom_tests::services(config);
+    let server = headroom_tests::serve(&services).await;
+    let lane = services.default_text_lane().unwrap();
+    // A client that asks for a stream, reads the start of the answer, then reads no more.
+    let mut client = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let body = chat(true, "go on forever").to_string();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    );
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut start = [0u8; 64];
+    let n = client.read(&mut start).await.unwrap();
+    assert!(start[..n].starts_with(b"HTTP/1.1 200"));
+    // The server's socket buffers fill and its writes stall; the total deadline still ends
+    // the request: the slot is free and the upstream connection closed.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while lane.snapshot().occupancy.in_flight != 0 {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the slot is still held"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    tokio::time::timeout(std::time::Duration::from_secs(30), up.until_open_streams(0))
+        .await
+        .expect("the upstream request is aborted");
+    drop(client);
+}
+
+#[tokio::test]
+async fn a_body_that_breaks_is_a_read_error_not_too_large() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let server = serve(&up.base_url()).await;
+    let mut client = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    // A chunked body whose second chunk size is not a number.
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{{\"mes\r\nzz\r\n",
+        server.addr
+    );
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    client.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("body_unreadable"), "{answer}");
+    assert_eq!(up.requests(), 0);
+}

@@ -433,3 +433,72 @@ async fn rule_none_lets_text_run_beside_audio() {
     release.send(()).unwrap();
     job.await.unwrap();
 }
+
+/// Waits for `done` without a fixed sleep; fails the test after 30 s.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "waited 30 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_reader_that_stops_reading_loses_its_slot_at_the_total_deadline() {
+    let up = FakeUpstream::start(Behavior::Endless("word ".into()), 4096).await;
+    let lane = lane_with_deadline(&up, |d| d.total = Duration::from_secs(1));
+    let mut stream = lane.submit(ask("x")).await.unwrap();
+    stream.next().await.unwrap().unwrap();
+    // The reader stops reading but keeps the stream. The deadline is a timer, not something
+    // checked when the stream is next polled: the slot frees and the upstream is aborted.
+    until("the slot to be given back", || {
+        lane.snapshot().occupancy.in_flight == 0
+    })
+    .await;
+    tokio::time::timeout(Duration::from_secs(30), up.until_open_streams(0))
+        .await
+        .expect("the upstream request is aborted");
+    // Reading again: what had arrived, then the deadline.
+    let mut ending = None;
+    while let Some(item) = stream.next().await {
+        if let Err(r) = item {
+            ending = Some(r);
+        }
+    }
+    let r = ending.expect("the stream ends with the deadline");
+    assert_eq!(r.reason, RejectReason::DeadlineExceeded);
+    assert_eq!(r.deadline, Some(DeadlineKind::Total));
+    assert!(r.after_output);
+    assert_eq!(
+        lane.snapshot().rejected_total[&RejectReason::DeadlineExceeded],
+        1,
+        "counted once"
+    );
+}
+
+#[tokio::test]
+async fn tool_definitions_and_content_parts_count_against_the_input_bound() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let lane = lane(&up);
+    lane.discover().await.unwrap();
+    // A one-word message carrying ~40,000 characters of tool definitions.
+    let mut request = ask("hi");
+    let tools: Vec<serde_json::Value> = (0..400)
+        .map(|i| json!({"type": "function", "function": {"name": format!("tool_{i}"), "description": "x".repeat(100)}}))
+        .collect();
+    request.extra.insert("tools".into(), json!(tools));
+    let r = lane.submit(request).await.err().expect("refused");
+    assert_eq!(r.reason, RejectReason::InputTooLong);
+    // And an image part is counted like text.
+    let mut with_image = ask("look");
+    with_image.messages[0].content = json!([
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", "A".repeat(40_000))}}
+    ]);
+    let r = lane.submit(with_image).await.err().expect("refused");
+    assert_eq!(r.reason, RejectReason::InputTooLong);
+    assert_eq!(up.requests(), 0, "nothing reached the server");
+}

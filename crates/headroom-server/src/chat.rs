@@ -63,21 +63,45 @@ impl InboundChat {
     }
 }
 
+/// Why a body was not read.
+enum Unread {
+    TooLarge,
+    Broken(axum::Error),
+}
+
+/// Reads a body up to `limit` bytes, telling a body over the limit from one that broke.
+async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Unread> {
+    let mut frames = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(frame) = frames.next().await {
+        let frame = frame.map_err(Unread::Broken)?;
+        if bytes.len() + frame.len() > limit {
+            return Err(Unread::TooLarge);
+        }
+        bytes.extend_from_slice(&frame);
+    }
+    Ok(bytes)
+}
+
 pub(crate) async fn completions(
     State(state): State<Arc<ServerState>>,
     body: Body,
 ) -> Result<Response, HttpError> {
     let lane = &state.text_lane;
-    let bytes = axum::body::to_bytes(body, state.max_body_bytes)
+    let bytes = read_body(body, state.max_body_bytes)
         .await
-        .map_err(|_| {
-            HttpError::BodyTooLarge(Box::new(lane.record_rejection(
+        .map_err(|unread| match unread {
+            Unread::TooLarge => HttpError::BodyTooLarge(Box::new(lane.record_rejection(
                 RejectReason::InputTooLong,
                 format!(
                     "the request body is over the {} byte limit",
                     state.max_body_bytes
                 ),
-            )))
+            ))),
+            Unread::Broken(e) => HttpError::bad_request(
+                "body_unreadable",
+                format!("the request body could not be read: {e}"),
+            ),
         })?;
     let chat = InboundChat::parse(&bytes)?;
     let wants_usage = chat.stream_options.unwrap_or_default().include_usage;

@@ -56,7 +56,8 @@ impl DeadlineClock {
         (self.submitted + self.deadlines.queue_wait).min(self.total_deadline())
     }
 
-    fn total_deadline(&self) -> Instant {
+    /// When the whole reply must have ended.
+    pub fn total_deadline(&self) -> Instant {
         self.submitted + self.deadlines.total
     }
 

@@ -10,11 +10,11 @@ use crate::metrics::{Metrics, Outcome};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -228,7 +228,7 @@ impl TextLane {
         if request.model.is_none() {
             request.model = self.model();
         }
-        let texts: Vec<String> = request.messages.iter().map(|m| m.text()).collect();
+        let texts = request.prompt_texts();
         let shape = RequestShape {
             chars: texts.iter().map(|t| t.chars().count()).sum(),
             estimated_tokens: estimate_chat_tokens(texts.iter().map(String::as_str)),
@@ -261,16 +261,20 @@ impl TextLane {
             }
         };
         tracing::debug!(id, "upstream answered; streaming");
-        Ok(TextStream::new(StreamState {
-            id,
+        let ending = Arc::new(Ending {
+            lane: self.clone(),
+            permit: Mutex::new(Some(admitted.permit)),
+            submitted: clock.submitted(),
+            done: AtomicBool::new(false),
+        });
+        let state = StreamState {
             lane: self.clone(),
             upstream,
-            permit: Some(admitted.permit),
+            ending,
             clock,
-            finished: false,
             delivered: false,
-            queue_wait: admitted.queue_wait,
-        }))
+        };
+        Ok(TextStream::start(id, admitted.queue_wait, state))
     }
 
     fn deadline_rejection(
@@ -349,31 +353,56 @@ impl TextLane {
     }
 }
 
+/// The end of an admitted request, shared by its stream and the task that drives it:
+/// whichever gets there first frees the slot and records the outcome, exactly once.
+struct Ending {
+    lane: TextLane,
+    permit: Mutex<Option<Permit>>,
+    submitted: Instant,
+    done: AtomicBool,
+}
+
+impl Ending {
+    /// Frees the slot and records `outcome`; false if the request had already ended.
+    fn finish(&self, outcome: Outcome) -> bool {
+        if self.done.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        drop(self.permit.lock().expect("permit lock").take());
+        self.lane
+            .inner
+            .monitor
+            .finished(outcome, self.submitted.elapsed());
+        true
+    }
+
+    fn is_done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+}
+
+/// Chunks the driver reads ahead of a slow reader.
+const READ_AHEAD: usize = 64;
+
+type Item = Result<ChatChunk, Rejection>;
+
 struct StreamState {
-    id: u64,
     lane: TextLane,
     upstream: ChatStream,
-    permit: Option<Permit>,
+    ending: Arc<Ending>,
     clock: DeadlineClock,
-    finished: bool,
     delivered: bool,
-    queue_wait: Duration,
 }
 
 impl StreamState {
     /// Ends the request: frees the slot at once and closes the upstream connection.
     fn finish(&mut self, outcome: Outcome) {
-        self.finished = true;
-        self.permit = None;
+        self.ending.finish(outcome);
         self.upstream = Box::pin(futures::stream::empty());
-        self.lane
-            .inner
-            .monitor
-            .finished(outcome, self.clock.submitted().elapsed());
     }
 
-    async fn next_chunk(&mut self) -> Option<Result<ChatChunk, Rejection>> {
-        if self.finished {
+    async fn next_chunk(&mut self) -> Option<Item> {
+        if self.ending.is_done() {
             return None;
         }
         let (deadline, kind) = self.clock.next_deadline();
@@ -395,13 +424,7 @@ impl StreamState {
             }
         };
         match next {
-            Err(_) => {
-                self.finish(Outcome::Failed);
-                let r = self
-                    .lane
-                    .deadline_rejection(&self.clock, kind, self.delivered);
-                Some(Err(self.lane.inner.monitor.reject(r)))
-            }
+            Err(_) => Some(Err(self.deadline_passed(kind))),
             Ok(None) => {
                 self.finish(Outcome::Completed);
                 None
@@ -426,40 +449,71 @@ impl StreamState {
             }
         }
     }
-}
 
-impl Drop for StreamState {
-    fn drop(&mut self) {
-        if !self.finished {
-            tracing::info!(
-                id = self.id,
-                "text request dropped before the end; upstream closed"
-            );
-            self.finish(Outcome::Cancelled);
+    fn deadline_passed(&mut self, kind: DeadlineKind) -> Rejection {
+        self.finish(Outcome::Failed);
+        let r = self
+            .lane
+            .deadline_rejection(&self.clock, kind, self.delivered);
+        self.lane.inner.monitor.reject(r)
+    }
+
+    /// Reads the upstream into `chunks` until the reply ends, fails or is cancelled. The total
+    /// deadline is a timer here, so a reader that stops reading still loses the slot at the
+    /// deadline and the upstream request is aborted (the connection closes when this returns).
+    async fn drive(mut self, chunks: mpsc::Sender<Item>, ended: Arc<Mutex<Option<Rejection>>>) {
+        let total = self.clock.total_deadline();
+        loop {
+            let item = tokio::select! {
+                item = self.next_chunk() => item,
+                _ = chunks.closed() => return,
+            };
+            let Some(item) = item else { return };
+            let last = item.is_err();
+            tokio::select! {
+                sent = chunks.send(item) => if sent.is_err() { return },
+                _ = tokio::time::sleep_until(total) => {
+                    tracing::info!("the reader stopped reading; total deadline passed");
+                    let r = self.deadline_passed(DeadlineKind::Total);
+                    *ended.lock().expect("ending lock") = Some(r);
+                    return;
+                }
+            }
+            if last {
+                return;
+            }
         }
     }
 }
 
-/// The chunks of an admitted text request. Dropping it cancels the request: the slot frees
-/// and the upstream connection closes, so the server aborts the generation too.
+/// The chunks of an admitted text request, read from the upstream by a task of its own.
+/// Dropping it cancels the request: the slot frees at once and the upstream connection
+/// closes, so the server aborts the generation too.
 pub struct TextStream {
     id: u64,
     queue_wait: Duration,
-    inner: Pin<Box<dyn Stream<Item = Result<ChatChunk, Rejection>> + Send>>,
+    chunks: mpsc::Receiver<Item>,
+    /// How the request ended when the reader was not reading (its chunk could not be queued).
+    ended: Arc<Mutex<Option<Rejection>>>,
+    ending: Arc<Ending>,
 }
 
 impl TextStream {
-    fn new(state: StreamState) -> Self {
-        let id = state.id;
-        let queue_wait = state.queue_wait;
-        let inner = futures::stream::unfold(state, |mut st| async move {
-            let item = st.next_chunk().await?;
-            Some((item, st))
-        });
+    fn start(id: u64, queue_wait: Duration, state: StreamState) -> Self {
+        let (tx, chunks) = mpsc::channel(READ_AHEAD);
+        let ended = Arc::new(Mutex::new(None));
+        let ending = state.ending.clone();
+        tokio::spawn(
+            state
+                .drive(tx, ended.clone())
+                .instrument(tracing::info_span!("text_stream", id)),
+        );
         TextStream {
             id,
             queue_wait,
-            inner: Box::pin(inner),
+            chunks,
+            ended,
+            ending,
         }
     }
 
@@ -486,9 +540,25 @@ impl TextStream {
     }
 }
 
+impl Drop for TextStream {
+    fn drop(&mut self) {
+        if self.ending.finish(Outcome::Cancelled) {
+            tracing::info!(
+                id = self.id,
+                "text request dropped before the end; upstream closed"
+            );
+        }
+    }
+}
+
 impl Stream for TextStream {
-    type Item = Result<ChatChunk, Rejection>;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner.as_mut().poll_next(cx)
+    type Item = Item;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        match self.chunks.poll_recv(cx) {
+            Poll::Ready(None) => {
+                Poll::Ready(self.ended.lock().expect("ending lock").take().map(Err))
+            }
+            other => other,
+        }
     }
 }

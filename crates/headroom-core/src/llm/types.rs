@@ -63,6 +63,36 @@ impl ChatRequest {
         }
     }
 
+    /// Everything in the request that the server turns into prompt tokens, as texts: each
+    /// message's text, its other content parts (images, audio, files) and fields (tool calls,
+    /// names), and the request's tool and function definitions and response format. The input
+    /// bound counts all of it, so a small message cannot carry a huge tool list past it.
+    pub fn prompt_texts(&self) -> Vec<String> {
+        const PROMPT_FIELDS: [&str; 4] = ["tools", "functions", "tool_choice", "response_format"];
+        let mut texts = Vec::with_capacity(self.messages.len() + 1);
+        for message in &self.messages {
+            texts.push(message.text());
+            if let Value::Array(parts) = &message.content {
+                texts.extend(
+                    parts
+                        .iter()
+                        .filter(|p| p.get("type").and_then(Value::as_str) != Some("text"))
+                        .map(Value::to_string),
+                );
+            }
+            if !message.extra.is_empty() {
+                texts.push(Value::Object(message.extra.clone()).to_string());
+            }
+        }
+        texts.extend(
+            PROMPT_FIELDS
+                .iter()
+                .filter_map(|field| self.extra.get(*field))
+                .map(Value::to_string),
+        );
+        texts
+    }
+
     /// The reply budget, whichever of the two OpenAI field names the caller used.
     pub fn reply_budget(&self) -> Option<u32> {
         self.max_tokens.or_else(|| {
@@ -166,6 +196,33 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(m.text(), "a\nb");
+    }
+
+    #[test]
+    fn prompt_texts_count_tools_content_parts_and_tool_calls() {
+        let request: ChatRequest = serde_json::from_value(json!({
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+                ]},
+                {"role": "assistant", "content": null,
+                 "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+            ],
+            "tools": [{"type": "function", "function": {"name": "f", "description": "does f"}}],
+            "top_p": 0.5
+        }))
+        .unwrap();
+        let texts = request.prompt_texts();
+        let all = texts.join(" ");
+        assert!(texts.contains(&"look".to_string()));
+        assert!(all.contains("data:image/png;base64,AAAA"));
+        assert!(all.contains("tool_calls"));
+        assert!(all.contains("does f"));
+        assert!(
+            !all.contains("0.5"),
+            "sampling settings are not prompt: {all}"
+        );
     }
 
     #[test]
