@@ -40,6 +40,11 @@ impl LlamaServer {
     /// Starts llama-server with 2 slots (like `--max-num-seqs 2`) and waits until `/health`
     /// answers 200.
     pub async fn start() -> LlamaServer {
+        Self::start_with_context(8192).await
+    }
+
+    /// Starts llama-server with `-c context -np 2`: each slot gets half the context.
+    pub async fn start_with_context(context: u32) -> LlamaServer {
         let binary = required_env("HEADROOM_LLAMA_SERVER");
         let model = required_env("HEADROOM_TEST_GGUF");
         let port = free_port();
@@ -56,7 +61,15 @@ impl LlamaServer {
                 "--port",
                 &port.to_string(),
             ])
-            .args(["-c", "8192", "-np", "2", "-t", "1", "--metrics"])
+            .args([
+                "-c",
+                &context.to_string(),
+                "-np",
+                "2",
+                "-t",
+                "1",
+                "--metrics",
+            ])
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().unwrap())
             .stderr(log_file)

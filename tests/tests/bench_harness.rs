@@ -154,3 +154,94 @@ async fn own_prompts_never_go_to_a_remote_endpoint() {
         .to_string();
     assert!(err.contains("refusing to send your own prompts"), "{err}");
 }
+
+fn interview() -> AudioInput {
+    let clip = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/interview.flac");
+    AudioInput::from_file(&clip).unwrap()
+}
+
+#[tokio::test]
+async fn the_yield_bench_fits_its_load_to_a_2048_token_slot() {
+    // The report: llama-server `-c 4096 -np 2` gives each request 2048 tokens, the load asked
+    // for 2048 reply tokens on top of its prompt, every request was refused input_too_long and
+    // retried every 200 ms, and `headroom bench yield` printed nothing for 400 s.
+    let llama = LlamaServer::start_with_context(4096).await;
+    let client = LlmClient::new(&llama.base_url(), None).unwrap();
+    let services = headroom_tests::services(Config::default());
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(600),
+        headroom_bench::boundary::yield_rules(
+            &services,
+            &client,
+            &interview(),
+            headroom_speech::models::DEFAULT_MODEL,
+            1,
+            2,
+            &|_| {},
+        ),
+    )
+    .await
+    .expect("the benchmark ends")
+    .unwrap();
+    assert_eq!(report.rules.len(), 3);
+    for rule in &report.rules {
+        assert!(rule.audio_under_load.is_some(), "{rule:?}");
+        assert!(
+            !rule.text_outcomes.contains_key("input_too_long"),
+            "{rule:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_yield_bench_stops_with_the_reason_when_its_load_cannot_run() {
+    use headroom_bench::boundary::{yield_rules, BenchError};
+    use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+    let services = headroom_tests::services(Config::default());
+    // A context that cannot hold the prompt and a reply: refused before any load starts.
+    let tiny = FakeUpstream::start(Behavior::Echo, 100).await;
+    let client = LlmClient::new(&tiny.base_url(), None).unwrap();
+    let err = yield_rules(
+        &services,
+        &client,
+        &interview(),
+        "whisper-tiny.en",
+        1,
+        2,
+        &|_| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, BenchError::ContextTooSmall { context: 100, .. }),
+        "{err}"
+    );
+    // A server that refuses every request as too long for its context: the load stops and
+    // says why, instead of retrying forever.
+    let refusing = FakeUpstream::start(
+        Behavior::Status {
+            status: 400,
+            body: r#"{"object":"error","message":"This model's maximum context length is 2048 tokens.","type":"BadRequestError","code":400}"#.into(),
+            retry_after: None,
+        },
+        4096,
+    )
+    .await;
+    let client = LlmClient::new(&refusing.base_url(), None).unwrap();
+    let err = yield_rules(
+        &services,
+        &client,
+        &interview(),
+        "whisper-tiny.en",
+        1,
+        2,
+        &|_| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, BenchError::NoProgress(_)), "{err}");
+    assert!(
+        err.to_string().contains("maximum context length is 2048"),
+        "{err}"
+    );
+}

@@ -4,6 +4,7 @@
 //!   directly, in the same run.
 
 use futures::StreamExt;
+use headroom_core::admission::{RejectReason, Rejection};
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use headroom_server::{RunningServer, ServerError, ServerState};
@@ -71,6 +72,10 @@ pub enum BenchError {
     PromptsToRemote { url: String },
     #[error("concurrency, batches and prompts must not be empty")]
     EmptyWorkload,
+    #[error("the server's context of {context} tokens leaves no room for a reply of at least {needed} tokens after the benchmark's prompt; start it with a larger context (e.g. -c 8192 -np 2)")]
+    ContextTooSmall { context: u32, needed: u32 },
+    #[error("the text load cannot make progress: {0}")]
+    NoProgress(String),
 }
 
 /// Starts `headroom serve` in-process on an ephemeral loopback port in front of `upstream`,
@@ -149,7 +154,7 @@ pub async fn flood(
     let mut holders = Vec::new();
     for _ in 0..slots {
         let mut stream = proxy
-            .stream_chat(&bench_request(lane.model(), 2048))
+            .stream_chat(&long_request(&lane, BENCH_PROMPT)?)
             .await?;
         // In flight for sure once content flows.
         loop {
@@ -318,13 +323,37 @@ pub struct YieldReport {
     pub rules: Vec<YieldRuleResult>,
 }
 
-/// Keeps `streams` long text requests going through `lane` until `stop`, recording outcomes.
+/// The longest reply a load generator asks for.
+const LOAD_REPLY_TOKENS: u32 = 2048;
+/// The shortest reply worth calling load.
+const MIN_LOAD_REPLY_TOKENS: u32 = 128;
+
+/// A long-generation request sized to `lane`'s context: up to [`LOAD_REPLY_TOKENS`] of reply,
+/// less where the server's context per request is smaller (llama-server `-c 4096 -np 2` gives
+/// each request 2048 tokens in all).
+fn long_request(lane: &TextLane, prompt: &str) -> Result<ChatRequest, BenchError> {
+    let mut request = chat_request(prompt, lane.model(), LOAD_REPLY_TOKENS);
+    let room = lane.reply_room(&request);
+    if room < MIN_LOAD_REPLY_TOKENS {
+        return Err(BenchError::ContextTooSmall {
+            context: lane.context_tokens(),
+            needed: MIN_LOAD_REPLY_TOKENS,
+        });
+    }
+    request.max_tokens = Some(room.min(LOAD_REPLY_TOKENS));
+    Ok(request)
+}
+
+/// Keeps a long text request going through `lane` until `stop`, recording outcomes. A refusal
+/// that the same request can never get past (input too long, the server refusing it) ends the
+/// load with it; the rest (busy, deadlines, yielding to audio) are retried.
 async fn text_load(
     lane: TextLane,
-    model: Option<String>,
+    request: ChatRequest,
     stop: tokio_util::sync::CancellationToken,
     outcomes: Arc<std::sync::Mutex<BTreeMap<String, usize>>>,
-) {
+    generating: Arc<tokio::sync::watch::Sender<usize>>,
+) -> Result<(), Rejection> {
     let count = |key: &str| {
         *outcomes
             .lock()
@@ -333,17 +362,15 @@ async fn text_load(
             .or_default() += 1
     };
     while !stop.is_cancelled() {
-        let request = chat_request(
-            "Write a long story about a lighthouse keeper and the sea.",
-            model.clone(),
-            2048,
-        );
         let attempt = async {
-            match lane.submit(request).await {
+            match lane.submit(request.clone()).await {
                 Err(r) => Err(r),
                 Ok(mut stream) => {
+                    let mut counted = None;
                     while let Some(item) = stream.next().await {
-                        item?;
+                        if item?.text().is_some() && counted.is_none() {
+                            counted = Some(Generating::new(&generating));
+                        }
                     }
                     Ok(())
                 }
@@ -354,12 +381,65 @@ async fn text_load(
                 Ok(()) => count("completed"),
                 Err(r) => {
                     count(r.reason.code());
+                    if matches!(r.reason, RejectReason::InputTooLong | RejectReason::UpstreamError) {
+                        return Err(r);
+                    }
                     // A refused load generator tries again shortly, like a retrying client.
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             },
             _ = stop.cancelled() => count("running_at_end"),
         }
+    }
+    Ok(())
+}
+
+/// Counts one request as generating for as long as it lives.
+struct Generating(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Generating {
+    fn new(count: &Arc<tokio::sync::watch::Sender<usize>>) -> Self {
+        count.send_modify(|n| *n += 1);
+        Generating(count.clone())
+    }
+}
+
+impl Drop for Generating {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// How long the load may take to fill the lane before the benchmark gives up on it.
+const LOAD_START_LIMIT: Duration = Duration::from_secs(120);
+
+/// Waits until `streams` load requests are generating (content arriving: admitted and waiting
+/// for the server is not yet load). Fails with the reason when a load generator stops on a
+/// refusal the same request cannot get past, or the load does not get going in time.
+async fn wait_for_load(
+    generating: &tokio::sync::watch::Sender<usize>,
+    streams: usize,
+    load: &mut tokio::task::JoinSet<Result<(), Rejection>>,
+    outcomes: &std::sync::Mutex<BTreeMap<String, usize>>,
+) -> Result<(), BenchError> {
+    let mut count = generating.subscribe();
+    let limit = tokio::time::sleep(LOAD_START_LIMIT);
+    tokio::pin!(limit);
+    tokio::select! {
+        _ = count.wait_for(|n| *n >= streams) => Ok(()),
+        ended = load.join_next() => {
+            let why = match ended {
+                Some(Ok(Err(r))) => format!("every request was refused: {}", r.message()),
+                Some(Err(e)) => format!("a load generator failed: {e}"),
+                _ => "the load generators stopped".to_string(),
+            };
+            Err(BenchError::NoProgress(why))
+        }
+        _ = &mut limit => Err(BenchError::NoProgress(format!(
+            "{streams} requests were not generating after {} s (outcomes so far: {:?})",
+            LOAD_START_LIMIT.as_secs(),
+            outcomes.lock().expect("outcomes")
+        ))),
     }
 }
 
@@ -373,6 +453,7 @@ pub async fn yield_rules(
     model: &str,
     runs: usize,
     streams: usize,
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<YieldReport, BenchError> {
     use headroom_core::admission::YieldRule;
     let time_audio = |speech: Arc<SpeechService>| async move {
@@ -387,7 +468,9 @@ pub async fn yield_rules(
     };
     let speech = services.speech().clone();
     // Warm-up: load the model once, excluded from the figures.
+    progress("audio job: warm-up (model load, excluded)");
     time_audio(speech.clone()).await?;
+    progress(&format!("audio job: {runs} idle transcriptions"));
     let (idle, clip_seconds) = time_audio(speech.clone()).await?;
     let audio_idle = summarize(&idle);
     let mut rules = Vec::new();
@@ -399,28 +482,42 @@ pub async fn yield_rules(
         };
         let text = services.dedicated_text_lane(upstream.clone(), config);
         text.discover().await?;
+        let request = long_request(
+            &text,
+            "Write a long story about a lighthouse keeper and the sea.",
+        )?;
+        let rule_name = format!("{rule:?}").to_lowercase();
+        progress(&format!(
+            "rule {rule_name}: starting {streams} text streams of up to {} tokens",
+            request.max_tokens.unwrap_or_default()
+        ));
         let stop = tokio_util::sync::CancellationToken::new();
         let outcomes = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
-        let load: Vec<_> = (0..streams)
-            .map(|_| {
-                tokio::spawn(text_load(
-                    text.clone(),
-                    text.model(),
-                    stop.clone(),
-                    outcomes.clone(),
-                ))
-            })
-            .collect();
-        // Let generation get going before the audio job arrives.
-        let mut events = text.subscribe();
-        while text.snapshot().occupancy.in_flight < streams {
-            let _ = events.recv().await;
+        let generating = Arc::new(tokio::sync::watch::channel(0).0);
+        let mut load = tokio::task::JoinSet::new();
+        for _ in 0..streams {
+            load.spawn(text_load(
+                text.clone(),
+                request.clone(),
+                stop.clone(),
+                outcomes.clone(),
+                generating.clone(),
+            ));
         }
+        // Let generation get going before the audio job arrives; a load that stops or never
+        // gets going ends the benchmark with the reason instead of waiting forever.
+        let started = wait_for_load(&generating, streams, &mut load, &outcomes).await;
+        if let Err(e) = started {
+            stop.cancel();
+            load.shutdown().await;
+            return Err(e);
+        }
+        progress(&format!(
+            "rule {rule_name}: {runs} transcriptions under text load"
+        ));
         let timed = time_audio(speech.clone()).await;
         stop.cancel();
-        for task in load {
-            let _ = task.await;
-        }
+        while load.join_next().await.is_some() {}
         let (times, _) = timed?;
         let under = summarize(&times);
         let p50_ratio = match (&audio_idle, &under) {

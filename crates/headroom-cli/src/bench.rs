@@ -170,6 +170,7 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
                 &model,
                 runs,
                 streams,
+                &|line| eprintln!("bench: {line}"),
             )
             .await?;
             eprintln!(

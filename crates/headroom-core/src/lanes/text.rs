@@ -180,6 +180,14 @@ impl TextLane {
         self.inner.context.tokens()
     }
 
+    /// The most reply tokens `request` can ask for and still fit the context (its prompt as the
+    /// input bound estimates it); batch work sizes its requests with this.
+    pub fn reply_room(&self, request: &ChatRequest) -> u32 {
+        let prompt = request.prompt_texts();
+        self.context_tokens()
+            .saturating_sub(estimate_chat_tokens(prompt.iter().map(String::as_str)))
+    }
+
     /// The model requests use when they name none.
     pub fn model(&self) -> Option<String> {
         self.inner.config.model.clone().or_else(|| {
