@@ -23,7 +23,7 @@ use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
     SuggestionSource,
 };
-use headroom_workstation::workstation::{BenchmarkRun, ModelView};
+use headroom_workstation::workstation::{BenchmarkRun, ModelView, TextDestination};
 use ts_rs::{Config as TsConfig, TS};
 
 /// Where the bindings live, from the repository root.
@@ -47,7 +47,7 @@ pub fn typescript() -> String {
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.
         Decision, SuggestionSource, Suggestion, ProjectSegment, SpeechTake, ProjectSettings,
-        Project, ProjectEntry,
+        Project, ProjectEntry, TextDestination,
         // Settings, servers, models, voices.
         Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
         ServerSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,

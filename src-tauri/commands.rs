@@ -12,7 +12,9 @@ use headroom_speech::tts::Voice;
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSettings, SpeechTake, Suggestion,
 };
-use headroom_workstation::workstation::{BenchmarkRun, ModelView, Workstation, WorkstationError};
+use headroom_workstation::workstation::{
+    BenchmarkRun, ModelView, TextDestination, Workstation, WorkstationError,
+};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -128,6 +130,16 @@ pub async fn create_project(shell: State<'_, Shell>, name: String) -> Reply<Proj
 #[tauri::command]
 pub async fn open_project(shell: State<'_, Shell>, id: String) -> Reply<Project> {
     blocking(&shell, move |w| Ok(w.store().open(&id)?)).await
+}
+
+/// Where the project's text goes for cleanup with the text model, and whether it may.
+#[tauri::command]
+pub async fn text_destination(shell: State<'_, Shell>, id: String) -> Reply<TextDestination> {
+    blocking(&shell, move |w| {
+        let project = w.store().open(&id)?;
+        Ok(w.text_destination(&project))
+    })
+    .await
 }
 
 #[tauri::command]

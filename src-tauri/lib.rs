@@ -73,6 +73,7 @@ commands![
     rename_project,
     delete_project,
     update_project_settings,
+    text_destination,
     transcribe,
     cancel_job,
     edit_segment,

@@ -469,6 +469,20 @@ async fn the_desktop_workflow_end_to_end() {
         .await;
     release.notify_waiters();
 
+    // --- A server on another machine: shown as such, and nothing is sent without consent.
+    ui.type_into("setting-server-url", "http://192.0.2.1:8000/v1")
+        .await;
+    ui.click("setting-server-url-save").await;
+    ui.until_text("text-destination-url", WAIT, |t| t.contains("192.0.2.1"))
+        .await;
+    let consent = ui.find("setting-remote-consent").await;
+    assert!(!consent.is_selected().await.unwrap());
+    ui.click("cleanup-segment-1").await;
+    assert_eq!(
+        ui.text("rejection-reason-segment-1").await,
+        "Not allowed to leave this machine"
+    );
+
     // --- Clean up with the LLM on, against the real llama-server.
     ui.type_into("setting-server-url", &llama.base_url()).await;
     ui.click("setting-server-url-save").await;

@@ -205,3 +205,82 @@ async fn settings_are_saved_atomically_and_keep_an_api_key_already_in_the_file()
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
+    let dir = scratch("consent");
+    let fake = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let ws = workstation(&dir, &fake.base_url());
+    let id = transcribed(&ws, "Private").await;
+    // 192.0.2.1 is TEST-NET-1: another machine, which nothing here may reach.
+    let elsewhere = "http://user:pw@192.0.2.1:8000/v1";
+    let project = ws
+        .update_project(&id, |p| {
+            p.settings.llm_cleanup = true;
+            p.settings.server_url = Some(elsewhere.into());
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .0;
+    let destination = ws.text_destination(&project);
+    assert!(!destination.on_this_machine && !destination.allowed);
+    assert_eq!(destination.url, "http://<redacted>@192.0.2.1:8000/v1");
+    assert_eq!(destination.origin, "http://192.0.2.1:8000");
+    let refused = ws
+        .clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap_err();
+    let WorkstationError::Rejected(r) = refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(r.reason, RejectReason::RemoteNotAllowed);
+    assert!(
+        r.message().contains("would leave this machine"),
+        "{}",
+        r.message()
+    );
+    assert!(r.detail.as_deref().unwrap().contains("192.0.2.1"));
+    let history = ws.lanes().unwrap();
+    assert!(
+        history.iter().any(|l| l
+            .snapshot
+            .rejected_total
+            .get(&RejectReason::RemoteNotAllowed)
+            == Some(&1)),
+        "counted in the lane's history"
+    );
+    // With consent the request is sent (and fails to connect: nothing is there).
+    let project = ws
+        .update_project(&id, |p| {
+            p.settings.remote_text_allowed = Some("http://192.0.2.1:8000".into());
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .0;
+    assert!(ws.text_destination(&project).allowed);
+    let attempted = ws
+        .clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap_err();
+    let WorkstationError::Rejected(r) = attempted else {
+        panic!("{attempted}")
+    };
+    assert_eq!(r.reason, RejectReason::UpstreamUnavailable);
+    // A server on this machine needs no consent.
+    let project = ws
+        .update_project(&id, |p| {
+            p.settings.server_url = None;
+            p.settings.remote_text_allowed = None;
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .0;
+    assert!(ws.text_destination(&project).on_this_machine);
+    ws.clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}

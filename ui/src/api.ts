@@ -19,6 +19,7 @@ import type {
   ServerInfo,
   SpeechTake,
   Suggestion,
+  TextDestination,
   UiError,
   Voice,
 } from "./bindings";
@@ -47,6 +48,7 @@ export type {
   SpeechTake,
   SuggestedAction,
   Suggestion,
+  TextDestination,
   UiError,
   Voice,
 } from "./bindings";
@@ -83,6 +85,7 @@ export const api = {
   deleteProject: (id: string) => call<void>("delete_project", { id }),
   updateProjectSettings: (id: string, settings: ProjectSettings) =>
     call<Project>("update_project_settings", { id, settings }),
+  textDestination: (id: string) => call<TextDestination>("text_destination", { id }),
   transcribe: (project: string, path: string, job: string) =>
     call<Project>("transcribe", { project, path, job }),
   cancelJob: (job: string) => call<boolean>("cancel_job", { job }),

@@ -2,7 +2,7 @@
 // Regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
 
 export type Lane = "audio" | "text";
-export type RejectReason = "text_lane_full" | "audio_lane_full" | "input_too_long" | "deadline_exceeded" | "upstream_unavailable" | "upstream_busy" | "upstream_error" | "unusable_reply" | "audio_priority" | "gpu_memory_pressure" | "cancelled";
+export type RejectReason = "text_lane_full" | "audio_lane_full" | "input_too_long" | "deadline_exceeded" | "upstream_unavailable" | "upstream_busy" | "upstream_error" | "unusable_reply" | "audio_priority" | "gpu_memory_pressure" | "remote_not_allowed" | "cancelled";
 export type DeadlineKind = "queue_wait" | "first_chunk" | "total";
 export type SuggestedAction = { "action": "retry_after", after_ms: number, } | { "action": "use_rule_based_cleanup" } | { "action": "split_input" } | { "action": "check_server" };
 export type Rejection = { reason: RejectReason, lane: Lane, 
@@ -87,6 +87,12 @@ failure_policy: FailurePolicy, cleanup_mode: CleanupMode,
  */
 server_url: string | null, 
 /**
+ * The one server on another machine (its origin, e.g. `https://gpu.example:8000`) this
+ * project's transcript may be sent to, by the user's explicit consent. Servers on this
+ * machine need none; a different server elsewhere needs consent again.
+ */
+remote_text_allowed: string | null, 
+/**
  * The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
  * engine's default.
  */
@@ -101,6 +107,23 @@ id: string, name: string, created_unix_ms: number, modified_unix_ms: number, set
  */
 source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, speech: Array<SpeechTake>, };
 export type ProjectEntry = { "state": "ok", id: string, name: string, modified_unix_ms: number, segments: number, } | { "state": "unreadable", id: string, error: string, };
+export type TextDestination = { 
+/**
+ * The server's URL, without user information or secret parameters.
+ */
+url: string, host: string, 
+/**
+ * `scheme://host:port`: what the project's consent names.
+ */
+origin: string, 
+/**
+ * Localhost or a loopback address: the text does not leave the machine.
+ */
+on_this_machine: boolean, 
+/**
+ * On this machine, or another the project allowed.
+ */
+allowed: boolean, };
 export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, };
 export type LlmSettings = { 
 /**
@@ -145,6 +168,11 @@ max_body_bytes: number,
  * Largest audio upload accepted for transcription.
  */
 max_upload_bytes: number, 
+/**
+ * Uploads received at once; more are refused at once (each is written to a temporary
+ * file as it arrives, so this bounds open files and disk writes, not memory).
+ */
+max_concurrent_uploads: number, 
 /**
  * Browser origins (e.g. `http://localhost:5173`) allowed to call the server; requests
  * from any other web page are refused. None by default.
@@ -210,6 +238,7 @@ export const COMMANDS = [
   "rename_project",
   "delete_project",
   "update_project_settings",
+  "text_destination",
   "transcribe",
   "cancel_job",
   "edit_segment",

@@ -15,6 +15,7 @@ const TITLES: Record<RejectReason, string> = {
   unusable_reply: "Unusable model reply",
   audio_priority: "Paused for audio work",
   gpu_memory_pressure: "GPU memory pressure",
+  remote_not_allowed: "Not allowed to leave this machine",
   cancelled: "Cancelled",
 };
 

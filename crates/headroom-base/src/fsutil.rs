@@ -9,8 +9,28 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to a temporary file of its own beside `path`, syncs it, renames it over
 /// `path`, then syncs the directory so the rename itself survives a crash. Concurrent writers
-/// of one path never share a temporary file: the last rename wins, whole.
+/// of one path never share a temporary file: the last rename wins, whole. A file that exists
+/// keeps its permissions.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let kept = std::fs::metadata(path).ok().map(|m| m.permissions());
+    write_atomic_with(path, bytes, kept)
+}
+
+/// [`write_atomic`] for a file that holds a secret: readable and writable by its owner only
+/// (0600), from the moment the temporary file exists.
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    let owner_only = Some(std::os::unix::fs::PermissionsExt::from_mode(0o600));
+    #[cfg(not(unix))]
+    let owner_only = None;
+    write_atomic_with(path, bytes, owner_only)
+}
+
+fn write_atomic_with(
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -22,10 +42,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        if let Some(p) = &permissions {
+            // Created with no more than the final mode, so a secret is never readable by others.
+            std::os::unix::fs::OpenOptionsExt::mode(
+                &mut options,
+                std::os::unix::fs::PermissionsExt::mode(p),
+            );
+        }
+        let mut file = options.open(&tmp)?;
+        if let Some(p) = permissions {
+            file.set_permissions(p)?;
+        }
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;
@@ -62,6 +92,23 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         assert!(write_atomic(&dir.join("missing/sub/out.txt"), b"x").is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn permissions_are_kept_and_secrets_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("headroom-fsutil-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let path = dir.join("settings.toml");
+        write_atomic(&path, b"one").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(mode(&path), 0o640, "a rename over the file kept its mode");
+        write_atomic_private(&path, b"key = 1").unwrap();
+        assert_eq!(mode(&path), 0o600);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

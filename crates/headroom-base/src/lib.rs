@@ -17,7 +17,9 @@
 //! | [`fsutil`] | atomic, durable file writes |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
 //! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
+//! | [`redact`] | passwords and keys inside URLs kept out of what is shown |
 
 pub mod clock;
 pub mod fsutil;
 pub mod openai;
+pub mod redact;

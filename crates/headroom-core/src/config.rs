@@ -251,6 +251,7 @@ impl Config {
             .ok()
             .and_then(|old| old.parse::<toml::Table>().ok())
             .and_then(|old| old.get("llm")?.get("api_key").cloned());
+        let holds_key = kept_key.is_some();
         if let (Some(key), Some(toml::Value::Table(llm))) = (kept_key, table.get_mut("llm")) {
             llm.insert("api_key".into(), key);
         }
@@ -261,7 +262,13 @@ impl Config {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(write_error)?;
         }
-        headroom_base::fsutil::write_atomic(path, table.to_string().as_bytes()).map_err(write_error)
+        let text = table.to_string();
+        // A file that holds a key is the owner's alone; any other keeps the mode it had.
+        if holds_key {
+            headroom_base::fsutil::write_atomic_private(path, text.as_bytes()).map_err(write_error)
+        } else {
+            headroom_base::fsutil::write_atomic(path, text.as_bytes()).map_err(write_error)
+        }
     }
 
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
@@ -410,6 +417,12 @@ mod tests {
         config.save(&path).unwrap();
         let reread = Config::from_file(&path).unwrap();
         assert_eq!(reread.llm.api_key.as_deref(), Some("sk-in-file"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "a file holding a key is the owner's alone");
+        }
         assert_eq!(reread.text_lane.max_waiting, 3);
         config.text_lane.max_in_flight = 0;
         assert!(matches!(

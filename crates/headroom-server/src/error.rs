@@ -197,6 +197,7 @@ pub fn rejection_status(r: &Rejection) -> StatusCode {
         | RejectReason::UnusableReply => StatusCode::BAD_GATEWAY,
         RejectReason::UpstreamBusy | RejectReason::AudioPriority => StatusCode::SERVICE_UNAVAILABLE,
         RejectReason::Cancelled => StatusCode::REQUEST_TIMEOUT,
+        RejectReason::RemoteNotAllowed => StatusCode::FORBIDDEN,
     }
 }
 

@@ -101,6 +101,12 @@ impl Environment {
     }
 }
 
+/// Whether two server URLs name the same origin (scheme, host and port).
+fn same_origin(a: &str, b: &str) -> bool {
+    let origin = |u: &str| url::Url::parse(u.trim()).ok().map(|u| u.origin());
+    matches!((origin(a), origin(b)), (Some(x), Some(y)) if x == y && x.is_tuple())
+}
+
 /// `~/.local/share/headroom/projects` on Linux (the platform data directory).
 pub fn default_projects_dir() -> PathBuf {
     directories::ProjectDirs::from("", "", "headroom")
@@ -266,10 +272,16 @@ impl Services {
         self.lane_events.subscribe()
     }
 
-    /// A client for `url` with the configured key.
+    /// A client for `url`, with the configured key only when `url` is the configured server
+    /// (same scheme, host and port): a project's own server elsewhere never receives it.
     pub fn client(&self, url: &str) -> Result<LlmClient, ServicesError> {
-        LlmClient::new(url, self.config().llm.api_key()).map_err(|source| ServicesError::Server {
-            url: url.to_string(),
+        let config = self.config();
+        let key = config
+            .llm
+            .api_key()
+            .filter(|_| same_origin(url, &config.llm.url));
+        LlmClient::new(url, key).map_err(|source| ServicesError::Server {
+            url: headroom_base::redact::urls(url),
             source,
         })
     }
@@ -312,9 +324,16 @@ impl Services {
 
     /// Applies new settings (checked first). Text lanes are rebuilt with the new limits on
     /// next use; requests already running keep their slots until they end.
-    pub fn replace_config(&self, new: Config) -> Result<(), ServicesError> {
+    pub fn replace_config(&self, mut new: Config) -> Result<(), ServicesError> {
         new.check()?;
-        *self.config.lock().expect("config lock") = new;
+        let mut config = self.config.lock().expect("config lock");
+        // The key comes from the environment or the file, never from a front end's settings
+        // form: settings without one keep the key in use.
+        if new.llm.api_key.is_none() {
+            new.llm.api_key = config.llm.api_key.take();
+        }
+        *config = new;
+        drop(config);
         self.text_lanes.lock().expect("lanes lock").clear();
         Ok(())
     }
@@ -332,7 +351,7 @@ impl Services {
         urls.sort();
         for url in urls {
             views.push(LaneView {
-                server_url: Some(url.clone()),
+                server_url: Some(headroom_base::redact::urls(url)),
                 snapshot: lanes[url].snapshot(),
             });
         }

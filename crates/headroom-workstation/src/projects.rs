@@ -60,6 +60,10 @@ pub struct ProjectSettings {
     pub cleanup_mode: CleanupMode,
     /// The text model's server for this project; `None` uses the app's setting.
     pub server_url: Option<String>,
+    /// The one server on another machine (its origin, e.g. `https://gpu.example:8000`) this
+    /// project's transcript may be sent to, by the user's explicit consent. Servers on this
+    /// machine need none; a different server elsewhere needs consent again.
+    pub remote_text_allowed: Option<String>,
     /// The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
     /// engine's default.
     pub voice: Option<String>,
@@ -72,6 +76,7 @@ impl Default for ProjectSettings {
             failure_policy: FailurePolicy::Reject,
             cleanup_mode: CleanupMode::Cleanup,
             server_url: None,
+            remote_text_allowed: None,
             voice: None,
         }
     }
@@ -171,6 +176,25 @@ pub struct Project {
 }
 
 impl Project {
+    /// Parses a manifest's bytes; `path` names it in errors. Also the fuzzing entry point.
+    pub fn from_manifest(bytes: &[u8], path: &Path) -> Result<Project, ProjectError> {
+        let project: Project =
+            serde_json::from_slice(bytes).map_err(|e| ProjectError::BadManifest {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+        if project.format > FORMAT_VERSION {
+            return Err(ProjectError::BadManifest {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "written by a newer Headroom (format {}, this one reads {FORMAT_VERSION})",
+                    project.format
+                ),
+            });
+        }
+        Ok(project)
+    }
+
     /// Replaces the transcript (and any cleanup decisions on the old one).
     pub fn set_transcript(&mut self, transcript: &Transcript) {
         self.language = transcript.language.clone();
@@ -432,20 +456,7 @@ impl ProjectStore {
             }
             Err(e) => return Err(ProjectError::from_io(&path)(e)),
         };
-        let mut project: Project =
-            serde_json::from_slice(&bytes).map_err(|e| ProjectError::BadManifest {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-        if project.format > FORMAT_VERSION {
-            return Err(ProjectError::BadManifest {
-                path,
-                reason: format!(
-                    "written by a newer Headroom (format {}, this one reads {FORMAT_VERSION})",
-                    project.format
-                ),
-            });
-        }
+        let mut project = Project::from_manifest(&bytes, &path)?;
         // The folder is the identity; a copied or moved folder keeps working.
         project.id = id.to_string();
         Ok(project)

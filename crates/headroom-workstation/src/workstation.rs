@@ -11,7 +11,7 @@ use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::write_atomic;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
-use headroom_core::admission::{Priority, Rejection};
+use headroom_core::admission::{Priority, RejectReason, Rejection};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
     PieceSource,
@@ -102,6 +102,22 @@ pub struct SegmentCleanupEvent {
     pub event: CleanupEvent,
 }
 
+/// Where a project's text goes for cleanup with the text model: shown beside the toggle, so the
+/// user knows before anything is sent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct TextDestination {
+    /// The server's URL, without user information or secret parameters.
+    pub url: String,
+    pub host: String,
+    /// `scheme://host:port`: what the project's consent names.
+    pub origin: String,
+    /// Localhost or a loopback address: the text does not leave the machine.
+    pub on_this_machine: bool,
+    /// On this machine, or another the project allowed.
+    pub allowed: bool,
+}
+
 /// What the settings view shows about the models.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -182,6 +198,27 @@ impl Workstation {
             .clone()
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| self.config().llm.url)
+    }
+
+    /// Where a project's text goes when it is cleaned with the text model, and whether it may.
+    pub fn text_destination(&self, project: &Project) -> TextDestination {
+        let url = self.server_url_for(project);
+        let parsed = url::Url::parse(url.trim()).ok();
+        let origin = parsed
+            .as_ref()
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default();
+        let on_this_machine = parsed.as_ref().is_some_and(headroom_core::llm::is_loopback);
+        TextDestination {
+            url: headroom_base::redact::urls(&url),
+            allowed: on_this_machine
+                || project.settings.remote_text_allowed.as_deref() == Some(origin.as_str()),
+            host: parsed
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default(),
+            origin,
+            on_this_machine,
+        }
     }
 
     /// The text lane in front of `url`.
@@ -354,6 +391,18 @@ impl Workstation {
         let output = if settings.llm_cleanup && !rules_only {
             let url = self.server_url_for(&project);
             let lane = self.text_lane(&url)?;
+            let destination = self.text_destination(&project);
+            if !destination.allowed {
+                // Nothing is sent; the refusal shows in the lane's history and metrics.
+                return Err(WorkstationError::Rejected(lane.record_rejection(
+                    RejectReason::RemoteNotAllowed,
+                    format!(
+                        "this project's server is {}, not this machine, and the project has not \
+                         allowed its transcript to go there",
+                        destination.host
+                    ),
+                )));
+            }
             let request = CleanupRequest {
                 text: segment.text.clone(),
                 mode: settings.cleanup_mode,

@@ -8,6 +8,7 @@ import {
   type Project,
   type ProjectSettings,
   type Segment,
+  type TextDestination,
   type UiError,
 } from "../api";
 import { wordDiff } from "../diff";
@@ -19,7 +20,11 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
   const { project } = props;
   const [serverUrl, setServerUrl] = useState(project.settings.server_url ?? "");
   const [error, setError] = useState<UiError | null>(null);
+  const [destination, setDestination] = useState<TextDestination | null>(null);
   useEffect(() => setServerUrl(project.settings.server_url ?? ""), [project.id, project.settings.server_url]);
+  useEffect(() => {
+    api.textDestination(project.id).then(setDestination, (e) => setError(asUiError(e)));
+  }, [project.id, project.settings.server_url, project.settings.remote_text_allowed]);
   const save = async (change: Partial<ProjectSettings>) => {
     setError(null);
     try {
@@ -46,6 +51,29 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           ? "Segments are sent to the text model's server."
           : "Off: rule-based cleanup only; nothing leaves this machine."}
       </span>
+      {destination && (
+        <div class="row" data-testid="text-destination" data-on-this-machine={String(destination.on_this_machine)}>
+          <span>
+            Text goes to <code data-testid="text-destination-url">{destination.url}</code>
+            {destination.on_this_machine ? " (this machine)" : ` (another machine: ${destination.host})`}
+          </span>
+          {!destination.on_this_machine && (
+            <label class="toggle">
+              <input
+                type="checkbox"
+                data-testid="setting-remote-consent"
+                checked={destination.allowed}
+                onChange={(e) =>
+                  save({
+                    remote_text_allowed: (e.target as HTMLInputElement).checked ? destination.origin : null,
+                  })
+                }
+              />
+              Allow this project's transcript to be sent to {destination.host}
+            </label>
+          )}
+        </div>
+      )}
       <div class="row">
         <label for="failure-policy">When the text lane refuses</label>
         <select

@@ -20,7 +20,7 @@ use crate::leak::{analyze, LeakReport, LeakThresholds, RunObservation};
 use futures::StreamExt;
 use headroom_core::admission::YieldRule;
 use headroom_core::lanes::{TextLane, TextLaneConfig};
-use headroom_core::llm::{ChatRequest, LlmClient};
+use headroom_core::llm::{is_loopback, ChatRequest, LlmClient};
 use headroom_gpu::{GpuSampler, MemorySample, MemoryWindow};
 use headroom_services::speech::{AudioInput, SpeechService};
 use headroom_services::Services;
@@ -67,16 +67,6 @@ impl Default for HarnessConfig {
             audio: None,
             soak_runs: None,
         }
-    }
-}
-
-/// True for `localhost`, `127.0.0.0/8` and `::1`.
-pub fn is_loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
     }
 }
 

@@ -55,12 +55,14 @@ pub enum RejectReason {
     AudioPriority,
     /// Free GPU memory is below the headroom reserved for audio.
     GpuMemoryPressure,
+    /// The text would go to a server on another machine, and this project has not allowed it.
+    RemoteNotAllowed,
     /// The user (or the client) cancelled.
     Cancelled,
 }
 
 impl RejectReason {
-    pub const ALL: [RejectReason; 11] = [
+    pub const ALL: [RejectReason; 12] = [
         RejectReason::TextLaneFull,
         RejectReason::AudioLaneFull,
         RejectReason::InputTooLong,
@@ -71,6 +73,7 @@ impl RejectReason {
         RejectReason::UnusableReply,
         RejectReason::AudioPriority,
         RejectReason::GpuMemoryPressure,
+        RejectReason::RemoteNotAllowed,
         RejectReason::Cancelled,
     ];
 
@@ -86,6 +89,7 @@ impl RejectReason {
             RejectReason::UnusableReply => "unusable_reply",
             RejectReason::AudioPriority => "audio_priority",
             RejectReason::GpuMemoryPressure => "gpu_memory_pressure",
+            RejectReason::RemoteNotAllowed => "remote_not_allowed",
             RejectReason::Cancelled => "cancelled",
         }
     }
@@ -197,6 +201,7 @@ impl Rejection {
             RejectReason::InputTooLong
             | RejectReason::UpstreamError
             | RejectReason::UnusableReply
+            | RejectReason::RemoteNotAllowed
             | RejectReason::Cancelled => false,
         }
     }
@@ -253,6 +258,10 @@ impl Rejection {
             ),
             RejectReason::GpuMemoryPressure => format!(
                 "GPU memory is low, so new {what} work is paused to keep audio responsive{detail}.{retry}"
+            ),
+            RejectReason::RemoteNotAllowed => format!(
+                "Not sent: the text would leave this machine{detail}. Allow it in this project's \
+                 cleanup settings, or use rule-based cleanup."
             ),
             RejectReason::Cancelled => format!("The {what} request was cancelled{detail}."),
         }

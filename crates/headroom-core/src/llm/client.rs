@@ -1,6 +1,7 @@
 use super::{ApiError, ApiKey, ChatChunk, ChatRequest, LlmError, ModelCard};
 use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
+use headroom_base::redact;
 use serde_json::Value;
 use std::fmt;
 use std::pin::Pin;
@@ -34,6 +35,17 @@ fn parse_waiting_requests(metrics: &str) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum())
 }
 
+/// Whether `url` names this machine (localhost or a loopback address): text sent there does
+/// not leave it.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// An OpenAI-compatible server at a base URL such as `http://127.0.0.1:8000/v1`.
 #[derive(Clone)]
 pub struct LlmClient {
@@ -54,7 +66,7 @@ impl fmt::Debug for LlmClient {
 impl LlmClient {
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
         let invalid = |reason: String| LlmError::InvalidUrl {
-            url: base_url.to_string(),
+            url: redact::urls(base_url),
             reason,
         };
         let mut base = Url::parse(base_url.trim()).map_err(|e| invalid(e.to_string()))?;
@@ -87,6 +99,11 @@ impl LlmClient {
         &self.base
     }
 
+    /// The base URL as it may be shown: without user information or secret parameters.
+    pub fn shown_url(&self) -> String {
+        redact::urls(self.base.as_str().trim_end_matches('/'))
+    }
+
     fn endpoint(&self, path: &str) -> Url {
         self.base
             .join(path)
@@ -111,7 +128,7 @@ impl LlmClient {
 
     fn unreachable(&self, err: reqwest::Error) -> LlmError {
         LlmError::Unreachable {
-            url: self.base.as_str().trim_end_matches('/').to_string(),
+            url: self.shown_url(),
             message: describe_transport_error(&err),
         }
     }
@@ -225,19 +242,85 @@ impl LlmClient {
 /// Turns an SSE body into chunks: stops at `[DONE]`, turns `{"error": ...}` chunks into
 /// errors, and reports a stream that ends without `[DONE]` or a finish reason.
 fn parse_sse(resp: reqwest::Response) -> impl Stream<Item = Result<ChatChunk, LlmError>> + Send {
+    parse_event_stream(resp.bytes_stream(), |t| {
+        LlmError::Disconnected(describe_transport_error(&t))
+    })
+}
+
+/// The fuzzing entry point: [`parse_sse`] over an in-memory body that arrives in `chunks`.
+#[doc(hidden)]
+pub fn parse_sse_chunks(
+    chunks: Vec<Vec<u8>>,
+) -> impl Stream<Item = Result<ChatChunk, LlmError>> + Send {
+    let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>));
+    parse_event_stream(body, |never| match never {})
+}
+
+/// The body with the one leading byte order mark SSE allows removed, after a comment line.
+///
+/// eventsource-stream 0.2.3 panics on a body whose first text starts with U+FEFF (it slices
+/// the 3-byte character at byte 1). The comment line makes its first text start with `:`, so
+/// it never looks; the leading BOM it would have skipped is skipped here instead, even when it
+/// arrives split across reads. A second BOM is text, as the format says.
+fn without_leading_bom<S, B, E>(body: S) -> impl Stream<Item = Result<Vec<u8>, E>> + Send + Unpin
+where
+    S: Stream<Item = Result<B, E>> + Send + Unpin,
+    B: AsRef<[u8]>,
+    E: Send,
+{
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    // Bytes of a leading BOM skipped so far; `None` once past the start.
+    let mut skipped = Some(0);
+    let body = body.map(move |chunk| {
+        chunk.map(|chunk| {
+            let mut bytes = chunk.as_ref();
+            let mut out = Vec::with_capacity(bytes.len());
+            while let Some(n) = skipped {
+                match bytes.first() {
+                    None => break,
+                    Some(&b) if n < BOM.len() && b == BOM[n] => {
+                        skipped = Some(n + 1);
+                        bytes = &bytes[1..];
+                    }
+                    Some(_) => {
+                        // Past a whole BOM; or what was held back was no BOM, and is text.
+                        if n < BOM.len() {
+                            out.extend_from_slice(&BOM[..n]);
+                        }
+                        skipped = None;
+                    }
+                }
+            }
+            out.extend_from_slice(bytes);
+            out
+        })
+    });
+    futures::stream::iter([Ok(b":\n".to_vec())]).chain(body)
+}
+
+/// [`parse_sse`] over any byte stream; `transport` turns the stream's own errors into ours.
+fn parse_event_stream<S, B, E>(
+    body: S,
+    transport: fn(E) -> LlmError,
+) -> impl Stream<Item = Result<ChatChunk, LlmError>> + Send
+where
+    S: Stream<Item = Result<B, E>> + Send + Unpin + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+{
     struct State<S> {
         events: S,
         finished: bool,
         done: bool,
     }
-    let events = resp.bytes_stream().eventsource();
+    let events = without_leading_bom(body).eventsource();
     futures::stream::unfold(
         State {
             events,
             finished: false,
             done: false,
         },
-        |mut st| async move {
+        move |mut st| async move {
             if st.done {
                 return None;
             }
@@ -254,9 +337,7 @@ fn parse_sse(resp: reqwest::Response) -> impl Stream<Item = Result<ChatChunk, Ll
                     Some(Err(e)) => {
                         st.done = true;
                         let err = match e {
-                            eventsource_stream::EventStreamError::Transport(t) => {
-                                LlmError::Disconnected(describe_transport_error(&t))
-                            }
+                            eventsource_stream::EventStreamError::Transport(t) => transport(t),
                             other => LlmError::Malformed(other.to_string()),
                         };
                         return Some((Err(err), st));
@@ -300,7 +381,12 @@ fn parse_sse(resp: reqwest::Response) -> impl Stream<Item = Result<ChatChunk, Ll
 /// The words of a transport error a person can act on. reqwest's own Display is about the
 /// request ("error sending request for url ..."); the cause at the bottom of the chain says
 /// what happened.
+/// What went wrong on the wire, in words, with any URL in it redacted.
 fn describe_transport_error(err: &reqwest::Error) -> String {
+    redact::urls(&describe_transport_cause(err))
+}
+
+fn describe_transport_cause(err: &reqwest::Error) -> String {
     if err.is_timeout() {
         return "timed out".into();
     }

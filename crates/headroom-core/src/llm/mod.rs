@@ -4,7 +4,9 @@ mod client;
 mod error;
 mod types;
 
-pub use client::{ChatStream, LlmClient, ServerInfo};
+#[doc(hidden)]
+pub use client::parse_sse_chunks;
+pub use client::{is_loopback, ChatStream, LlmClient, ServerInfo};
 pub use error::LlmError;
 pub use headroom_base::openai::{ApiError, ApiKey, ErrorCode};
 pub use types::{ChatChunk, ChatMessage, ChatRequest, ModelCard, Usage};
