@@ -13,10 +13,10 @@ use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSettings, SpeechTake, Suggestion,
 };
 use headroom_workstation::workstation::{
-    BenchmarkRun, ModelView, TextDestination, Workstation, WorkstationError,
+    BenchmarkRun, ModelView, SaveDestination, TextDestination, Workstation, WorkstationError,
 };
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tauri::{AppHandle, Emitter, State};
 use ts_rs::TS;
@@ -298,6 +298,37 @@ pub async fn play(
         .await?)
 }
 
+/// Shows the system's Save dialog for a copy of `file_name`; the path chosen is remembered as
+/// one place [`save_copy`] may write to.
+#[tauri::command]
+pub async fn choose_save_path(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    file_name: String,
+) -> Reply<Option<PathBuf>> {
+    use tauri_plugin_dialog::DialogExt;
+    let dialog = app
+        .dialog()
+        .file()
+        .set_file_name(file_name)
+        .add_filter("WAV audio", &["wav"]);
+    // The dialog waits for the user: never on the main thread or an async worker.
+    let chosen = tauri::async_runtime::spawn_blocking(move || dialog.blocking_save_file())
+        .await
+        .map_err(|e| invalid(format!("the Save dialog failed: {e}")))?;
+    let Some(chosen) = chosen else {
+        return Ok(None);
+    };
+    let path = chosen
+        .into_path()
+        .map_err(|e| invalid(format!("the Save dialog returned no file path: {e}")))?;
+    shell.chosen.remember(path.clone());
+    Ok(Some(path))
+}
+
+/// Saves a copy of a project file: to a name inside the project (`exports/narration.wav`), or
+/// to a path the Save dialog returned. Any other path is refused: the web view does not decide
+/// where the app writes.
 #[tauri::command]
 pub async fn save_copy(
     shell: State<'_, Shell>,
@@ -305,10 +336,18 @@ pub async fn save_copy(
     file: String,
     destination: String,
 ) -> Reply<PathBuf> {
-    let destination = PathBuf::from(destination.trim());
-    if !destination.is_absolute() {
-        return Err(invalid("give the full path of the file to save"));
-    }
+    let typed = destination.trim();
+    let destination = if Path::new(typed).is_absolute() {
+        if !shell.chosen.take(Path::new(typed)) {
+            return Err(invalid(
+                "choose where to save outside the project with Choose… (the system's Save dialog), \
+                 or give a name inside the project such as exports/narration.wav",
+            ));
+        }
+        SaveDestination::Chosen(PathBuf::from(typed))
+    } else {
+        SaveDestination::InProject(typed.to_string())
+    };
     blocking(&shell, move |w| {
         Ok(w.save_copy(&project, &file, &destination)?)
     })

@@ -4,6 +4,7 @@
 //! main thread.
 
 pub mod bindings;
+mod chosen;
 mod commands;
 mod jobs;
 
@@ -83,6 +84,7 @@ commands![
     list_voices,
     synthesize,
     play,
+    choose_save_path,
     save_copy,
     record,
     lanes,
@@ -101,6 +103,8 @@ pub struct Shell {
     pub workstation: Arc<Workstation>,
     pub jobs: jobs::Jobs,
     pub started: Instant,
+    /// Paths the Save dialog returned, the only places outside a project the app writes to.
+    pub chosen: chosen::ChosenPaths,
 }
 
 /// Starts the desktop app.
@@ -135,6 +139,7 @@ pub fn run() {
         workstation,
         jobs: jobs::Jobs::default(),
         started,
+        chosen: chosen::ChosenPaths::default(),
     };
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())

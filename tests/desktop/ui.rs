@@ -522,11 +522,21 @@ async fn the_desktop_workflow_end_to_end() {
     assert_eq!(ui.text("synth-text-1").await, cleaned);
     ui.click("synth-segment-1").await;
     ui.find_within("synth-take-0", LONG_WAIT).await;
-    let saved = home.join("narration.wav");
-    ui.type_into("synth-save-path-0", saved.to_str().unwrap())
+    // A path typed outside the project is not where the app writes (only the Save dialog's
+    // answer is); a name inside the project is.
+    let outside = home.join("narration.wav");
+    ui.type_into("synth-save-path-0", outside.to_str().unwrap())
+        .await;
+    ui.click("synth-save-0").await;
+    let refusal = ui.text("rejection-synthesize").await;
+    assert!(refusal.contains("Save dialog"), "{refusal}");
+    assert!(!outside.exists());
+    ui.click("rejection-dismiss-synthesize").await;
+    ui.type_into("synth-save-path-0", "exports/narration.wav")
         .await;
     ui.click("synth-save-0").await;
     ui.find("synth-saved-0").await;
+    let saved = projects.join("interview/exports/narration.wav");
     let wav = hound::WavReader::open(&saved).expect("a WAV was saved");
     assert!(wav.duration() > wav.spec().sample_rate / 2, "some speech");
     let takes = std::fs::read_dir(projects.join("interview/speech"))

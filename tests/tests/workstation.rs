@@ -284,3 +284,87 @@ async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
         .unwrap();
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn project_files_stay_inside_the_project_and_imports_must_be_audio() {
+    use headroom_workstation::workstation::SaveDestination;
+    let dir = scratch("paths");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let id = transcribed(&ws, "Paths").await;
+    let folder = ws.store().folder(&id).unwrap();
+    let audio = ws.store().open(&id).unwrap().source_audio.unwrap();
+
+    // A copy by a name inside the project, in a folder made for it.
+    let copy = ws
+        .save_copy(
+            &id,
+            &audio,
+            &SaveDestination::InProject("exports/copy.flac".into()),
+        )
+        .unwrap();
+    assert!(copy.starts_with(folder.canonicalize().unwrap()));
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(sample()).unwrap()
+    );
+    for escape in ["../escape.flac", "/tmp/escape.flac", ""] {
+        let err = ws
+            .save_copy(&id, &audio, &SaveDestination::InProject(escape.into()))
+            .unwrap_err();
+        assert!(
+            matches!(err, WorkstationError::OutsideProject { .. }),
+            "{escape}: {err}"
+        );
+    }
+
+    // A symbolic link inside the project that points out of it is not followed, to read
+    // or to write.
+    let secret = dir.join("secret.txt");
+    std::fs::write(&secret, "not for the web view").unwrap();
+    std::os::unix::fs::symlink(&secret, folder.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(&dir, folder.join("out")).unwrap();
+    assert!(matches!(
+        ws.project_file(&id, "link.txt"),
+        Err(WorkstationError::OutsideProject { .. })
+    ));
+    let err = ws
+        .save_copy(
+            &id,
+            &audio,
+            &SaveDestination::InProject("out/planted.flac".into()),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, WorkstationError::OutsideProject { .. }),
+        "{err}"
+    );
+    assert!(!dir.join("planted.flac").exists());
+    let err = ws
+        .save_copy(&id, &audio, &SaveDestination::InProject("link.txt".into()))
+        .unwrap_err();
+    assert!(
+        matches!(err, WorkstationError::OutsideProject { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "not for the web view"
+    );
+
+    // An import that is not audio is refused before anything is copied.
+    let not_audio = dir.join("id_rsa");
+    std::fs::write(&not_audio, "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+    let err = ws
+        .transcribe(
+            &id,
+            &not_audio,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not an audio format"), "{err}");
+    assert!(!folder.join("audio/id_rsa").exists(), "nothing was copied");
+    std::fs::remove_dir_all(dir).unwrap();
+}

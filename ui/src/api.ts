@@ -101,6 +101,7 @@ export const api = {
   synthesize: (project: string, segment: number | null, job: string) =>
     call<SpeechTake>("synthesize", { project, segment, job }),
   play: (project: string, file: string, job: string) => call<void>("play", { project, file, job }),
+  chooseSavePath: (fileName: string) => call<string | null>("choose_save_path", { fileName }),
   saveCopy: (project: string, file: string, destination: string) =>
     call<string>("save_copy", { project, file, destination }),
   record: (project: string, maxSeconds: number, job: string) =>

@@ -248,6 +248,7 @@ export const COMMANDS = [
   "list_voices",
   "synthesize",
   "play",
+  "choose_save_path",
   "save_copy",
   "record",
   "lanes",

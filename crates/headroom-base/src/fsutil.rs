@@ -1,6 +1,5 @@
 //! Writing user data so that a crash or a full disk never leaves a half-written file.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,9 +25,25 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, bytes, owner_only)
 }
 
+/// Copies the file at `from` to `path` as [`write_atomic`] writes, reading it in pieces (a
+/// large recording is never held in memory).
+pub fn copy_atomic(from: &Path, path: &Path) -> std::io::Result<()> {
+    let mut source = std::fs::File::open(from)?;
+    let kept = std::fs::metadata(path).ok().map(|m| m.permissions());
+    write_atomic_from(path, &mut source, kept)
+}
+
 fn write_atomic_with(
     path: &Path,
-    bytes: &[u8],
+    mut bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
+    write_atomic_from(path, &mut bytes, permissions)
+}
+
+fn write_atomic_from(
+    path: &Path,
+    content: &mut dyn std::io::Read,
     permissions: Option<std::fs::Permissions>,
 ) -> std::io::Result<()> {
     let dir = path
@@ -56,7 +71,7 @@ fn write_atomic_with(
         if let Some(p) = permissions {
             file.set_permissions(p)?;
         }
-        file.write_all(bytes)?;
+        std::io::copy(content, &mut file)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;
         sync_dir(dir)

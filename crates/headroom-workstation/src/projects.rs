@@ -4,7 +4,7 @@
 //! manifest that cannot be read is reported, never overwritten or deleted.
 
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::write_atomic;
+use headroom_base::fsutil::{copy_atomic, write_atomic};
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::asr::{Segment, Transcript};
 use serde::{Deserialize, Serialize};
@@ -538,8 +538,7 @@ impl ProjectStore {
         let relative = format!("audio/{file_name}");
         let target = self.folder(&project.id)?.join(&relative);
         if source.canonicalize().ok() != target.canonicalize().ok() || !target.exists() {
-            let bytes = std::fs::read(source).map_err(ProjectError::from_io(source))?;
-            write_atomic(&target, &bytes).map_err(ProjectError::from_io(&target))?;
+            copy_atomic(source, &target).map_err(ProjectError::from_io(&target))?;
         }
         Ok(relative)
     }

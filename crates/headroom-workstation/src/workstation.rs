@@ -8,7 +8,7 @@ use crate::projects::{
     SuggestionSource,
 };
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::write_atomic;
+use headroom_base::fsutil::copy_atomic;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
 use headroom_core::admission::{Priority, RejectReason, Rejection};
@@ -24,7 +24,9 @@ use headroom_services::speech::{AudioInput, SpeechError};
 use headroom_services::{LaneView, Services, ServicesError, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::TranscribeOptions;
-use headroom_speech::audio::{self as device, decode_file, wav_bytes, AudioError, DecodeLimits};
+use headroom_speech::audio::{
+    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits,
+};
 use headroom_speech::models::{self, ModelStatus};
 use headroom_speech::tts::Voice;
 use serde::Serialize;
@@ -100,6 +102,32 @@ pub struct SegmentCleanupEvent {
     pub segment: usize,
     #[serde(flatten)]
     pub event: CleanupEvent,
+}
+
+/// Where "save a copy" writes: inside the project, or a path the user chose in the system's
+/// Save dialog. A path typed in the web view outside the project is neither.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveDestination {
+    /// A path relative to the project folder, e.g. `exports/narration.wav`.
+    InProject(String),
+    /// A path the native Save dialog returned.
+    Chosen(PathBuf),
+}
+
+/// `relative` as a path of plain names only (no `..`, no root, no prefix).
+fn plain_relative(relative: &str) -> Result<&Path, WorkstationError> {
+    let rel = Path::new(relative);
+    let plain = !relative.is_empty()
+        && rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if plain {
+        Ok(rel)
+    } else {
+        Err(WorkstationError::OutsideProject {
+            path: relative.to_string(),
+        })
+    }
 }
 
 /// Where a project's text goes for cleanup with the text model: shown beside the toggle, so the
@@ -326,8 +354,10 @@ impl Workstation {
         cancel: CancellationToken,
     ) -> Result<Project, WorkstationError> {
         let project = self.store.open(project_id)?;
-        // Read the file first: a missing or unreadable file is reported before anything is copied.
+        // Check the file first: a missing, unreadable or non-audio file is reported before
+        // anything is copied into the project.
         let input = AudioInput::from_file(source)?;
+        Decode::default().probe(source)?;
         let relative = self.store.import_audio(&project, source)?;
         let model = model.unwrap_or(models::DEFAULT_MODEL);
         let options = TranscribeOptions::default();
@@ -523,31 +553,72 @@ impl Workstation {
         &self,
         project_id: &str,
         relative: &str,
-        destination: &Path,
+        destination: &SaveDestination,
     ) -> Result<PathBuf, WorkstationError> {
         let source = self.project_file(project_id, relative)?;
-        let bytes = std::fs::read(&source).map_err(ProjectError::from_io(&source))?;
-        write_atomic(destination, &bytes).map_err(ProjectError::from_io(destination))?;
-        Ok(destination.to_path_buf())
+        let target = match destination {
+            SaveDestination::InProject(name) => {
+                let target = self.project_path_for_writing(project_id, name)?;
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent).map_err(ProjectError::from_io(parent))?;
+                }
+                target
+            }
+            SaveDestination::Chosen(path) => path.clone(),
+        };
+        copy_atomic(&source, &target).map_err(ProjectError::from_io(&target))?;
+        Ok(target)
     }
 
-    /// The absolute path of a file inside a project; refuses paths that leave it.
+    /// The absolute path of an existing file inside a project. Refuses paths that leave it,
+    /// by `..`, an absolute path, or a symbolic link inside the folder that points out of it.
     pub fn project_file(
         &self,
         project_id: &str,
         relative: &str,
     ) -> Result<PathBuf, WorkstationError> {
         let folder = self.store.folder(project_id)?;
-        let rel = Path::new(relative);
-        if !rel
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-        {
+        let path = plain_relative(relative).map(|rel| folder.join(rel))?;
+        let outside = || WorkstationError::OutsideProject {
+            path: relative.to_string(),
+        };
+        let real = path.canonicalize().map_err(ProjectError::from_io(&path))?;
+        let root = folder
+            .canonicalize()
+            .map_err(ProjectError::from_io(&folder))?;
+        if !real.starts_with(&root) {
+            return Err(outside());
+        }
+        Ok(real)
+    }
+
+    /// Where a new file inside a project goes; its existing parent folders must not lead out
+    /// of the project by a symbolic link.
+    fn project_path_for_writing(
+        &self,
+        project_id: &str,
+        relative: &str,
+    ) -> Result<PathBuf, WorkstationError> {
+        let folder = self.store.folder(project_id)?;
+        let path = folder.join(plain_relative(relative)?);
+        let root = folder
+            .canonicalize()
+            .map_err(ProjectError::from_io(&folder))?;
+        // The deepest part of the path that exists must resolve inside the project.
+        let existing = path
+            .ancestors()
+            .find(|a| a.exists())
+            .unwrap_or(folder.as_path());
+        let real = existing
+            .canonicalize()
+            .map_err(ProjectError::from_io(existing))?;
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        if !real.starts_with(&root) || is_link {
             return Err(WorkstationError::OutsideProject {
                 path: relative.to_string(),
             });
         }
-        Ok(folder.join(rel))
+        Ok(path)
     }
 
     /// Plays a project file on the default output device (an interactive audio job).

@@ -1,6 +1,5 @@
 // Synthesize: choose a voice, speak a segment or everything (accepted cleanups first), play,
 // and save the WAV.
-import { save } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type Project, type UiError, type Voice } from "../api";
 import { useJob } from "../hooks";
@@ -126,20 +125,19 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                   id={`save-${n}`}
                   class="grow"
                   data-testid={`synth-save-path-${n}`}
-                  placeholder="/home/me/Desktop/narration.wav"
+                  placeholder="exports/narration.wav (in the project), or Choose…"
                   value={saveTo[t.file] ?? ""}
                   onInput={(e) => setSaveTo((s) => ({ ...s, [t.file]: (e.target as HTMLInputElement).value }))}
                 />
                 <button
                   type="button"
                   data-testid={`synth-save-browse-${n}`}
-                  onClick={async () => {
-                    const chosen = await save({
-                      defaultPath: t.file.split("/").pop(),
-                      filters: [{ name: "WAV audio", extensions: ["wav"] }],
-                    });
-                    if (chosen) setSaveTo((s) => ({ ...s, [t.file]: chosen }));
-                  }}
+                  onClick={() =>
+                    guard(async () => {
+                      const chosen = await api.chooseSavePath(t.file.split("/").pop() ?? "take.wav");
+                      if (chosen) setSaveTo((s) => ({ ...s, [t.file]: chosen }));
+                    })
+                  }
                 >
                   Choose…
                 </button>

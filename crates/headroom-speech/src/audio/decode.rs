@@ -112,6 +112,23 @@ impl Decode {
         self.source(file, len, extension, shown)
     }
 
+    /// Checks that the file at `path` is audio Headroom reads, within the limits: its header and
+    /// first packet, without decoding the rest (for an import, before it is copied).
+    pub fn probe(&self, path: &Path) -> Result<(), AudioError> {
+        // A decode cancelled before any sample is kept reads and checks the header and the
+        // first packet, then stops with `Cancelled`: for a probe, that is success.
+        let probe = Decode {
+            limits: self.limits,
+            to_rate: None,
+            cancel: CancellationToken::new(),
+        };
+        probe.cancel.cancel();
+        match probe.file(path) {
+            Ok(_) | Err(AudioError::Cancelled { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Decodes an in-memory file; `shown` names it in errors.
     pub fn bytes(
         &self,
@@ -661,6 +678,20 @@ mod tests {
         };
         let long = decode_bytes(tone_wav(16_000, 1.0, 0.5), None, p, short_limit).unwrap_err();
         assert!(matches!(long, AudioError::TooLong { .. }), "{long}");
+    }
+
+    #[test]
+    fn a_probe_accepts_audio_and_names_what_is_not() {
+        let dir = std::env::temp_dir().join(format!("headroom-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wav = dir.join("ok.wav");
+        std::fs::write(&wav, tone_wav(16_000, 1.0, 0.5)).unwrap();
+        Decode::default().probe(&wav).unwrap();
+        let key = dir.join("id_rsa");
+        std::fs::write(&key, b"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n").unwrap();
+        let err = Decode::default().probe(&key).unwrap_err();
+        assert!(matches!(err, AudioError::Unsupported { .. }), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
