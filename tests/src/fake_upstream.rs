@@ -44,6 +44,12 @@ pub enum Behavior {
     },
     /// Sends one content chunk, then an error object inside the 200 stream, then [DONE].
     ErrorInStream(Value),
+    /// Answers 200 with an HTML page instead of an event stream (a proxy's login page, say).
+    WrongContentType,
+    /// Sends the role chunk, then one `data:` line of this many bytes, and never ends it.
+    EnormousChunk(usize),
+    /// Sends a whole reply and `[DONE]`, then keeps the connection open without a byte more.
+    DoneButOpen,
     /// Streams this content piece again and again, as fast as the client reads, never ending.
     Endless(String),
     /// Streams these content pieces with each chunk's JSON pretty-printed over several
@@ -318,6 +324,32 @@ async fn chat(
             });
             sse(&shared, ok_stream(items).chain(broken))
         }
+        Behavior::WrongContentType => Response::builder()
+            .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
+            .body(Body::from("<html><body>Please sign in</body></html>"))
+            .unwrap(),
+        Behavior::EnormousChunk(bytes) => {
+            let start = Bytes::from_static(b"data: {\"choices\": [{\"delta\": {\"content\": \"");
+            let filler = futures::stream::iter(
+                (0..bytes / 65_536).map(|_| Ok(Bytes::from(vec![b'a'; 65_536]))),
+            );
+            sse(
+                &shared,
+                ok_stream(vec![role, start])
+                    .chain(filler)
+                    .chain(futures::stream::pending()),
+            )
+        }
+        Behavior::DoneButOpen => sse(
+            &shared,
+            ok_stream(vec![
+                role,
+                chunk(Some("all "), None, None),
+                chunk(Some("done"), None, Some("stop")),
+                Bytes::from_static(b"data: [DONE]\n\n"),
+            ])
+            .chain(futures::stream::pending()),
+        ),
         Behavior::Malformed => sse(
             &shared,
             ok_stream(vec![

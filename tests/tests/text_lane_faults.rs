@@ -502,3 +502,20 @@ async fn tool_definitions_and_content_parts_count_against_the_input_bound() {
     assert_eq!(r.reason, RejectReason::InputTooLong);
     assert_eq!(up.requests(), 0, "nothing reached the server");
 }
+
+#[tokio::test]
+async fn a_deadline_that_passes_is_counted_once() {
+    // The reading task's timer and the upstream read's timeout both see the total deadline
+    // pass; only one may record it (the fault matrix once saw it counted twice).
+    let up = FakeUpstream::start(Behavior::HangAfter(1), 4096).await;
+    let lane = lane_with_deadline(&up, |d| d.total = Duration::from_millis(200));
+    for round in 1..=8u64 {
+        let (_, r) = failed_reply(&lane).await;
+        assert_eq!(r.deadline, Some(DeadlineKind::Total));
+        assert_eq!(
+            lane.snapshot().rejected_total[&RejectReason::DeadlineExceeded],
+            round,
+            "round {round}"
+        );
+    }
+}

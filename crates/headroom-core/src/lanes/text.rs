@@ -292,9 +292,9 @@ impl TextLane {
         after_output: bool,
     ) -> Rejection {
         let what = match kind {
-            DeadlineKind::QueueWait => "a slot",
-            DeadlineKind::FirstChunk => "the first words",
-            DeadlineKind::Total => "the whole reply",
+            DeadlineKind::QueueWait => "no slot came free",
+            DeadlineKind::FirstChunk => "the first words did not arrive",
+            DeadlineKind::Total => "the whole reply did not arrive",
         };
         let mut r = self
             .inner
@@ -302,7 +302,7 @@ impl TextLane {
             .rejection(RejectReason::DeadlineExceeded)
             .with_deadline(kind)
             .with_detail(format!(
-                "no {what} within {}",
+                "{what} within {}",
                 human_duration(clock.length_of(kind))
             ));
         r.after_output = after_output;
@@ -404,9 +404,10 @@ struct StreamState {
 
 impl StreamState {
     /// Ends the request: frees the slot at once and closes the upstream connection.
-    fn finish(&mut self, outcome: Outcome) {
-        self.ending.finish(outcome);
+    /// Ends the request (false if it had already ended) and closes the upstream connection.
+    fn finish(&mut self, outcome: Outcome) -> bool {
         self.upstream = Box::pin(futures::stream::empty());
+        self.ending.finish(outcome)
     }
 
     async fn next_chunk(&mut self) -> Option<Item> {
@@ -432,7 +433,7 @@ impl StreamState {
             }
         };
         match next {
-            Err(_) => Some(Err(self.deadline_passed(kind))),
+            Err(_) => self.deadline_passed(kind).map(Err),
             Ok(None) => {
                 self.finish(Outcome::Completed);
                 None
@@ -458,12 +459,15 @@ impl StreamState {
         }
     }
 
-    fn deadline_passed(&mut self, kind: DeadlineKind) -> Rejection {
-        self.finish(Outcome::Failed);
+    /// Ends the request at a deadline; the rejection (recorded once) if this ended it.
+    fn deadline_passed(&mut self, kind: DeadlineKind) -> Option<Rejection> {
+        if !self.finish(Outcome::Failed) {
+            return None;
+        }
         let r = self
             .lane
             .deadline_rejection(&self.clock, kind, self.delivered);
-        self.lane.inner.monitor.reject(r)
+        Some(self.lane.inner.monitor.reject(r))
     }
 
     /// Reads the upstream into `chunks` until the reply ends, fails or is cancelled. The total
@@ -477,18 +481,23 @@ impl StreamState {
                 _ = chunks.closed() => return,
             };
             let Some(item) = item else { return };
-            let last = item.is_err();
+            if item.is_err() {
+                // The request has ended (slot free, upstream closed): hand the ending over
+                // without waiting on a reader that may have stopped reading.
+                if let Err(mpsc::error::TrySendError::Full(Err(r))) = chunks.try_send(item) {
+                    *ended.lock().expect("ending lock") = Some(r);
+                }
+                return;
+            }
             tokio::select! {
+                biased;
                 sent = chunks.send(item) => if sent.is_err() { return },
                 _ = tokio::time::sleep_until(total) => {
                     tracing::info!("the reader stopped reading; total deadline passed");
-                    let r = self.deadline_passed(DeadlineKind::Total);
-                    *ended.lock().expect("ending lock") = Some(r);
+                    *ended.lock().expect("ending lock") =
+                        self.deadline_passed(DeadlineKind::Total);
                     return;
                 }
-            }
-            if last {
-                return;
             }
         }
     }

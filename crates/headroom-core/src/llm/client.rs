@@ -170,7 +170,7 @@ impl LlmClient {
         if (200..300).contains(&status) {
             return Ok(());
         }
-        let body = resp.text().await.unwrap_or_default();
+        let body = error_body(resp).await;
         Err(LlmError::from_status(status, &body, None))
     }
 
@@ -232,11 +232,48 @@ impl LlmClient {
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .map(Duration::from_secs_f64);
-            let body = resp.text().await.unwrap_or_default();
+            let body = error_body(resp).await;
             return Err(LlmError::from_status(status, &body, retry_after));
+        }
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        if !content_type
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+        {
+            return Err(LlmError::Malformed(format!(
+                "the server answered {} instead of an event stream",
+                if content_type.is_empty() {
+                    "with no content type".to_string()
+                } else {
+                    format!("{content_type:?}")
+                }
+            )));
         }
         Ok(Box::pin(parse_sse(resp)))
     }
+}
+
+/// The most of an error answer's body kept: enough for any server's message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// An error answer's body, read up to [`MAX_ERROR_BODY_BYTES`] (a server that sends more is not
+/// read to the end).
+async fn error_body(resp: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = resp.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        let room = MAX_ERROR_BODY_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == MAX_ERROR_BODY_BYTES {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// Turns an SSE body into chunks: stops at `[DONE]`, turns `{"error": ...}` chunks into
@@ -298,6 +335,59 @@ where
     futures::stream::iter([Ok(b":\n".to_vec())]).chain(body)
 }
 
+/// The most an event (its `data:` lines) may hold. A chat chunk is a few hundred bytes; a
+/// server that sends more in one event is broken or hostile, and buffering it would cost
+/// memory without bound.
+const MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// What can go wrong reading the body: the transport's own error, or an event over the bound.
+enum BodyError<E> {
+    Transport(E),
+    EventTooLarge,
+}
+
+impl<E: fmt::Display> fmt::Display for BodyError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Transport(e) => e.fmt(f),
+            BodyError::EventTooLarge => write!(f, "an event over {MAX_EVENT_BYTES} bytes"),
+        }
+    }
+}
+
+/// Fails the body once an event grows past [`MAX_EVENT_BYTES`] before its blank line, so the
+/// event parser never buffers more.
+fn bounded_events<S, E>(body: S) -> impl Stream<Item = Result<Vec<u8>, BodyError<E>>> + Send + Unpin
+where
+    S: Stream<Item = Result<Vec<u8>, E>> + Send + Unpin,
+    E: Send,
+{
+    let mut in_event = 0usize;
+    let mut in_line = 0usize;
+    let mut failed = false;
+    body.map(move |chunk| {
+        let chunk = chunk.map_err(BodyError::Transport)?;
+        for &b in &chunk {
+            match b {
+                b'\n' if in_line == 0 => in_event = 0,
+                b'\n' => in_line = 0,
+                b'\r' => {}
+                _ => {
+                    in_line += 1;
+                    in_event += 1;
+                }
+            }
+            if in_event > MAX_EVENT_BYTES {
+                failed = true;
+            }
+        }
+        if failed {
+            return Err(BodyError::EventTooLarge);
+        }
+        Ok(chunk)
+    })
+}
+
 /// [`parse_sse`] over any byte stream; `transport` turns the stream's own errors into ours.
 fn parse_event_stream<S, B, E>(
     body: S,
@@ -313,7 +403,7 @@ where
         finished: bool,
         done: bool,
     }
-    let events = without_leading_bom(body).eventsource();
+    let events = bounded_events(without_leading_bom(body)).eventsource();
     futures::stream::unfold(
         State {
             events,
@@ -337,7 +427,15 @@ where
                     Some(Err(e)) => {
                         st.done = true;
                         let err = match e {
-                            eventsource_stream::EventStreamError::Transport(t) => transport(t),
+                            eventsource_stream::EventStreamError::Transport(
+                                BodyError::Transport(t),
+                            ) => transport(t),
+                            eventsource_stream::EventStreamError::Transport(
+                                BodyError::EventTooLarge,
+                            ) => LlmError::Malformed(format!(
+                                "the server sent an event over {} MiB",
+                                MAX_EVENT_BYTES >> 20
+                            )),
                             other => LlmError::Malformed(other.to_string()),
                         };
                         return Some((Err(err), st));
@@ -405,6 +503,25 @@ fn describe_transport_cause(err: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_event_over_the_bound_fails_the_stream_and_many_small_ones_do_not() {
+        let huge = vec![vec![b'd'; 600 * 1024], vec![b'a'; 600 * 1024]];
+        let items: Vec<_> = parse_sse_chunks(huge).collect().await;
+        assert!(
+            matches!(&items[..], [Err(LlmError::Malformed(m))] if m.contains("over 1 MiB")),
+            "{items:?}"
+        );
+        // Two megabytes in small events is a long reply, not a problem.
+        let chunk = br#"data: {"choices":[{"delta":{"content":"word "}}]}"#.to_vec();
+        let mut body: Vec<Vec<u8>> = (0..40_000)
+            .map(|_| [chunk.as_slice(), b"\r\n\r\n"].concat())
+            .collect();
+        body.push(b"data: [DONE]\n\n".to_vec());
+        let items: Vec<_> = parse_sse_chunks(body).collect().await;
+        assert_eq!(items.len(), 40_000);
+        assert!(items.iter().all(|i| i.is_ok()));
+    }
 
     #[test]
     fn waiting_requests_come_from_either_servers_gauge() {
