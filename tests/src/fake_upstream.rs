@@ -23,6 +23,10 @@ use tokio::sync::{watch, Notify};
 pub enum Behavior {
     /// Streams a reply: "clean: " + the last user message, in small pieces.
     Echo,
+    /// As `Echo`, except that a last user message containing "forever" gets a reply that never
+    /// ends (this piece, again and again): one server for clients that finish and clients
+    /// that go away mid-stream.
+    EchoOrEndless(String),
     /// Streams these content pieces.
     Reply(Vec<String>),
     /// Sends headers and the role chunk, then waits for `gate` before any content.
@@ -242,6 +246,15 @@ fn sse(
         .unwrap()
 }
 
+fn last_user_message(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
 fn ok_stream(
     items: Vec<Bytes>,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
@@ -268,14 +281,12 @@ async fn chat(
         .unwrap_or_else(|| shared.default.clone());
     let role = chunk(None, Some("assistant"), None);
     match behavior {
-        Behavior::Echo => {
-            let user = body["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or("")
-                .to_string();
-            let reply = format!("clean: {user}");
+        Behavior::EchoOrEndless(piece) if last_user_message(&body).contains("forever") => {
+            let forever = futures::stream::repeat_with(move || Ok(chunk(Some(&piece), None, None)));
+            sse(&shared, ok_stream(vec![role]).chain(forever))
+        }
+        Behavior::Echo | Behavior::EchoOrEndless(_) => {
+            let reply = format!("clean: {}", last_user_message(&body));
             let mut items = vec![role];
             for word in reply.split_inclusive(' ') {
                 items.push(chunk(Some(word), None, None));

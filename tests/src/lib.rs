@@ -3,6 +3,7 @@
 
 pub mod fake_upstream;
 pub mod llama;
+pub mod serve_process;
 
 use headroom_core::config::Config;
 use headroom_server::{RunningServer, ServerState};

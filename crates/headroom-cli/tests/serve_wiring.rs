@@ -7,59 +7,19 @@
 use futures::StreamExt;
 use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use headroom_tests::serve_process::ServeProcess;
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 
-/// A running `headroom serve`, killed when dropped.
-struct Serve {
-    _child: tokio::process::Child,
-    base: String,
-}
-
-async fn serve(upstream: &str, rule: &str) -> Serve {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
-    let config = std::env::temp_dir().join(format!("headroom-wiring-{}.toml", std::process::id()));
-    std::fs::write(&config, "# defaults\n").unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            upstream,
-            "--yield-to-audio",
-            rule,
-        ])
-        .env("HEADROOM_CONFIG", &config)
-        .env_remove("HEADROOM_LLM_URL")
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("headroom runs");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("serve printed its address before exiting");
-        if let Some(rest) = line.strip_prefix("headroom: serving ") {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Serve {
-        _child: child,
-        base,
-    }
+async fn serve(upstream: &str, rule: &str) -> ServeProcess {
+    ServeProcess::start(
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
+        upstream,
+        &["--yield-to-audio", rule],
+    )
+    .await
 }
 
 /// About a minute of real speech (the bundled interview, three times), so a transcription is

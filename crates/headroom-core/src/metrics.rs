@@ -59,6 +59,7 @@ pub struct Metrics {
     queue_wait: Family<LaneLabel, Histogram, fn() -> Histogram>,
     ttft: Family<LaneLabel, Histogram, fn() -> Histogram>,
     latency: Family<LaneLabel, Histogram, fn() -> Histogram>,
+    runtime_tasks: Gauge,
 }
 
 impl Default for Metrics {
@@ -108,7 +109,14 @@ impl Metrics {
             "Time from submission to the end of the request",
             latency.clone(),
         );
+        let runtime_tasks = Gauge::default();
+        registry.register(
+            "runtime_tasks",
+            "Tasks alive in the server's async runtime (flat under steady load)",
+            runtime_tasks.clone(),
+        );
         let metrics = Metrics {
+            runtime_tasks,
             registry,
             in_flight,
             waiting,
@@ -129,6 +137,11 @@ impl Metrics {
             }
         }
         metrics
+    }
+
+    /// Records how many tasks the async runtime has alive (the server sets it when scraped).
+    pub fn set_runtime_tasks(&self, tasks: usize) {
+        self.runtime_tasks.set(tasks as i64);
     }
 
     pub fn set_occupancy(&self, lane: Lane, occ: Occupancy) {

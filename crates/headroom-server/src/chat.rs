@@ -192,6 +192,11 @@ pub(crate) async fn health(State(state): State<Arc<ServerState>>) -> Response {
 }
 
 pub(crate) async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+    state.metrics.set_runtime_tasks(
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks(),
+    );
     (
         [(
             header::CONTENT_TYPE,

@@ -523,6 +523,34 @@ mod tests {
         assert!(items.iter().all(|i| i.is_ok()));
     }
 
+    #[tokio::test]
+    async fn a_byte_order_mark_at_the_start_is_skipped_not_a_panic() {
+        // Found by fuzzing (fuzz/corpus/sse/crash-bom): eventsource-stream panicked on it.
+        let event = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n";
+        let bom = "\u{feff}".as_bytes();
+        for cut in [0, 1, 2, 3, 4] {
+            let body = [bom, event.as_slice()].concat();
+            let chunks = match cut {
+                0 => vec![body],
+                n => body.chunks(n).map(<[u8]>::to_vec).collect(),
+            };
+            let items: Vec<_> = parse_sse_chunks(chunks).collect().await;
+            assert!(
+                matches!(&items[..], [Ok(c)] if c.text() == Some("hi")),
+                "cut {cut}: {items:?}"
+            );
+        }
+        // A second BOM is text: the line it starts is an unknown field, ignored; no panic.
+        let items: Vec<_> = parse_sse_chunks(vec![[bom, bom, event.as_slice()].concat()])
+            .collect()
+            .await;
+        assert!(items.is_empty(), "{items:?}");
+        let items: Vec<_> = parse_sse_chunks(vec![b"\xef\xbb".to_vec(), b"data: x\n\n".to_vec()])
+            .collect()
+            .await;
+        assert!(matches!(&items[..], [Err(_)]), "{items:?}");
+    }
+
     #[test]
     fn waiting_requests_come_from_either_servers_gauge() {
         let vllm = "# HELP x\nvllm:num_requests_waiting{model_name=\"a\"} 3.0\nvllm:num_requests_running{model_name=\"a\"} 2.0\n";

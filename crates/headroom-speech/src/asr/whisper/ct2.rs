@@ -130,6 +130,21 @@ impl Ct2Model {
                 }
                 other => return Err(format(format!("{name} has unknown dtype {other}"))),
             };
+            // candle trusts these to agree: it multiplies the dims unchecked, and copies the
+            // whole buffer into one sized from the element count when the data is unaligned.
+            let expected = dims
+                .iter()
+                .try_fold(candle_dtype.size_in_bytes(), |n, &d| n.checked_mul(d));
+            if expected != Some(raw.len()) {
+                return Err(Ct2Error::Tensor {
+                    path: shown.to_string(),
+                    name,
+                    message: format!(
+                        "shape {dims:?} of {candle_dtype:?} does not match its {} bytes",
+                        raw.len()
+                    ),
+                });
+            }
             let tensor = Tensor::from_raw_buffer(raw, candle_dtype, &dims, &Device::Cpu)
                 .and_then(|t| t.to_dtype(DType::F32))
                 .map_err(|e| Ct2Error::Tensor {
@@ -214,6 +229,55 @@ mod tests {
             m.tensor("b/weight").unwrap().to_vec2::<f32>().unwrap()[1][1],
             4.0
         );
+    }
+
+    /// A file with one variable: `dims`, `dtype`, then `raw` as its data.
+    fn one_variable(dims: &[u32], dtype: u8, raw: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend(6u32.to_le_bytes());
+        put_str(&mut out, "WhisperSpec");
+        out.extend(3u32.to_le_bytes());
+        out.extend(1u32.to_le_bytes());
+        put_str(&mut out, "w");
+        out.push(dims.len() as u8);
+        for d in dims {
+            out.extend(d.to_le_bytes());
+        }
+        out.push(dtype);
+        out.extend((raw.len() as u32).to_le_bytes());
+        out.extend(raw);
+        out
+    }
+
+    #[test]
+    fn shapes_that_do_not_match_their_data_are_refused() {
+        // Found by fuzzing (fuzz/corpus/ct2_model/crash-shape-bytes): dims whose product overflows, and
+        // a byte count that is not a whole number of elements (candle then copied it past the
+        // end of a buffer sized by the element count).
+        let crafted = [
+            one_variable(&[1 << 31, 1 << 31, 1 << 31], 0, &[]),
+            one_variable(&[0], 0, &[0]),
+            one_variable(&[1], 0, &[0; 5]),
+            one_variable(&[2, 2], 4, &[0; 6]),
+            one_variable(&[3], 5, &[0; 8]),
+        ];
+        for file in crafted {
+            let err = Ct2Model::parse(&file, "crafted.bin")
+                .err()
+                .expect("an error");
+            assert!(matches!(err, Ct2Error::Tensor { .. }), "{err}");
+            assert!(
+                err.to_string()
+                    .starts_with("crafted.bin: variable w: shape"),
+                "{err}"
+            );
+        }
+        // The minimised fuzzer find itself.
+        let found = b"\x06\0\0\0\0\0\0\x02\0\0\x6c\0\0\0\0\0\x01\0\0\0\0\0\x01\0\0\0\0";
+        let err = Ct2Model::parse(found, "found.bin").err().expect("an error");
+        assert!(matches!(err, Ct2Error::Tensor { .. }), "{err}");
+        let ok = Ct2Model::parse(&one_variable(&[2, 0, 3], 0, &[]), "empty.bin").unwrap();
+        assert_eq!(ok.tensor("w").unwrap().dims(), &[2, 0, 3]);
     }
 
     #[test]
