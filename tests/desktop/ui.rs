@@ -486,6 +486,8 @@ async fn the_desktop_workflow_end_to_end() {
     // --- Clean up with the LLM on, against the real llama-server.
     ui.type_into("setting-server-url", &llama.base_url()).await;
     ui.click("setting-server-url-save").await;
+    ui.until_text("text-destination", WAIT, |t| t.contains("(this machine)"))
+        .await;
     ui.click("cleanup-segment-1").await;
     let source = ui
         .until_text("cleanup-source-1", LONG_WAIT, |t| t == "text model")

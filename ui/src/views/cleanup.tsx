@@ -51,29 +51,28 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           ? "Segments are sent to the text model's server."
           : "Off: rule-based cleanup only; nothing leaves this machine."}
       </span>
-      {destination && (
-        <div class="row" data-testid="text-destination" data-on-this-machine={String(destination.on_this_machine)}>
-          <span>
-            Text goes to <code data-testid="text-destination-url">{destination.url}</code>
-            {destination.on_this_machine ? " (this machine)" : ` (another machine: ${destination.host})`}
-          </span>
-          {!destination.on_this_machine && (
-            <label class="toggle">
-              <input
-                type="checkbox"
-                data-testid="setting-remote-consent"
-                checked={destination.allowed}
-                onChange={(e) =>
-                  save({
-                    remote_text_allowed: (e.target as HTMLInputElement).checked ? destination.origin : null,
-                  })
-                }
-              />
-              Allow this project's transcript to be sent to {destination.host}
-            </label>
-          )}
-        </div>
-      )}
+      {/* Always rendered, so the controls below do not move when the answer arrives. */}
+      <div class="row" data-testid="text-destination" data-on-this-machine={String(destination?.on_this_machine ?? "")}>
+        <span>
+          Text goes to <code data-testid="text-destination-url">{destination?.url ?? "…"}</code>
+          {destination && (destination.on_this_machine ? " (this machine)" : ` (another machine: ${destination.host})`)}
+        </span>
+        {destination && !destination.on_this_machine && (
+          <label class="toggle">
+            <input
+              type="checkbox"
+              data-testid="setting-remote-consent"
+              checked={destination.allowed}
+              onChange={(e) =>
+                save({
+                  remote_text_allowed: (e.target as HTMLInputElement).checked ? destination.origin : null,
+                })
+              }
+            />
+            Allow this project's transcript to be sent to {destination.host}
+          </label>
+        )}
+      </div>
       <div class="row">
         <label for="failure-policy">When the text lane refuses</label>
         <select
