@@ -464,3 +464,26 @@ fn a_real_constant_tone_flac_still_decodes() {
     let (result, _) = decode_measured(dir.path(), "dc.flac", &bytes, &Decode::default());
     assert_eq!(result.unwrap(), (10 * 48_000 / 4096) * 4096);
 }
+
+#[test]
+fn what_the_fuzzer_found_stays_refused() {
+    // Each `crash-*` input of the audio fuzz target (one byte choosing the extension hint, then
+    // the file) made a decoder allocate gigabytes or panic before it was fixed.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/audio_decode");
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("crash-") {
+            continue;
+        }
+        seen += 1;
+        let input = std::fs::read(&path).unwrap();
+        let (result, peak) = decode_measured(dir.path(), &name, &input[1..], &Decode::default());
+        assert!(result.is_err(), "{name} decoded");
+        assert!(peak < 32 << 20, "{name} held {} MiB", peak >> 20);
+    }
+    assert!(seen >= 2, "the crash inputs are in {}", corpus.display());
+}

@@ -7,6 +7,7 @@
 //! between packets, and a panic inside a decoder becomes [`AudioError::DecoderFailed`].
 
 use super::resample::StreamResampler;
+use super::sniff::{self, Container, SniffError};
 use super::{Audio, AudioError, Bound};
 use std::io::{BufReader, Read, Seek};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -151,14 +152,24 @@ impl Decode {
         if len == 0 {
             return Err(AudioError::Empty { path });
         }
-        let mut magic = [0u8; 12];
-        let is_wav = source.read_exact(&mut magic).is_ok()
-            && magic.starts_with(b"RIFF")
-            && &magic[8..12] == b"WAVE";
-        source.rewind().map_err(|e| AudioError::Read {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        // What the file is, and whether its structure can be handed to a decoder at all.
+        let container = sniff::check(&mut source)
+            .and_then(|container| Ok(source.rewind().map(|()| container)?))
+            .map_err(|e| match e {
+                SniffError::Unknown => AudioError::Unsupported {
+                    path: path.clone(),
+                    detail: "it does not start like a WAV, MP3, FLAC, OGG, AAC or M4A file".into(),
+                },
+                SniffError::Malformed(detail) => AudioError::Corrupt {
+                    path: path.clone(),
+                    detail,
+                },
+                SniffError::Io(e) => AudioError::Read {
+                    path: path.clone(),
+                    message: e.to_string(),
+                },
+            })?;
+        let is_wav = container == Container::Wav;
         let extension = extension.map(str::to_string);
         let audio = guarded(&path, || {
             if is_wav {
@@ -702,6 +713,49 @@ mod tests {
             .bytes(tone_wav(16_000, 1.0, 0.5), None, Path::new("t.wav"))
             .unwrap_err();
         assert!(matches!(err, AudioError::Cancelled { .. }), "{err}");
+    }
+
+    #[test]
+    fn flac_metadata_declared_past_its_block_is_refused_before_symphonia_allocates_it() {
+        // Found by fuzzing (fuzz/corpus/audio_decode/crash-flac-comment): symphonia allocated
+        // a comment at its declared 1.6 GB before reading it.
+        let flac = |kind: u8, body: &[u8]| {
+            let mut out = b"fLaC".to_vec();
+            out.extend([0, 0, 0, 34]);
+            out.extend([0u8; 34]);
+            out.push(0x80 | kind);
+            out.extend(&(body.len() as u32).to_be_bytes()[1..]);
+            out.extend(body);
+            out
+        };
+        let mut comment = 4u32.to_le_bytes().to_vec();
+        comment.extend(b"Lavf");
+        comment.extend(1u32.to_le_bytes());
+        let mut huge = comment.clone();
+        huge.extend(0x60DB_4C47u32.to_le_bytes());
+        huge.extend(b"TITLE=x");
+        let mut picture = 3u32.to_be_bytes().to_vec();
+        picture.extend(0xFFFF_FFF0u32.to_be_bytes());
+        for file in [flac(4, &huge), flac(6, &picture)] {
+            let err = decode_bytes(
+                file,
+                Some("flac"),
+                Path::new("c.flac"),
+                DecodeLimits::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&err, AudioError::Corrupt { detail, .. } if detail.contains("longer than its block")),
+                "{err}"
+            );
+        }
+        // Fields that fit, and blocks cut short, are left to symphonia.
+        comment.extend(7u32.to_le_bytes());
+        comment.extend(b"TITLE=x");
+        for file in [flac(4, &comment), flac(4, &comment[..10]), flac(4, &[])] {
+            let mut source = std::io::Cursor::new(file);
+            super::super::sniff::check(&mut source).unwrap();
+        }
     }
 
     #[test]

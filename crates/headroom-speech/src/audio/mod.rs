@@ -3,6 +3,7 @@
 mod decode;
 mod device;
 mod resample;
+mod sniff;
 mod wav;
 
 pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};

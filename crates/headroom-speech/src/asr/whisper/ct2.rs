@@ -130,12 +130,16 @@ impl Ct2Model {
                 }
                 other => return Err(format(format!("{name} has unknown dtype {other}"))),
             };
-            // candle trusts these to agree: it multiplies the dims unchecked, and copies the
-            // whole buffer into one sized from the element count when the data is unaligned.
-            let expected = dims
+            // candle trusts these to agree: it multiplies the dims unchecked (for the strides
+            // too, so an empty dim does not make the others safe), and copies the whole buffer
+            // into one sized from the element count when the data is unaligned.
+            let size = candle_dtype.size_in_bytes();
+            let strides_fit = dims
                 .iter()
-                .try_fold(candle_dtype.size_in_bytes(), |n, &d| n.checked_mul(d));
-            if expected != Some(raw.len()) {
+                .try_fold(size, |n, &d| n.checked_mul(d.max(1)))
+                .is_some();
+            let expected = dims.iter().try_fold(size, |n, &d| n.checked_mul(d));
+            if !strides_fit || expected != Some(raw.len()) {
                 return Err(Ct2Error::Tensor {
                     path: shown.to_string(),
                     name,
@@ -251,15 +255,16 @@ mod tests {
 
     #[test]
     fn shapes_that_do_not_match_their_data_are_refused() {
-        // Found by fuzzing (fuzz/corpus/ct2_model/crash-shape-bytes): dims whose product overflows, and
-        // a byte count that is not a whole number of elements (candle then copied it past the
-        // end of a buffer sized by the element count).
+        // Found by fuzzing (fuzz/corpus/ct2_model/crash-*): dims whose product (or strides)
+        // overflow, and a byte count that is not a whole number of elements (candle then
+        // copied it past the end of a buffer sized by the element count).
         let crafted = [
             one_variable(&[1 << 31, 1 << 31, 1 << 31], 0, &[]),
             one_variable(&[0], 0, &[0]),
             one_variable(&[1], 0, &[0; 5]),
             one_variable(&[2, 2], 4, &[0; 6]),
             one_variable(&[3], 5, &[0; 8]),
+            one_variable(&[0, u32::MAX, u32::MAX, u32::MAX], 0, &[]),
         ];
         for file in crafted {
             let err = Ct2Model::parse(&file, "crafted.bin")
