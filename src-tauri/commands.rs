@@ -160,7 +160,7 @@ pub async fn update_project_settings(
 ) -> Reply<Project> {
     let (project, ()) = shell
         .workstation
-        .update_project(&id, |p| {
+        .update_project(&id, move |p| {
             p.settings = settings;
             Ok(())
         })

@@ -367,13 +367,15 @@ async fn the_desktop_workflow_end_to_end() {
     ui.click("project-rename-scratch").await;
     ui.type_into("project-rename-input", "Scratch Two").await;
     ui.click("project-rename-save").await;
-    ui.find("project-item-scratch-two").await;
-    assert!(projects.join("scratch-two/project.json").exists());
-    assert!(!projects.join("scratch").exists());
-    ui.click("project-delete-scratch-two").await;
+    // The name changes; the folder (the project's id) stays, so running jobs still find it.
+    ui.until_text("project-name-scratch", WAIT, |t| t == "Scratch Two")
+        .await;
+    let manifest = std::fs::read_to_string(projects.join("scratch/project.json")).unwrap();
+    assert!(manifest.contains("Scratch Two"), "{manifest}");
+    ui.click("project-delete-scratch").await;
     ui.click("project-delete-confirm").await;
     ui.find("project-list-empty").await;
-    assert!(!projects.join("scratch-two").exists());
+    assert!(!projects.join("scratch").exists());
 
     ui.type_into("project-name-input", "Interview").await;
     ui.click("project-create").await;

@@ -70,7 +70,7 @@ async fn cleanup_off_sends_nothing_and_on_streams_from_the_server() {
     assert_eq!(quiet.note, None);
     assert_eq!(fake.requests(), 0, "LLM cleanup is off by default");
 
-    ws.update_project(&id, |p| {
+    ws.update_project(&id, move |p| {
         p.settings.llm_cleanup = true;
         Ok(())
     })
@@ -119,7 +119,7 @@ async fn a_full_text_lane_is_a_typed_rejection_and_the_rules_still_work() {
     let fake = FakeUpstream::start(Behavior::HoldHeaders(gate.clone()), 4096).await;
     let ws = workstation(&dir, &fake.base_url());
     let id = transcribed(&ws, "Flood").await;
-    ws.update_project(&id, |p| {
+    ws.update_project(&id, move |p| {
         p.settings.llm_cleanup = true;
         Ok(())
     })
@@ -150,7 +150,11 @@ async fn a_full_text_lane_is_a_typed_rejection_and_the_rules_still_work() {
         .suggestion
         .is_none());
 
-    // The user's "use rule-based cleanup" choice sends nothing.
+    // The user's "use rule-based cleanup" choice sends nothing. (The two held requests hold
+    // their slots from admission; wait until they have reached the server too.)
+    while fake.requests() < 2 {
+        tokio::task::yield_now().await;
+    }
     let before = fake.requests();
     let rules = ws
         .clean_segment(&id, 2, true, &CancellationToken::new(), &|_| {})
@@ -215,7 +219,7 @@ async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     // 192.0.2.1 is TEST-NET-1: another machine, which nothing here may reach.
     let elsewhere = "http://user:pw@192.0.2.1:8000/v1";
     let project = ws
-        .update_project(&id, |p| {
+        .update_project(&id, move |p| {
             p.settings.llm_cleanup = true;
             p.settings.server_url = Some(elsewhere.into());
             Ok(())
@@ -252,7 +256,7 @@ async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     );
     // With consent the request is sent (and fails to connect: nothing is there).
     let project = ws
-        .update_project(&id, |p| {
+        .update_project(&id, move |p| {
             p.settings.remote_text_allowed = Some("http://192.0.2.1:8000".into());
             Ok(())
         })
@@ -270,7 +274,7 @@ async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     assert_eq!(r.reason, RejectReason::UpstreamUnavailable);
     // A server on this machine needs no consent.
     let project = ws
-        .update_project(&id, |p| {
+        .update_project(&id, move |p| {
             p.settings.server_url = None;
             p.settings.remote_text_allowed = None;
             Ok(())
@@ -366,5 +370,40 @@ async fn project_files_stay_inside_the_project_and_imports_must_be_audio() {
         .unwrap_err();
     assert!(err.to_string().contains("not an audio format"), "{err}");
     assert!(!folder.join("audio/id_rsa").exists(), "nothing was copied");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_rename_during_a_transcription_keeps_its_result() {
+    // The report: renaming a project while it was being transcribed moved its folder, the
+    // final save found no project, and the transcript was thrown away.
+    let dir = scratch("rename-during");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let project = ws.store().create("Before").unwrap();
+    let store = ws.store().clone();
+    let id = project.id.clone();
+    let renamed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let once = renamed.clone();
+    // Another writer (as the app's Projects view would) renames it mid-job.
+    let progress = Arc::new(move |_p: f32| {
+        if !once.swap(true, Ordering::SeqCst) {
+            store.rename(&id, "After").unwrap();
+        }
+    });
+    let project = ws
+        .transcribe(
+            &project.id,
+            &sample(),
+            None,
+            progress,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(renamed.load(Ordering::SeqCst), "renamed while it ran");
+    assert_eq!(project.name, "After");
+    assert!(project.segments.len() >= 3);
+    let reopened = ws.store().open(&project.id).unwrap();
+    assert_eq!(reopened.segments.len(), project.segments.len());
     std::fs::remove_dir_all(dir).unwrap();
 }

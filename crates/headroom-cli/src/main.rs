@@ -10,6 +10,7 @@ mod models;
 mod plan;
 mod play;
 mod progress;
+mod project;
 mod record;
 mod serve;
 mod speak;
@@ -68,6 +69,10 @@ enum Command {
     /// GPU memory through NVML: watch it, or check it against nvidia-smi.
     #[command(subcommand)]
     Gpu(gpu::GpuCommand),
+    /// The desktop app's projects: list, create, rename, delete, show, transcribe, clean up,
+    /// export.
+    #[command(subcommand)]
+    Project(project::ProjectCommand),
 }
 
 /// Text-lane limits shared by the commands that use the lane.
@@ -169,9 +174,10 @@ fn main() -> ExitCode {
         .build()
         .expect("a tokio runtime starts");
     let result = runtime.block_on(async move {
-        let services = Services::new(config, env);
-        let services = &*services;
+        let shared = Services::new(config, env);
+        let services = &*shared;
         match command {
+            Command::Project(cmd) => project::run(cmd, shared.clone()).await,
             Command::Cleanup(args) => cleanup::run(args, services).await,
             Command::Serve(args) => serve::run(args, services).await,
             Command::Doctor(args) => doctor::run(args, services).await,

@@ -340,3 +340,125 @@ async fn a_crafted_wav_is_refused_not_a_crash() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn projects_from_the_command_line() {
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().to_str().unwrap().to_string();
+    let env = [("HEADROOM_PROJECTS_DIR", projects.as_str())];
+    let run = |args: Vec<&str>| {
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            headroom(&args, &env).await
+        }
+    };
+    let out = run(vec!["project", "create", "Field Notes", "--json"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(created["id"], "field-notes");
+
+    let out = run(vec!["project", "rename", "Field Notes", "Episode 1"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(vec!["project", "list", "--json"]).await;
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["name"], "Episode 1");
+    assert_eq!(listed[0]["id"], "field-notes");
+
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let out = run(vec!["project", "transcribe", "episode 1", sample, "--json"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let transcribed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(transcribed["segments"].as_array().unwrap().len() >= 3);
+
+    let out = run(vec![
+        "project",
+        "cleanup",
+        "field-notes",
+        "--rules-only",
+        "--accept",
+        "--json",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cleaned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(cleaned["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["source"] == "rule_based"));
+
+    let out = run(vec!["project", "export", "field-notes", "--format", "srt"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let srt = text(&out.stdout);
+    assert!(srt.starts_with("1\n00:00:0"), "{srt}");
+    assert!(
+        !srt.contains(" um "),
+        "accepted cleanups are exported: {srt}"
+    );
+    let file = dir.path().join("out.vtt");
+    let out = run(vec![
+        "project",
+        "export",
+        "field-notes",
+        "--format",
+        "vtt",
+        "--out",
+        file.to_str().unwrap(),
+    ])
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .starts_with("WEBVTT"));
+
+    let out = run(vec!["project", "show", "nope"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no project \"nope\""));
+    let out = run(vec!["project", "delete", "field-notes"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!dir.path().join("field-notes").exists());
+}
+
+#[tokio::test]
+async fn two_processes_creating_one_name_cannot_both_win() {
+    // Without a lock across processes both check that the name is free, both pick the same
+    // folder, and both report success while one overwrites the other.
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().to_str().unwrap().to_string();
+    let attempts: Vec<_> = (0..16)
+        .map(|_| {
+            let projects = projects.clone();
+            tokio::spawn(async move {
+                headroom(
+                    &["project", "create", "Same Name"],
+                    &[("HEADROOM_PROJECTS_DIR", projects.as_str())],
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut won = 0;
+    for attempt in attempts {
+        let out = attempt.await.unwrap();
+        if out.status.success() {
+            won += 1;
+        } else {
+            assert!(
+                text(&out.stderr).contains("already exists"),
+                "{}",
+                text(&out.stderr)
+            );
+        }
+    }
+    assert_eq!(won, 1);
+    let folders = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(folders, 1);
+}

@@ -47,6 +47,12 @@ impl ProjectError {
     }
 }
 
+/// The store's lock file, in its root.
+const LOCK_FILE: &str = ".lock";
+
+/// The store's lock, held while alive (closing the file releases it).
+struct StoreLock(#[allow(dead_code)] std::fs::File);
+
 /// Per-project choices.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -418,7 +424,40 @@ impl ProjectStore {
         Ok(candidate)
     }
 
+    /// Takes the store's lock: a file lock on `<root>/.lock`. Every change to a project
+    /// (create, rename, delete, update) holds it, so writers in this process (each opens the
+    /// file itself) and in other processes — a second app, the CLI — take turns and each
+    /// works on what the one before it wrote. Held for a manifest's read and write, never for
+    /// a long job. Released when the guard drops.
+    fn lock(&self) -> Result<StoreLock, ProjectError> {
+        std::fs::create_dir_all(&self.root).map_err(ProjectError::from_io(&self.root))?;
+        let path = self.root.join(LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(ProjectError::from_io(&path))?;
+        file.lock().map_err(ProjectError::from_io(&path))?;
+        Ok(StoreLock(file))
+    }
+
+    /// Opens the project, applies `change` and saves it, under the store's lock: the change
+    /// sees every write finished before it, and no write is lost to a concurrent one.
+    pub fn update<T, E: From<ProjectError>>(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut Project) -> Result<T, E>,
+    ) -> Result<(Project, T), E> {
+        let _lock = self.lock()?;
+        let mut project = self.open(id)?;
+        let out = change(&mut project)?;
+        self.save_locked(&mut project)?;
+        Ok((project, out))
+    }
+
     pub fn create(&self, name: &str) -> Result<Project, ProjectError> {
+        let _lock = self.lock()?;
         let id = self.free_folder(name)?;
         if self.name_in_use(name, None)? {
             return Err(ProjectError::NameTaken(name.trim().to_string()));
@@ -462,8 +501,9 @@ impl ProjectStore {
         Ok(project)
     }
 
-    /// Saves the manifest atomically, stamping the modification time.
-    pub fn save(&self, project: &mut Project) -> Result<(), ProjectError> {
+    /// Saves the manifest atomically, stamping the modification time; the caller holds the
+    /// store's lock and opened `project` under it.
+    fn save_locked(&self, project: &mut Project) -> Result<(), ProjectError> {
         if !self.folder(&project.id)?.join(MANIFEST).exists() {
             return Err(ProjectError::NotFound(project.id.clone()));
         }
@@ -477,8 +517,11 @@ impl ProjectStore {
         write_atomic(&path, &json).map_err(ProjectError::from_io(&path))
     }
 
-    /// Renames a project; its folder follows the name.
+    /// Renames a project. Its folder (its id) stays: a job running on the project, in this
+    /// process or another, still finds it by the id it started with.
     pub fn rename(&self, id: &str, new_name: &str) -> Result<Project, ProjectError> {
+        folder_name_for(new_name)?;
+        let _lock = self.lock()?;
         let mut project = self.open(id)?;
         if project.name == new_name.trim() {
             return Ok(project);
@@ -486,32 +529,14 @@ impl ProjectStore {
         if self.name_in_use(new_name, Some(id))? {
             return Err(ProjectError::NameTaken(new_name.trim().to_string()));
         }
-        let wanted = folder_name_for(new_name)?;
-        let new_id = if wanted == id {
-            id.to_string()
-        } else {
-            self.free_folder(new_name)?
-        };
-        let old_folder = self.folder(id)?;
-        let new_folder = self.root.join(&new_id);
-        if new_id != id {
-            std::fs::rename(&old_folder, &new_folder)
-                .map_err(ProjectError::from_io(&old_folder))?;
-        }
-        project.id = new_id;
         project.name = new_name.trim().to_string();
-        if let Err(e) = self.save(&mut project) {
-            // Put the folder back so the old name and folder still agree.
-            if new_folder != old_folder {
-                let _ = std::fs::rename(&new_folder, &old_folder);
-            }
-            return Err(e);
-        }
+        self.save_locked(&mut project)?;
         Ok(project)
     }
 
     /// Deletes a project's folder with everything in it.
     pub fn delete(&self, id: &str) -> Result<(), ProjectError> {
+        let _lock = self.lock()?;
         let folder = self.folder(id)?;
         if !folder.join(MANIFEST).exists() {
             return Err(ProjectError::NotFound(id.to_string()));
@@ -621,11 +646,10 @@ mod tests {
         assert_eq!(other.id, "my-interview-2", "a free folder is chosen");
 
         let renamed = store.rename("my-interview", "Episode 12").unwrap();
-        assert_eq!(renamed.id, "episode-12");
-        assert!(!dir.join("my-interview").exists());
-        assert_eq!(store.open("episode-12").unwrap().name, "Episode 12");
+        assert_eq!(renamed.id, "my-interview", "the folder, the id, stays");
+        assert_eq!(store.open("my-interview").unwrap().name, "Episode 12");
         assert!(matches!(
-            store.rename("episode-12", "My-Interview"),
+            store.rename("my-interview", "My-Interview"),
             Err(ProjectError::NameTaken(_))
         ));
 
@@ -639,11 +663,49 @@ mod tests {
             })
             .collect();
         assert_eq!(names.len(), 2);
-        store.delete("episode-12").unwrap();
+        store.delete("my-interview").unwrap();
         assert!(matches!(
-            store.open("episode-12"),
+            store.open("my-interview"),
             Err(ProjectError::NotFound(_))
         ));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_update_and_renames_keep_the_id() {
+        // Each writer opens the store itself, as another process would: the file lock makes
+        // every read-modify-write see the one before it.
+        let (store, dir) = store();
+        store.create("Shared").unwrap();
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let store = ProjectStore::new(dir.clone());
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        store
+                            .update("shared", |p| {
+                                p.segments.push(ProjectSegment {
+                                    start: 0.0,
+                                    end: 1.0,
+                                    text: format!("writer {w} edit {i}"),
+                                    suggestion: None,
+                                });
+                                Ok::<_, ProjectError>(())
+                            })
+                            .unwrap();
+                        if i % 5 == 0 {
+                            store.rename("shared", &format!("Shared {w}-{i}")).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let project = store.open("shared").unwrap();
+        assert_eq!(project.segments.len(), 100, "every edit is kept");
+        assert!(project.name.starts_with("Shared "));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -709,7 +771,13 @@ mod tests {
             p.speech_text(Some(7)),
             Err(ProjectError::NoSuchSegment { index: 7, count: 2 })
         ));
-        store.save(&mut p).unwrap();
+        let (saved, ()) = store
+            .update("talk", |stored| {
+                *stored = p.clone();
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        assert!(saved.modified_unix_ms >= p.modified_unix_ms);
         let reopened = store.open("talk").unwrap();
         assert_eq!(reopened.segments, p.segments);
         assert_eq!(reopened.transcript().segments[0].text, "um hello there");

@@ -69,6 +69,8 @@ pub enum WorkstationError {
     OutsideProject { path: String },
     #[error("the model installer stopped: {0}")]
     InstallerStopped(#[source] tokio::task::JoinError),
+    #[error("a background task stopped: {0}")]
+    TaskFailed(#[source] tokio::task::JoinError),
     #[error("the benchmark failed: {0}")]
     Benchmark(#[source] BenchError),
 }
@@ -162,8 +164,6 @@ pub struct Workstation {
     services: Arc<Services>,
     /// Where settings are saved (`None`: they live only as long as the app).
     config_path: Option<PathBuf>,
-    /// Serializes read-modify-write of manifests so concurrent workflows lose no update.
-    manifest_lock: tokio::sync::Mutex<()>,
 }
 
 impl Workstation {
@@ -176,7 +176,6 @@ impl Workstation {
             store,
             services,
             config_path,
-            manifest_lock: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -330,17 +329,18 @@ impl Workstation {
         Ok(voices)
     }
 
-    /// Opens, changes and saves a project under the manifest lock.
-    pub async fn update_project<T>(
+    /// Opens, changes and saves a project under the store's lock (see
+    /// [`ProjectStore::update`]), off the async threads since another process may hold it.
+    pub async fn update_project<T: Send + 'static>(
         &self,
         id: &str,
-        change: impl FnOnce(&mut Project) -> Result<T, WorkstationError>,
+        change: impl FnOnce(&mut Project) -> Result<T, WorkstationError> + Send + 'static,
     ) -> Result<(Project, T), WorkstationError> {
-        let _guard = self.manifest_lock.lock().await;
-        let mut project = self.store.open(id)?;
-        let out = change(&mut project)?;
-        self.store.save(&mut project)?;
-        Ok((project, out))
+        let store = self.store.clone();
+        let id = id.to_string();
+        tokio::task::spawn_blocking(move || store.update(&id, change))
+            .await
+            .map_err(WorkstationError::TaskFailed)?
     }
 
     /// Imports `source` into the project and transcribes it on the audio lane (interactive),
@@ -374,7 +374,7 @@ impl Workstation {
             )
             .await?;
         let (project, ()) = self
-            .update_project(project_id, |p| {
+            .update_project(project_id, move |p| {
                 p.set_transcript(&transcript);
                 p.source_audio = Some(relative);
                 Ok(())
@@ -391,7 +391,7 @@ impl Workstation {
         text: String,
     ) -> Result<Project, WorkstationError> {
         let (project, ()) = self
-            .update_project(project_id, |p| {
+            .update_project(project_id, move |p| {
                 let segment = p.segment_mut(index)?;
                 if segment.text != text {
                     segment.text = text;
@@ -480,7 +480,7 @@ impl Workstation {
         decision: Decision,
     ) -> Result<Project, WorkstationError> {
         let (project, ()) = self
-            .update_project(project_id, |p| {
+            .update_project(project_id, move |p| {
                 match segment {
                     Some(i) => p.decide(i, decision)?,
                     None => {

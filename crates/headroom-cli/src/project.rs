@@ -1,0 +1,313 @@
+//! `headroom project …`: the desktop app's projects from the command line, for scripting and
+//! QA, through the same workstation code (and the same store lock, so the app and the CLI
+//! never lose each other's writes). Every command takes `--json`.
+
+use crate::progress::Progress;
+use crate::{cancel_on_ctrl_c, EXIT_CANCELLED, EXIT_REJECTED};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use headroom_base::fsutil::write_atomic;
+use headroom_services::Services;
+use headroom_speech::asr::export::{render, ExportFormat};
+use headroom_workstation::projects::{Decision, Project, ProjectEntry, ProjectStore};
+use headroom_workstation::workstation::{Workstation, WorkstationError};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Subcommand, Debug)]
+pub enum ProjectCommand {
+    /// List the projects, newest first.
+    List(Output),
+    /// Create a project.
+    Create {
+        name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Rename a project (its folder, its id, stays).
+    Rename {
+        /// The project's id or name.
+        project: String,
+        new_name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Delete a project and every file in it.
+    Delete {
+        project: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Show a project: settings, segments and cleanup decisions.
+    Show {
+        project: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Import an audio file into a project and transcribe it (replacing its transcript).
+    Transcribe {
+        project: String,
+        file: PathBuf,
+        /// Model (see `headroom models list`).
+        #[arg(long)]
+        model: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Clean every segment as the project's settings say (LLM cleanup on or off, its failure
+    /// policy); suggestions are kept pending unless --accept.
+    Cleanup {
+        project: String,
+        /// Rule-based cleanup only: nothing leaves the machine.
+        #[arg(long)]
+        rules_only: bool,
+        /// Accept every suggestion made.
+        #[arg(long)]
+        accept: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Export the transcript (accepted cleanups included) to stdout, or to --out.
+    Export {
+        project: String,
+        /// txt, srt, vtt or json.
+        #[arg(long, default_value = "txt")]
+        format: ExportFormat,
+        /// Write here (atomically) instead of to stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
+    },
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Output {
+    /// Print JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A project by its id (folder name) or, failing that, its name (case-insensitive).
+fn resolve(store: &ProjectStore, wanted: &str) -> anyhow::Result<String> {
+    if store.open(wanted).is_ok() {
+        return Ok(wanted.to_string());
+    }
+    let found = store.list()?.into_iter().find_map(|e| match e {
+        ProjectEntry::Ok { id, name, .. } if name.eq_ignore_ascii_case(wanted.trim()) => Some(id),
+        _ => None,
+    });
+    found.with_context(|| format!("no project {wanted:?} (see `headroom project list`)"))
+}
+
+fn print_project(project: &Project, output: Output) {
+    if output.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(project).expect("a project serializes")
+        );
+        return;
+    }
+    let s = &project.settings;
+    println!("{} ({})", project.name, project.id);
+    println!(
+        "  llm cleanup {}, policy {:?}, mode {:?}, server {}",
+        if s.llm_cleanup { "on" } else { "off" },
+        s.failure_policy,
+        s.cleanup_mode,
+        s.server_url.as_deref().unwrap_or("the app's")
+    );
+    println!(
+        "  {} segments, {:.1} s of audio{}",
+        project.segments.len(),
+        project.duration_secs,
+        project
+            .source_audio
+            .as_deref()
+            .map(|a| format!(" from {a}"))
+            .unwrap_or_default()
+    );
+    for (i, segment) in project.segments.iter().enumerate() {
+        let decision = segment
+            .suggestion
+            .as_ref()
+            .map(|s| format!(" [{:?}: {}]", s.decision, s.text))
+            .unwrap_or_default();
+        println!(
+            "  {i:>3} {:>7.2}–{:<7.2} {}{decision}",
+            segment.start, segment.end, segment.text
+        );
+    }
+}
+
+pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result<ExitCode> {
+    let store = ProjectStore::new(services.env().projects_dir.clone());
+    let config_path = services.env().config_file_to_write();
+    let ws = Workstation::new(store.clone(), services, config_path);
+    match cmd {
+        ProjectCommand::List(output) => {
+            let entries = store.list()?;
+            if output.json {
+                println!("{}", serde_json::to_string_pretty(&entries)?);
+            } else if entries.is_empty() {
+                eprintln!("no projects yet in {}", store.root().display());
+            }
+            if !output.json {
+                for e in &entries {
+                    match e {
+                        ProjectEntry::Ok {
+                            id, name, segments, ..
+                        } => println!("{id}\t{name}\t{segments} segments"),
+                        ProjectEntry::Unreadable { id, error } => {
+                            println!("{id}\tunreadable: {error}")
+                        }
+                    }
+                }
+            }
+        }
+        ProjectCommand::Create { name, output } => print_project(&store.create(&name)?, output),
+        ProjectCommand::Rename {
+            project,
+            new_name,
+            output,
+        } => print_project(
+            &store.rename(&resolve(&store, &project)?, &new_name)?,
+            output,
+        ),
+        ProjectCommand::Delete { project, output } => {
+            let id = resolve(&store, &project)?;
+            store.delete(&id)?;
+            if output.json {
+                println!("{}", json!({ "deleted": id }));
+            } else {
+                eprintln!("deleted {id}");
+            }
+        }
+        ProjectCommand::Show { project, output } => {
+            print_project(&store.open(&resolve(&store, &project)?)?, output)
+        }
+        ProjectCommand::Transcribe {
+            project,
+            file,
+            model,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(cancel.clone());
+            let shown = Arc::new(Progress::new(format!("transcribing {}", file.display())));
+            let progress = {
+                let shown = shown.clone();
+                Arc::new(move |fraction: f32| shown.update(fraction))
+            };
+            match ws
+                .transcribe(&id, &file, model.as_deref(), progress, cancel)
+                .await
+            {
+                Ok(project) => {
+                    shown.finish(&format!(
+                        "transcribed into {}: {} segments",
+                        project.id,
+                        project.segments.len()
+                    ));
+                    print_project(&project, output);
+                }
+                Err(WorkstationError::Cancelled) => {
+                    shown.finish("headroom: transcription cancelled; the project is unchanged");
+                    return Ok(ExitCode::from(EXIT_CANCELLED));
+                }
+                Err(e) => {
+                    shown.finish("");
+                    return Err(e.into());
+                }
+            }
+        }
+        ProjectCommand::Cleanup {
+            project,
+            rules_only,
+            accept,
+            output,
+        } => return cleanup(&ws, &resolve(&store, &project)?, rules_only, accept, output).await,
+        ProjectCommand::Export {
+            project,
+            format,
+            out,
+            output,
+        } => {
+            let project = store.open(&resolve(&store, &project)?)?;
+            if project.segments.is_empty() {
+                anyhow::bail!("{} has no transcript to export yet", project.name);
+            }
+            let text = render(&project.transcript(), format);
+            match &out {
+                Some(path) => {
+                    write_atomic(path, text.as_bytes())
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    if output.json {
+                        println!("{}", json!({ "written": path }));
+                    }
+                }
+                None => print!("{text}"),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Cleans each segment in turn (one text slot at a time), reporting each on stderr.
+async fn cleanup(
+    ws: &Workstation,
+    id: &str,
+    rules_only: bool,
+    accept: bool,
+    output: Output,
+) -> anyhow::Result<ExitCode> {
+    let count = ws.store().open(id)?.segments.len();
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let mut results = Vec::new();
+    let mut refused = 0;
+    for index in 0..count {
+        match ws
+            .clean_segment(id, index, rules_only, &cancel, &|_| {})
+            .await
+        {
+            Ok(suggestion) => {
+                eprintln!("segment {}/{count}: {:?}", index + 1, suggestion.source);
+                results.push(json!({ "segment": index, "source": suggestion.source, "text": suggestion.text }));
+            }
+            Err(WorkstationError::Cancelled) => {
+                eprintln!("headroom: cleanup cancelled; finished segments are kept");
+                return Ok(ExitCode::from(EXIT_CANCELLED));
+            }
+            Err(WorkstationError::Rejected(r)) => {
+                refused += 1;
+                eprintln!(
+                    "segment {}/{count}: refused ({}): {}",
+                    index + 1,
+                    r.reason.code(),
+                    r.message()
+                );
+                results.push(json!({ "segment": index, "refused": r }));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if accept {
+        ws.decide(id, None, Decision::Accepted).await?;
+    }
+    if output.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "project": id, "segments": results }))?
+        );
+    }
+    Ok(if refused > 0 {
+        ExitCode::from(EXIT_REJECTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
