@@ -21,7 +21,7 @@ use headroom_speech::models::ModelStatus;
 use headroom_speech::tts::Voice;
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
-    SuggestionSource,
+    SuggestionSource, VersionInfo,
 };
 use headroom_workstation::workstation::{BenchmarkRun, ModelView, TextDestination};
 use ts_rs::{Config as TsConfig, TS};
@@ -47,7 +47,7 @@ pub fn typescript() -> String {
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.
         Decision, SuggestionSource, Suggestion, ProjectSegment, SpeechTake, ProjectSettings,
-        Project, ProjectEntry, TextDestination,
+        Project, ProjectEntry, TextDestination, VersionInfo,
         // Settings, servers, models, voices.
         Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
         ServerSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,

@@ -10,7 +10,7 @@ use headroom_services::LaneView;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_speech::tts::Voice;
 use headroom_workstation::projects::{
-    Decision, Project, ProjectEntry, ProjectSettings, SpeechTake, Suggestion,
+    Decision, Project, ProjectEntry, ProjectSettings, SpeechTake, Suggestion, VersionInfo,
 };
 use headroom_workstation::workstation::{
     BenchmarkRun, ModelView, SaveDestination, TextDestination, Workstation, WorkstationError,
@@ -130,6 +130,22 @@ pub async fn create_project(shell: State<'_, Shell>, name: String) -> Reply<Proj
 #[tauri::command]
 pub async fn open_project(shell: State<'_, Shell>, id: String) -> Reply<Project> {
     blocking(&shell, move |w| Ok(w.store().open(&id)?)).await
+}
+
+/// The kept versions of a project's transcript, newest first.
+#[tauri::command]
+pub async fn project_versions(shell: State<'_, Shell>, id: String) -> Reply<Vec<VersionInfo>> {
+    blocking(&shell, move |w| Ok(w.versions(&id)?)).await
+}
+
+/// Brings back a kept version of the transcript (what it replaces is kept too).
+#[tauri::command]
+pub async fn restore_version(
+    shell: State<'_, Shell>,
+    id: String,
+    version: String,
+) -> Reply<Project> {
+    Ok(shell.workstation.restore_version(&id, &version).await?)
 }
 
 /// Where the project's text goes for cleanup with the text model, and whether it may.

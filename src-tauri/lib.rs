@@ -75,6 +75,8 @@ commands![
     delete_project,
     update_project_settings,
     text_destination,
+    project_versions,
+    restore_version,
     transcribe,
     cancel_job,
     edit_segment,

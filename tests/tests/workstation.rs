@@ -407,3 +407,54 @@ async fn a_rename_during_a_transcription_keeps_its_result() {
     assert_eq!(reopened.segments.len(), project.segments.len());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn replacing_a_transcript_keeps_the_old_one_as_a_version_to_restore() {
+    let dir = scratch("versions");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let id = transcribed(&ws, "Versions").await;
+    assert!(ws.versions(&id).unwrap().is_empty(), "nothing replaced yet");
+    let edited = ws
+        .edit_segment(&id, 0, "my own words, typed by hand".into())
+        .await
+        .unwrap();
+    // Transcribing again replaced the edit (and every decision) with no way back, before.
+    let again = ws
+        .transcribe(
+            &id,
+            &sample(),
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(again.segments[0].text, edited.segments[0].text);
+    let versions = ws.versions(&id).unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(versions[0].reason, "before transcribing again");
+    assert_eq!(versions[0].segments, edited.segments.len());
+
+    // Accepting every suggestion keeps the text before it, too.
+    ws.clean_segment(&id, 1, true, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    ws.decide(&id, None, Decision::Accepted).await.unwrap();
+    assert_eq!(
+        ws.versions(&id).unwrap()[0].reason,
+        "before accepting every suggestion"
+    );
+
+    // Restoring brings the hand edit back, and keeps what it replaced.
+    let restored = ws.restore_version(&id, &versions[0].id).await.unwrap();
+    assert_eq!(restored.segments, edited.segments);
+    assert_eq!(ws.store().open(&id).unwrap().segments, edited.segments);
+    let after = ws.versions(&id).unwrap();
+    assert_eq!(after.len(), 3);
+    assert!(after[0].reason.starts_with("before restoring"));
+    assert!(matches!(
+        ws.restore_version(&id, "../../etc/passwd").await,
+        Err(WorkstationError::Project(_))
+    ));
+    std::fs::remove_dir_all(dir).unwrap();
+}

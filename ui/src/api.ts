@@ -21,6 +21,7 @@ import type {
   Suggestion,
   TextDestination,
   UiError,
+  VersionInfo,
   Voice,
 } from "./bindings";
 
@@ -50,6 +51,7 @@ export type {
   Suggestion,
   TextDestination,
   UiError,
+  VersionInfo,
   Voice,
 } from "./bindings";
 export type { Config as Settings, ProjectSegment as Segment, SamplerStatus as GpuStatus } from "./bindings";
@@ -86,6 +88,8 @@ export const api = {
   updateProjectSettings: (id: string, settings: ProjectSettings) =>
     call<Project>("update_project_settings", { id, settings }),
   textDestination: (id: string) => call<TextDestination>("text_destination", { id }),
+  projectVersions: (id: string) => call<VersionInfo[]>("project_versions", { id }),
+  restoreVersion: (id: string, version: string) => call<Project>("restore_version", { id, version }),
   transcribe: (project: string, path: string, job: string) =>
     call<Project>("transcribe", { project, path, job }),
   cancelJob: (job: string) => call<boolean>("cancel_job", { job }),

@@ -124,6 +124,7 @@ on_this_machine: boolean,
  * On this machine, or another the project allowed.
  */
 allowed: boolean, };
+export type VersionInfo = { id: string, saved_unix_ms: number, reason: string, segments: number, };
 export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, };
 export type LlmSettings = { 
 /**
@@ -239,6 +240,8 @@ export const COMMANDS = [
   "delete_project",
   "update_project_settings",
   "text_destination",
+  "project_versions",
+  "restore_version",
   "transcribe",
   "cancel_job",
   "edit_segment",

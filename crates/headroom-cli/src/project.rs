@@ -70,6 +70,16 @@ pub enum ProjectCommand {
         #[command(flatten)]
         output: Output,
     },
+    /// The kept versions of the transcript (each time it was replaced wholesale), or bring
+    /// one back with --restore.
+    Versions {
+        project: String,
+        /// The version to restore (the transcript it replaces is kept too).
+        #[arg(long)]
+        restore: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
     /// Export the transcript (accepted cleanups included) to stdout, or to --out.
     Export {
         project: String,
@@ -231,6 +241,25 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             accept,
             output,
         } => return cleanup(&ws, &resolve(&store, &project)?, rules_only, accept, output).await,
+        ProjectCommand::Versions {
+            project,
+            restore,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            if let Some(version) = restore {
+                let project = ws.restore_version(&id, &version).await?;
+                eprintln!("restored {version}: {} segments", project.segments.len());
+            }
+            let versions = ws.versions(&id)?;
+            if output.json {
+                println!("{}", serde_json::to_string_pretty(&versions)?);
+            } else {
+                for v in &versions {
+                    println!("{}	{} segments	{}", v.id, v.segments, v.reason);
+                }
+            }
+        }
         ProjectCommand::Export {
             project,
             format,

@@ -416,6 +416,32 @@ async fn projects_from_the_command_line() {
         .unwrap()
         .starts_with("WEBVTT"));
 
+    // Transcribing again keeps the cleaned transcript as a version, which comes back.
+    let out = run(vec!["project", "transcribe", "field-notes", sample]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(vec!["project", "versions", "field-notes", "--json"]).await;
+    let versions: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        versions[0]["reason"], "before transcribing again",
+        "{versions}"
+    );
+    let kept = versions[0]["id"].as_str().unwrap().to_string();
+    let out = run(vec![
+        "project",
+        "versions",
+        "field-notes",
+        "--restore",
+        &kept,
+    ])
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(vec!["project", "export", "field-notes", "--format", "srt"]).await;
+    assert_eq!(
+        text(&out.stdout),
+        srt,
+        "the restored transcript exports as before"
+    );
+
     let out = run(vec!["project", "show", "nope"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no project \"nope\""));

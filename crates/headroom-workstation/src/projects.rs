@@ -27,6 +27,8 @@ pub enum ProjectError {
     NoSuchSegment { index: usize, count: usize },
     #[error("segment {0} has no cleanup suggestion to decide on")]
     NoSuggestion(usize),
+    #[error("no kept version {0:?} (see the project's versions)")]
+    NoSuchVersion(String),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -46,6 +48,9 @@ impl ProjectError {
         }
     }
 }
+
+/// A project's folder of kept transcript versions.
+const VERSIONS: &str = "versions";
 
 /// The store's lock file, in its root.
 const LOCK_FILE: &str = ".lock";
@@ -290,6 +295,34 @@ impl Project {
     }
 }
 
+/// A transcript as it was before something replaced it wholesale (transcribing again, accepting
+/// or rejecting every suggestion, restoring another version), kept in the project's
+/// `versions/` folder so it can be restored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptVersion {
+    pub id: String,
+    pub saved_unix_ms: u64,
+    /// Why it was kept, e.g. "before transcribing again".
+    pub reason: String,
+    #[serde(default)]
+    pub source_audio: Option<String>,
+    #[serde(default)]
+    pub language: Option<String>,
+    #[serde(default)]
+    pub duration_secs: f64,
+    pub segments: Vec<ProjectSegment>,
+}
+
+/// A kept version as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct VersionInfo {
+    pub id: String,
+    pub saved_unix_ms: u64,
+    pub reason: String,
+    pub segments: usize,
+}
+
 /// A project as listed, or the reason it cannot be opened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -454,6 +487,111 @@ impl ProjectStore {
         let out = change(&mut project)?;
         self.save_locked(&mut project)?;
         Ok((project, out))
+    }
+
+    /// As [`ProjectStore::update`], first keeping the transcript as it is (when it has one) as
+    /// a version that can be restored; `reason` says what is about to replace it.
+    pub fn update_keeping_version<T, E: From<ProjectError>>(
+        &self,
+        id: &str,
+        reason: &str,
+        change: impl FnOnce(&mut Project) -> Result<T, E>,
+    ) -> Result<(Project, T), E> {
+        let _lock = self.lock()?;
+        let mut project = self.open(id)?;
+        self.keep_version(&project, reason)?;
+        let out = change(&mut project)?;
+        self.save_locked(&mut project)?;
+        Ok((project, out))
+    }
+
+    /// Writes the project's current transcript to `versions/` (nothing when it has none).
+    fn keep_version(&self, project: &Project, reason: &str) -> Result<(), ProjectError> {
+        if project.segments.is_empty() {
+            return Ok(());
+        }
+        let folder = self.folder(&project.id)?.join(VERSIONS);
+        std::fs::create_dir_all(&folder).map_err(ProjectError::from_io(&folder))?;
+        let saved = unix_ms();
+        // Unique even for two versions kept in one millisecond.
+        let mut n = 0;
+        let id = loop {
+            let id = format!("{saved}-{n}");
+            if !folder.join(format!("{id}.json")).exists() {
+                break id;
+            }
+            n += 1;
+        };
+        let version = TranscriptVersion {
+            id: id.clone(),
+            saved_unix_ms: saved,
+            reason: reason.to_string(),
+            source_audio: project.source_audio.clone(),
+            language: project.language.clone(),
+            duration_secs: project.duration_secs,
+            segments: project.segments.clone(),
+        };
+        let path = folder.join(format!("{id}.json"));
+        let json = serde_json::to_vec_pretty(&version).expect("a version serializes");
+        write_atomic(&path, &json).map_err(ProjectError::from_io(&path))
+    }
+
+    /// The kept versions of a project's transcript, newest first.
+    pub fn versions(&self, id: &str) -> Result<Vec<VersionInfo>, ProjectError> {
+        let folder = self.folder(id)?.join(VERSIONS);
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(ProjectError::from_io(&folder)(e)),
+        };
+        let mut versions = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let Ok(version) = self.read_version(&path) else {
+                continue; // a damaged version is skipped, never deleted
+            };
+            versions.push(VersionInfo {
+                id: version.id,
+                saved_unix_ms: version.saved_unix_ms,
+                reason: version.reason,
+                segments: version.segments.len(),
+            });
+        }
+        versions.sort_by(|a, b| b.saved_unix_ms.cmp(&a.saved_unix_ms).then(b.id.cmp(&a.id)));
+        Ok(versions)
+    }
+
+    fn read_version(&self, path: &Path) -> Result<TranscriptVersion, ProjectError> {
+        let bytes = std::fs::read(path).map_err(ProjectError::from_io(path))?;
+        serde_json::from_slice(&bytes).map_err(|e| ProjectError::BadManifest {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Brings back a kept version; the transcript it replaces is kept as a version first.
+    pub fn restore(&self, id: &str, version: &str) -> Result<Project, ProjectError> {
+        let plain = !version.is_empty() && version.chars().all(|c| c.is_ascii_digit() || c == '-');
+        let path = self
+            .folder(id)?
+            .join(VERSIONS)
+            .join(format!("{version}.json"));
+        if !plain || !path.exists() {
+            return Err(ProjectError::NoSuchVersion(version.to_string()));
+        }
+        let kept = self.read_version(&path)?;
+        let (project, ()) =
+            self.update_keeping_version(id, &format!("before restoring {version}"), |p| {
+                p.source_audio = kept.source_audio;
+                p.language = kept.language;
+                p.duration_secs = kept.duration_secs;
+                p.segments = kept.segments;
+                Ok::<_, ProjectError>(())
+            })?;
+        Ok(project)
     }
 
     pub fn create(&self, name: &str) -> Result<Project, ProjectError> {

@@ -5,7 +5,7 @@
 
 use crate::projects::{
     Decision, Project, ProjectError, ProjectSegment, ProjectStore, SpeechTake, Suggestion,
-    SuggestionSource,
+    SuggestionSource, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::copy_atomic;
@@ -336,11 +336,45 @@ impl Workstation {
         id: &str,
         change: impl FnOnce(&mut Project) -> Result<T, WorkstationError> + Send + 'static,
     ) -> Result<(Project, T), WorkstationError> {
+        self.change_project(id, None, change).await
+    }
+
+    /// [`Workstation::update_project`], first keeping the transcript as a version (with the
+    /// reason) when `keep` says why it is about to be replaced.
+    async fn change_project<T: Send + 'static>(
+        &self,
+        id: &str,
+        keep: Option<String>,
+        change: impl FnOnce(&mut Project) -> Result<T, WorkstationError> + Send + 'static,
+    ) -> Result<(Project, T), WorkstationError> {
         let store = self.store.clone();
         let id = id.to_string();
-        tokio::task::spawn_blocking(move || store.update(&id, change))
-            .await
-            .map_err(WorkstationError::TaskFailed)?
+        tokio::task::spawn_blocking(move || match keep {
+            Some(reason) => store.update_keeping_version(&id, &reason, change),
+            None => store.update(&id, change),
+        })
+        .await
+        .map_err(WorkstationError::TaskFailed)?
+    }
+
+    /// The kept versions of a project's transcript, newest first.
+    pub fn versions(&self, project_id: &str) -> Result<Vec<VersionInfo>, WorkstationError> {
+        Ok(self.store.versions(project_id)?)
+    }
+
+    /// Brings back a kept version (the transcript it replaces is kept too).
+    pub async fn restore_version(
+        &self,
+        project_id: &str,
+        version: &str,
+    ) -> Result<Project, WorkstationError> {
+        let store = self.store.clone();
+        let (id, version) = (project_id.to_string(), version.to_string());
+        Ok(
+            tokio::task::spawn_blocking(move || store.restore(&id, &version))
+                .await
+                .map_err(WorkstationError::TaskFailed)??,
+        )
     }
 
     /// Imports `source` into the project and transcribes it on the audio lane (interactive),
@@ -374,11 +408,15 @@ impl Workstation {
             )
             .await?;
         let (project, ()) = self
-            .update_project(project_id, move |p| {
-                p.set_transcript(&transcript);
-                p.source_audio = Some(relative);
-                Ok(())
-            })
+            .change_project(
+                project_id,
+                Some("before transcribing again".into()),
+                move |p| {
+                    p.set_transcript(&transcript);
+                    p.source_audio = Some(relative);
+                    Ok(())
+                },
+            )
             .await?;
         Ok(project)
     }
@@ -479,8 +517,17 @@ impl Workstation {
         segment: Option<usize>,
         decision: Decision,
     ) -> Result<Project, WorkstationError> {
+        // Deciding every suggestion at once changes the whole text: keep it first.
+        let keep = segment.is_none().then(|| {
+            match decision {
+                Decision::Accepted => "before accepting every suggestion",
+                Decision::Rejected => "before rejecting every suggestion",
+                Decision::Pending => "before reopening every suggestion",
+            }
+            .to_string()
+        });
         let (project, ()) = self
-            .update_project(project_id, move |p| {
+            .change_project(project_id, keep, move |p| {
                 match segment {
                     Some(i) => p.decide(i, decision)?,
                     None => {

@@ -2,7 +2,7 @@
 import { listen } from "@tauri-apps/api/event";
 import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, type Project, type UiError } from "../api";
+import { api, asUiError, type Project, type UiError, type VersionInfo } from "../api";
 import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
@@ -204,8 +204,48 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               </li>
             ))}
           </ol>
+          <Versions project={project} onProject={props.onProject} />
         </>
       )}
     </div>
+  );
+}
+
+/** The transcripts kept each time one was replaced wholesale, with Restore. */
+function Versions(props: { project: Project; onProject: (p: Project) => void }) {
+  const { project } = props;
+  const [versions, setVersions] = useState<VersionInfo[]>([]);
+  const [error, setError] = useState<UiError | null>(null);
+  useEffect(() => {
+    api.projectVersions(project.id).then(setVersions, (e) => setError(asUiError(e)));
+  }, [project.id, project.modified_unix_ms]);
+  if (versions.length === 0 && !error) return null;
+  return (
+    <details class="versions" data-testid="versions">
+      <summary>Earlier versions ({versions.length})</summary>
+      <ul>
+        {versions.map((v) => (
+          <li key={v.id} class="row" data-testid={`version-${v.id}`}>
+            <span class="grow">
+              {new Date(v.saved_unix_ms).toLocaleString()} · {v.segments} segments · {v.reason}
+            </span>
+            <button
+              data-testid={`version-restore-${v.id}`}
+              onClick={async () => {
+                setError(null);
+                try {
+                  props.onProject(await api.restoreVersion(project.id, v.id));
+                } catch (e) {
+                  setError(asUiError(e));
+                }
+              }}
+            >
+              Restore
+            </button>
+          </li>
+        ))}
+      </ul>
+      {error && <ErrorNotice scope="versions" error={error} onDismiss={() => setError(null)} />}
+    </details>
   );
 }
