@@ -414,7 +414,7 @@ async fn the_desktop_workflow_end_to_end() {
     edit.send_keys("um so the the meeting is, uh, on tuesday at ten")
         .await
         .unwrap();
-    ui.click("transcript-summary").await; // blur saves the edit
+    // Saved as typed (after a pause), without leaving the field.
     ui.until_text("segment-time-0", WAIT, |_| {
         std::fs::read_to_string(projects.join("interview/project.json"))
             .map(|m| m.contains("the the meeting"))

@@ -1,10 +1,13 @@
 // Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
 import { listen } from "@tauri-apps/api/event";
 import { open } from "@tauri-apps/plugin-dialog";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asUiError, type Project, type UiError, type VersionInfo } from "../api";
 import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
+
+/** How long a pause in typing saves a segment's edit. */
+const EDIT_SAVE_DELAY_MS = 800;
 
 export function formatTime(seconds: number): string {
   const m = Math.floor(seconds / 60);
@@ -67,13 +70,30 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
     await transcribe(file);
   };
 
+  // Edits are saved as they are made: a short pause in typing saves, and so does leaving the
+  // field. Until saved, the typed text is a draft, so a save that comes back while the user
+  // is still typing never puts older text into the field.
+  const [drafts, setDrafts] = useState<Record<number, string>>({});
+  const timers = useRef<Record<number, ReturnType<typeof setTimeout>>>({});
+  useEffect(() => () => Object.values(timers.current).forEach(clearTimeout), []);
   const saveSegment = async (index: number, text: string) => {
+    clearTimeout(timers.current[index]);
     if (project.segments[index]?.text === text) return;
     try {
       props.onProject(await api.editSegment(project.id, index, text));
+      setDrafts((d) => {
+        if (d[index] !== text) return d;
+        const { [index]: _saved, ...rest } = d;
+        return rest;
+      });
     } catch (e) {
       setError(asUiError(e));
     }
+  };
+  const typed = (index: number, text: string) => {
+    setDrafts((d) => ({ ...d, [index]: text }));
+    clearTimeout(timers.current[index]);
+    timers.current[index] = setTimeout(() => saveSegment(index, text), EDIT_SAVE_DELAY_MS);
   };
 
   return (
@@ -198,7 +218,8 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                   id={`segment-text-${i}`}
                   data-testid={`segment-text-${i}`}
                   rows={2}
-                  value={s.text}
+                  value={drafts[i] ?? s.text}
+                  onInput={(e) => typed(i, (e.target as HTMLTextAreaElement).value)}
                   onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
                 />
               </li>
