@@ -137,6 +137,11 @@ pub fn run() {
     let workstation = tauri::async_runtime::block_on(async move {
         Workstation::new(store, Services::new(config, env), config_path)
     });
+    // Recordings a crash interrupted are made whole before anything else opens them.
+    let recovered = workstation.recover_recordings();
+    if !recovered.is_empty() {
+        tracing::warn!(count = recovered.len(), "recovered interrupted recordings");
+    }
     let shell = Shell {
         workstation,
         jobs: jobs::Jobs::default(),

@@ -458,3 +458,30 @@ async fn replacing_a_transcript_keeps_the_old_one_as_a_version_to_restore() {
     ));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn recordings_a_crash_interrupted_are_recovered_at_start() {
+    let dir = scratch("recover");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let project = ws.store().create("Interrupted").unwrap();
+    let take = ws
+        .store()
+        .folder(&project.id)
+        .unwrap()
+        .join("audio/recording-1.wav");
+    // A recording in progress when the app died: its file is still `.partial`.
+    let mut recorder = headroom_speech::audio::WavRecorder::create(&take, 16_000).unwrap();
+    let tone: Vec<f32> = (0..20_000).map(|i| (i as f32 * 0.05).sin() * 0.5).collect();
+    recorder.write(&tone).unwrap();
+    std::mem::forget(recorder); // no destructor: as after SIGKILL
+    assert!(!take.exists());
+    let recovered = ws.recover_recordings();
+    assert_eq!(recovered, vec![take.clone()]);
+    let reader = hound::WavReader::open(&take).unwrap();
+    assert!(reader.duration() > 0);
+    assert!(
+        ws.recover_recordings().is_empty(),
+        "nothing left to recover"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

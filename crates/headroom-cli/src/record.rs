@@ -2,7 +2,7 @@ use crate::progress::Progress;
 use clap::Args;
 use headroom_core::admission::Priority;
 use headroom_services::Services;
-use headroom_speech::audio::{input_devices, record, write_wav};
+use headroom_speech::audio::{input_devices, record_to, WavRecorder};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -49,22 +49,52 @@ pub async fn run(args: RecordArgs, services: &Services) -> anyhow::Result<ExitCo
     let device = args.device.clone();
     let progress = Arc::new(Progress::new("recording"));
     let shown = progress.clone();
-    let audio = lane
+    // The WAV is written as it is recorded (a crash keeps all but the last second): it is
+    // created once the device delivers, so a device that fails leaves no file.
+    let target = out.clone();
+    let recorded = lane
         .run(Priority::Interactive, cancel, move |cancel| {
-            record(
+            let mut recorder: Option<WavRecorder> = None;
+            let result = record_to(
                 device.as_deref(),
                 seconds,
                 &|dbfs| shown.show(&meter(dbfs)),
                 cancel,
-            )
+                &mut |rate, chunk| {
+                    let recorder = match &mut recorder {
+                        Some(r) => r,
+                        None => recorder.insert(WavRecorder::create(&target, rate)?),
+                    };
+                    recorder.write(chunk)
+                },
+            );
+            // Whatever was recorded before a failure is kept.
+            let kept = recorder.map(|r| (r.frames(), r.finish()));
+            (result, kept)
         })
-        .await??;
-    write_wav(&out, &audio)?;
+        .await?;
+    let rate = match recorded {
+        (Ok(rate), Some((frames, finished))) => {
+            finished?;
+            (rate, frames)
+        }
+        (Ok(_), None) => anyhow::bail!("nothing was recorded"),
+        (Err(e), kept) => {
+            if let Some((frames, Ok(path))) = kept {
+                eprintln!(
+                    "headroom: kept the {frames} samples recorded before the failure in {}",
+                    path.display()
+                );
+            }
+            return Err(e.into());
+        }
+    };
+    let (sample_rate, frames) = rate;
     progress.finish(&format!(
         "wrote {} ({:.1} s at {} Hz)",
         out.display(),
-        audio.duration_secs(),
-        audio.sample_rate
+        frames as f64 / sample_rate as f64,
+        sample_rate
     ));
     Ok(ExitCode::SUCCESS)
 }

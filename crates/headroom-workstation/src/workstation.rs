@@ -4,8 +4,8 @@
 //! into events, so every workflow is also usable and tested without a window.
 
 use crate::projects::{
-    Decision, Project, ProjectError, ProjectSegment, ProjectStore, SpeechTake, Suggestion,
-    SuggestionSource, VersionInfo,
+    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectStore, SpeechTake,
+    Suggestion, SuggestionSource, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::copy_atomic;
@@ -25,7 +25,7 @@ use headroom_services::{LaneView, Services, ServicesError, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::TranscribeOptions;
 use headroom_speech::audio::{
-    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits,
+    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits, WavRecorder,
 };
 use headroom_speech::models::{self, ModelStatus};
 use headroom_speech::tts::Voice;
@@ -697,21 +697,71 @@ impl Workstation {
         cancel: CancellationToken,
     ) -> Result<String, WorkstationError> {
         let project = self.store.open(project_id)?;
-        let audio = self
+        let relative = format!("audio/recording-{}.wav", unix_ms());
+        let target = self.store.folder(&project.id)?.join(&relative);
+        // Written as it is recorded: a crash keeps all but the last second, and the next start
+        // repairs it (`recover_recordings`).
+        let (result, kept) = self
             .services
             .audio_lane()
             .run(Priority::Interactive, CancellationToken::new(), move |_| {
-                device::record(None, max_seconds, &*level, &cancel)
+                let mut recorder: Option<WavRecorder> = None;
+                let result =
+                    device::record_to(None, max_seconds, &*level, &cancel, &mut |rate, chunk| {
+                        let recorder = match &mut recorder {
+                            Some(r) => r,
+                            None => recorder.insert(WavRecorder::create(&target, rate)?),
+                        };
+                        recorder.write(chunk)
+                    });
+                let kept = recorder.map(|r| r.finish());
+                (result, kept)
             })
             .await
-            .map_err(WorkstationError::Rejected)??;
-        if audio.samples.is_empty() {
-            return Err(WorkstationError::NothingRecorded);
+            .map_err(WorkstationError::Rejected)?;
+        match (result, kept) {
+            (Ok(_), Some(finished)) => {
+                finished?;
+                Ok(relative)
+            }
+            (Ok(_), None) => Err(WorkstationError::NothingRecorded),
+            (Err(e), _) => Err(e.into()),
         }
-        let relative = format!("audio/recording-{}.wav", unix_ms());
-        self.store
-            .write_file(&project, &relative, &wav_bytes(&audio))?;
-        Ok(relative)
+    }
+
+    /// Repairs the recordings a crash interrupted (their `.partial` files in every project's
+    /// `audio/` folder) and returns them; run when the app starts.
+    pub fn recover_recordings(&self) -> Vec<PathBuf> {
+        let mut recovered = Vec::new();
+        let Ok(entries) = self.store.list() else {
+            return recovered;
+        };
+        for entry in entries {
+            let ProjectEntry::Ok { id, .. } = entry else {
+                continue;
+            };
+            let Ok(audio) = self.store.folder(&id).map(|f| f.join("audio")) else {
+                continue;
+            };
+            let Ok(files) = std::fs::read_dir(&audio) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let path = file.path();
+                if path.extension().and_then(|e| e.to_str()) != Some("partial") {
+                    continue;
+                }
+                match device::repair_partial(&path) {
+                    Ok(Some(repaired)) => {
+                        tracing::warn!(file = %repaired.display(), "recovered a recording interrupted by a crash");
+                        recovered.push(repaired);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::error!("cannot recover {}: {e}", path.display()),
+                }
+            }
+        }
+        recovered
     }
 
     /// Runs the serving harness against the app's text model server (the article's

@@ -56,14 +56,40 @@ fn input_device(name: Option<&str>) -> Result<cpal::Device, AudioError> {
     }
 }
 
-/// Records `seconds` of mono audio from `device` (the default input when `None`), reporting the
-/// input level (peak dBFS of the last tenth of a second) as it goes. Stops early on `cancel`.
+/// Where [`record_to`] hands the samples: called with the device's sample rate and each new
+/// piece of mono audio.
+pub type RecordingSink<'a> = dyn FnMut(u32, &[f32]) -> Result<(), AudioError> + 'a;
+
+/// Records `seconds` of mono audio from `device` (the default input when `None`) into memory,
+/// reporting the input level as it goes. Stops early on `cancel`.
 pub fn record(
     device: Option<&str>,
     seconds: f64,
     level: &dyn Fn(f32),
     cancel: &CancellationToken,
 ) -> Result<Audio, AudioError> {
+    let mut samples = Vec::new();
+    let sample_rate = record_to(device, seconds, level, cancel, &mut |_rate, chunk| {
+        samples.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    Ok(Audio {
+        samples,
+        sample_rate,
+    })
+}
+
+/// Records `seconds` of mono audio from `device` (the default input when `None`), handing the
+/// samples to `sink` (with the device's rate) every tenth of a second as they arrive — so a
+/// recording can go to disk as it happens — and reporting the input level (peak dBFS of the
+/// last tenth of a second). Stops early on `cancel`. Returns the sample rate.
+pub fn record_to(
+    device: Option<&str>,
+    seconds: f64,
+    level: &dyn Fn(f32),
+    cancel: &CancellationToken,
+    sink: &mut RecordingSink<'_>,
+) -> Result<u32, AudioError> {
     let device = input_device(device)?;
     let name = device.name().unwrap_or_else(|_| "the input device".into());
     let supported = device
@@ -73,21 +99,26 @@ pub fn record(
     let config: StreamConfig = supported.into();
     let channels = config.channels.max(1) as usize;
     let sample_rate = config.sample_rate.0;
-    let captured: Arc<Mutex<Vec<f32>>> = Arc::new(Mutex::new(Vec::new()));
+    // Samples not yet handed to the sink, and how many were taken in all.
+    let captured: Arc<Mutex<(Vec<f32>, usize)>> = Arc::new(Mutex::new((Vec::new(), 0)));
     let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let sink = captured.clone();
+    let buffer = captured.clone();
     // Devices without a clock (ALSA's null device) deliver as fast as they can: never keep
     // more than was asked for.
     let max_samples = (seconds.max(0.0) * sample_rate as f64).round() as usize;
     let push = move |frames: &mut dyn Iterator<Item = f32>| {
         let interleaved: Vec<f32> = frames.collect();
-        let mut kept = sink.lock().expect("capture lock");
-        let room = max_samples.saturating_sub(kept.len());
-        let mono = interleaved
-            .chunks(channels)
-            .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
-            .take(room);
-        kept.extend(mono);
+        let mut guard = buffer.lock().expect("capture lock");
+        let (pending, taken) = &mut *guard;
+        let room = max_samples.saturating_sub(*taken);
+        let before = pending.len();
+        pending.extend(
+            interleaved
+                .chunks(channels)
+                .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
+                .take(room),
+        );
+        *taken += pending.len() - before;
     };
     let on_error = keep_first_error(failure.clone());
     let stream = match format {
@@ -126,28 +157,34 @@ pub fn record(
     let started = Instant::now();
     let wanted = Duration::from_secs_f64(seconds.max(0.0));
     let tick = Duration::from_millis(100);
-    // Recording is paced by the clock: report the level every tenth of a second.
-    let full = || captured.lock().expect("capture lock").len() >= max_samples;
-    while started.elapsed() < wanted && !cancel.is_cancelled() && !full() {
-        std::thread::sleep(tick.min(wanted.saturating_sub(started.elapsed())));
+    let mut handed = 0usize;
+    // Recording is paced by the clock: every tenth of a second the new samples go to the sink
+    // and the level is reported.
+    loop {
+        let done = started.elapsed() >= wanted || cancel.is_cancelled() || handed >= max_samples;
+        if !done {
+            std::thread::sleep(tick.min(wanted.saturating_sub(started.elapsed())));
+        }
         if let Some(message) = failure.lock().expect("failure lock").clone() {
             return Err(device_error(
                 &format!("recording from {name} failed"),
                 message,
             ));
         }
-        let samples = captured.lock().expect("capture lock");
-        let recent = samples.len().saturating_sub(sample_rate as usize / 10);
-        let peak = samples[recent..].iter().fold(0.0f32, |m, s| m.max(s.abs()));
-        drop(samples);
+        let chunk = std::mem::take(&mut captured.lock().expect("capture lock").0);
+        handed += chunk.len();
+        if !chunk.is_empty() {
+            sink(sample_rate, &chunk)?;
+        }
+        let recent = chunk.len().saturating_sub(sample_rate as usize / 10);
+        let peak = chunk[recent..].iter().fold(0.0f32, |m, s| m.max(s.abs()));
         level(20.0 * peak.max(1e-5).log10());
+        if done {
+            break;
+        }
     }
     drop(stream);
-    let samples = std::mem::take(&mut *captured.lock().expect("capture lock"));
-    Ok(Audio {
-        samples,
-        sample_rate,
-    })
+    Ok(sample_rate)
 }
 
 /// Plays mono audio on the default output device until it ends or `cancel` fires.

@@ -2,12 +2,14 @@
 
 mod decode;
 mod device;
+mod recording;
 mod resample;
 mod sniff;
 mod wav;
 
 pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};
-pub use device::{input_devices, play, record};
+pub use device::{input_devices, play, record, record_to};
+pub use recording::{partial_path, repair_partial, WavRecorder};
 pub use resample::resample;
 pub use wav::{wav_bytes, write_wav};
 
