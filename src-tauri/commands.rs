@@ -10,7 +10,8 @@ use headroom_services::LaneView;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_speech::tts::Voice;
 use headroom_workstation::projects::{
-    Decision, Project, ProjectEntry, ProjectSettings, SpeechTake, Suggestion, VersionInfo,
+    Decision, Project, ProjectEntry, ProjectError, ProjectSettings, SpeechTake, Suggestion,
+    VersionInfo,
 };
 use headroom_workstation::workstation::{
     BenchmarkRun, ModelView, SaveDestination, TextDestination, Workstation, WorkstationError,
@@ -28,6 +29,8 @@ pub enum UiErrorKind {
     /// A lane refused the work: `rejection` says why, `actions` what to offer.
     Rejected,
     Cancelled,
+    /// The project was saved elsewhere since the view was loaded: reload it.
+    ChangedElsewhere,
     Error,
 }
 
@@ -47,6 +50,9 @@ impl From<WorkstationError> for UiError {
         let kind = match (&e, &rejection) {
             (_, Some(_)) => UiErrorKind::Rejected,
             (WorkstationError::Cancelled, _) => UiErrorKind::Cancelled,
+            (WorkstationError::Project(ProjectError::ChangedElsewhere { .. }), _) => {
+                UiErrorKind::ChangedElsewhere
+            }
             _ => UiErrorKind::Error,
         };
         UiError {
@@ -61,8 +67,8 @@ impl From<WorkstationError> for UiError {
     }
 }
 
-impl From<headroom_workstation::projects::ProjectError> for UiError {
-    fn from(e: headroom_workstation::projects::ProjectError) -> Self {
+impl From<ProjectError> for UiError {
+    fn from(e: ProjectError) -> Self {
         WorkstationError::from(e).into()
     }
 }
@@ -173,15 +179,12 @@ pub async fn update_project_settings(
     shell: State<'_, Shell>,
     id: String,
     settings: ProjectSettings,
+    shown: ProjectSettings,
 ) -> Reply<Project> {
-    let (project, ()) = shell
+    Ok(shell
         .workstation
-        .update_project(&id, move |p| {
-            p.settings = settings;
-            Ok(())
-        })
-        .await?;
-    Ok(project)
+        .update_settings(&id, settings, shown)
+        .await?)
 }
 
 /// Progress of a long job (`job-progress`): a fraction, and for model installs the step.

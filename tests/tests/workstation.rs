@@ -485,3 +485,49 @@ async fn recordings_a_crash_interrupted_are_recovered_at_start() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn settings_saved_from_a_stale_view_are_refused_as_changed_elsewhere() {
+    use headroom_workstation::projects::{ProjectError, ProjectSettings};
+    let dir = scratch("stale");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let opened = ws.store().create("Shared").unwrap();
+    // Another window (or the CLI) changes the settings after this view loaded them.
+    let elsewhere = ProjectSettings {
+        llm_cleanup: true,
+        ..opened.settings.clone()
+    };
+    ws.update_settings(&opened.id, elsewhere.clone(), opened.settings.clone())
+        .await
+        .unwrap();
+    // This view still shows the old settings: its save would undo that change.
+    let stale = ProjectSettings {
+        voice: Some("en-gb".into()),
+        ..opened.settings.clone()
+    };
+    let err = ws
+        .update_settings(&opened.id, stale, opened.settings.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WorkstationError::Project(ProjectError::ChangedElsewhere { .. })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("changed elsewhere"));
+    let now = ws.store().open(&opened.id).unwrap();
+    assert!(now.settings.llm_cleanup, "the other change is kept");
+    assert_eq!(now.settings.voice, None);
+    // Other changes to the project (a transcript, suggestions) do not count: only settings.
+    ws.store().rename(&opened.id, "Shared, renamed").unwrap();
+    let fresh = ProjectSettings {
+        voice: Some("en-gb".into()),
+        ..now.settings.clone()
+    };
+    ws.update_settings(&opened.id, fresh, now.settings.clone())
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -85,8 +85,9 @@ export const api = {
   openProject: (id: string) => call<Project>("open_project", { id }),
   renameProject: (id: string, name: string) => call<Project>("rename_project", { id, name }),
   deleteProject: (id: string) => call<void>("delete_project", { id }),
-  updateProjectSettings: (id: string, settings: ProjectSettings) =>
-    call<Project>("update_project_settings", { id, settings }),
+  /** Saves settings edited from `shown`; refused as changed_elsewhere if those are stale. */
+  updateProjectSettings: (id: string, settings: ProjectSettings, shown: ProjectSettings) =>
+    call<Project>("update_project_settings", { id, settings, shown }),
   textDestination: (id: string) => call<TextDestination>("text_destination", { id }),
   projectVersions: (id: string) => call<VersionInfo[]>("project_versions", { id }),
   restoreVersion: (id: string, version: string) => call<Project>("restore_version", { id, version }),

@@ -212,7 +212,7 @@ seq: number, at_ms: number, total_bytes: number, used_bytes: number, free_bytes:
 export type GpuView = { status: SamplerStatus, samples: Array<MemorySample>, };
 export type BenchmarkRun = { summary: string, html: string, json: string, };
 export type AppInfo = { version: string, projects_dir: string, config_path: string | null, models_dir: string, };
-export type UiErrorKind = "rejected" | "cancelled" | "error";
+export type UiErrorKind = "rejected" | "cancelled" | "changed_elsewhere" | "error";
 export type UiError = { kind: UiErrorKind, message: string, rejection: Rejection | null, 
 /**
  * What the user can do about a rejection, in the order to offer them.

@@ -29,6 +29,8 @@ pub enum ProjectError {
     NoSuggestion(usize),
     #[error("no kept version {0:?} (see the project's versions)")]
     NoSuchVersion(String),
+    #[error("{name} was changed elsewhere (another window or the command line) after this view of it was loaded; it now shows what was saved there: make the change again")]
+    ChangedElsewhere { name: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

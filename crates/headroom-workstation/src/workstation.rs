@@ -4,8 +4,8 @@
 //! into events, so every workflow is also usable and tested without a window.
 
 use crate::projects::{
-    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectStore, SpeechTake,
-    Suggestion, SuggestionSource, VersionInfo,
+    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectSettings, ProjectStore,
+    SpeechTake, Suggestion, SuggestionSource, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::copy_atomic;
@@ -375,6 +375,31 @@ impl Workstation {
                 .await
                 .map_err(WorkstationError::TaskFailed)??,
         )
+    }
+
+    /// Replaces a project's settings with `settings`, edited from `shown` (what the view
+    /// showed). Refused with [`ProjectError::ChangedElsewhere`] when the stored settings are no
+    /// longer `shown` (another window or the command line saved others since), so a stale view
+    /// never silently undoes a change made elsewhere.
+    pub async fn update_settings(
+        &self,
+        project_id: &str,
+        settings: ProjectSettings,
+        shown: ProjectSettings,
+    ) -> Result<Project, WorkstationError> {
+        let (project, ()) = self
+            .update_project(project_id, move |p| {
+                if p.settings != shown {
+                    return Err(ProjectError::ChangedElsewhere {
+                        name: p.name.clone(),
+                    }
+                    .into());
+                }
+                p.settings = settings;
+                Ok(())
+            })
+            .await?;
+        Ok(project)
     }
 
     /// Imports `source` into the project and transcribes it on the audio lane (interactive),

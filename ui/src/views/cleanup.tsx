@@ -28,9 +28,14 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
   const save = async (change: Partial<ProjectSettings>) => {
     setError(null);
     try {
-      props.onProject(await api.updateProjectSettings(project.id, { ...project.settings, ...change }));
+      props.onProject(
+        await api.updateProjectSettings(project.id, { ...project.settings, ...change }, project.settings),
+      );
     } catch (e) {
-      setError(asUiError(e));
+      const error = asUiError(e);
+      setError(error);
+      // Saved elsewhere since this view loaded: show what is there now.
+      if (error.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
     }
   };
   const s = project.settings;

@@ -52,7 +52,11 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
             guard(async () => {
               const v = (e.target as HTMLSelectElement).value;
               props.onProject(
-                await api.updateProjectSettings(project.id, { ...project.settings, voice: v === "" ? null : v }),
+                await api.updateProjectSettings(
+                  project.id,
+                  { ...project.settings, voice: v === "" ? null : v },
+                  project.settings,
+                ),
               );
             })
           }
