@@ -54,6 +54,24 @@ impl ServeProcess {
         self.child.id().expect("the server is running")
     }
 
+    /// The value of one series in `/metrics`, named with its labels as exposed (e.g.
+    /// `headroom_runtime_tasks`); fails the test when the server does not export it.
+    pub async fn metric(&self, http: &reqwest::Client, series: &str) -> f64 {
+        let text = http
+            .get(format!("{}/metrics", self.root()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let prefix = format!("{series} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    }
+
     /// The server root (where `/metrics` and `/health` live).
     pub fn root(&self) -> String {
         self.base.trim_end_matches("/v1").to_string()

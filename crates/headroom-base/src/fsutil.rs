@@ -12,7 +12,7 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 /// keeps its permissions.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let kept = std::fs::metadata(path).ok().map(|m| m.permissions());
-    write_atomic_with(path, bytes, kept)
+    write_atomic_from(path, &mut &bytes[..], kept)
 }
 
 /// [`write_atomic`] for a file that holds a secret: readable and writable by its owner only
@@ -22,7 +22,7 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let owner_only = Some(std::os::unix::fs::PermissionsExt::from_mode(0o600));
     #[cfg(not(unix))]
     let owner_only = None;
-    write_atomic_with(path, bytes, owner_only)
+    write_atomic_from(path, &mut &bytes[..], owner_only)
 }
 
 /// Copies the file at `from` to `path` as [`write_atomic`] writes, reading it in pieces (a
@@ -31,14 +31,6 @@ pub fn copy_atomic(from: &Path, path: &Path) -> std::io::Result<()> {
     let mut source = std::fs::File::open(from)?;
     let kept = std::fs::metadata(path).ok().map(|m| m.permissions());
     write_atomic_from(path, &mut source, kept)
-}
-
-fn write_atomic_with(
-    path: &Path,
-    mut bytes: &[u8],
-    permissions: Option<std::fs::Permissions>,
-) -> std::io::Result<()> {
-    write_atomic_from(path, &mut bytes, permissions)
 }
 
 fn write_atomic_from(

@@ -164,8 +164,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 println!("{}", serde_json::to_string_pretty(&entries)?);
             } else if entries.is_empty() {
                 eprintln!("no projects yet in {}", store.root().display());
-            }
-            if !output.json {
+            } else {
                 for e in &entries {
                     match e {
                         ProjectEntry::Ok {

@@ -105,21 +105,13 @@ async fn until_audio_runs(http: &reqwest::Client, base: &str) {
     }
 }
 
-async fn audio_priority_rejections(http: &reqwest::Client, base: &str) -> u64 {
-    let root = base.trim_end_matches("/v1");
-    let text = http
-        .get(format!("{root}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = r#"headroom_rejections_total{lane="text",reason="audio_priority"} "#;
-    text.lines()
-        .find_map(|l| l.strip_prefix(key))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or_else(|| panic!("no audio_priority counter in\n{text}"))
+async fn audio_priority_rejections(http: &reqwest::Client, server: &ServeProcess) -> u64 {
+    server
+        .metric(
+            http,
+            r#"headroom_rejections_total{lane="text",reason="audio_priority"}"#,
+        )
+        .await as u64
 }
 
 #[tokio::test]
@@ -142,7 +134,7 @@ async fn preempt_stops_running_text_streams_when_an_interactive_transcription_st
         assert_eq!(error["error"]["code"], "audio_priority", "{error}");
     }
     assert_eq!(job.await.unwrap(), 200, "the transcription itself succeeds");
-    assert_eq!(audio_priority_rejections(&http, &server.base).await, 2);
+    assert_eq!(audio_priority_rejections(&http, &server).await, 2);
 }
 
 #[tokio::test]
@@ -180,5 +172,5 @@ async fn gate_refuses_new_text_work_during_an_interactive_transcription_and_lets
         text.contains("[DONE]") && !text.contains("\"error\""),
         "{text}"
     );
-    assert_eq!(audio_priority_rejections(&http, &server.base).await, 1);
+    assert_eq!(audio_priority_rejections(&http, &server).await, 1);
 }

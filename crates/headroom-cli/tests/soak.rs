@@ -33,29 +33,17 @@ fn status_field(status: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in /proc status"))
 }
 
-async fn sample(pid: u32, http: &reqwest::Client, root: &str) -> Sample {
+async fn sample(server: &ServeProcess, http: &reqwest::Client) -> Sample {
+    let pid = server.pid();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .count() as u64;
-    let metrics = http
-        .get(format!("{root}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let tasks = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("headroom_runtime_tasks "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("the task gauge");
     Sample {
         rss_kib: status_field(&status, "VmRSS:"),
         fds,
         threads: status_field(&status, "Threads:"),
-        tasks,
+        tasks: server.metric(http, "headroom_runtime_tasks").await as u64,
     }
 }
 
@@ -185,7 +173,7 @@ async fn serve_stays_flat_under_a_steady_mixed_load() {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     while Instant::now() < until {
         tick.tick().await;
-        samples.push(sample(server.pid(), &http, &server.root()).await);
+        samples.push(sample(&server, &http).await);
     }
     for worker in load {
         worker.await.unwrap();

@@ -224,8 +224,8 @@ impl Rejection {
             .unwrap_or_default();
         match self.reason {
             RejectReason::TextLaneFull | RejectReason::AudioLaneFull => format!(
-                "The {what} is busy: {occupancy}, so this request was turned away instead of \
-                 queued without bound.{retry}"
+                "The {what} is busy: {occupancy}{detail}, so this request was turned away \
+                 instead of queued without bound.{retry}"
             ),
             RejectReason::InputTooLong => {
                 format!("The input is too long for the {what}{detail}. Split it into shorter parts.")

@@ -158,7 +158,7 @@ impl Decode {
             .map_err(|e| match e {
                 SniffError::Unknown => AudioError::Unsupported {
                     path: path.clone(),
-                    detail: "it does not start like a WAV, MP3, FLAC, OGG, AAC or M4A file".into(),
+                    detail: "its first bytes are not those of an audio file".into(),
                 },
                 SniffError::Malformed(detail) => AudioError::Corrupt {
                     path: path.clone(),

@@ -129,8 +129,18 @@ pub fn repair_partial(partial: &Path) -> Result<Option<PathBuf>, AudioError> {
     let len = file.metadata().map_err(error)?.len();
     let mut head = vec![0u8; 4096.min(len as usize)];
     file.read_exact(&mut head).map_err(error)?;
-    // Walk the chunks after "RIFF....WAVE" to the data chunk; its frames are 2 bytes (16-bit
-    // mono, as the recorder writes).
+    let not_ours = || AudioError::Corrupt {
+        path: partial.to_path_buf(),
+        detail: "not a recording Headroom wrote; it was left as it is".into(),
+    };
+    if !head.starts_with(b"RIFF") {
+        return Err(not_ours());
+    }
+    if head.len() >= 12 && &head[8..12] != b"WAVE" {
+        return Err(not_ours());
+    }
+    // Walk the chunks to the data chunk; its frames are 2 bytes (16-bit mono, as the recorder
+    // writes). A recording cut off before its header was whole holds nothing: removed.
     let mut at = 12usize;
     let data_start = loop {
         let Some(chunk) = head.get(at..at + 8) else {
@@ -143,12 +153,6 @@ pub fn repair_partial(partial: &Path) -> Result<Option<PathBuf>, AudioError> {
         }
         at += 8 + size + (size & 1);
     };
-    if !head.starts_with(b"RIFF") || head.get(8..12) != Some(b"WAVE") {
-        return Err(AudioError::Corrupt {
-            path: partial.to_path_buf(),
-            detail: "not a recording Headroom wrote".into(),
-        });
-    }
     let data = (len - data_start as u64) / 2 * 2;
     let end = data_start as u64 + data;
     file.set_len(end).map_err(error)?;
@@ -228,5 +232,13 @@ mod tests {
         std::fs::write(&empty, b"RIFF").unwrap();
         assert_eq!(repair_partial(&empty).unwrap(), None);
         assert!(!empty.exists());
+        // A file that is not a recording is never touched.
+        let foreign = dir.path().join("notes.txt.partial");
+        std::fs::write(&foreign, b"my notes, not audio").unwrap();
+        assert!(matches!(
+            repair_partial(&foreign),
+            Err(AudioError::Corrupt { .. })
+        ));
+        assert_eq!(std::fs::read(&foreign).unwrap(), b"my notes, not audio");
     }
 }
