@@ -74,8 +74,61 @@ fn write_atomic_from(
     result
 }
 
+/// The process id in a temporary file's name as [`write_atomic`] makes it
+/// (`.NAME.PID-N.tmp`), or `None` for any other name.
+fn temporary_owner(file_name: &str) -> Option<u32> {
+    let middle = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (rest, counter) = middle.rsplit_once('-')?;
+    let (_, pid) = rest.rsplit_once('.')?;
+    counter.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+/// Whether a process with this id is running; `true` where that cannot be told, so a
+/// temporary file is never taken from a writer that may be alive.
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        Path::new("/proc").join(pid.to_string()).exists()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        true
+    }
+}
+
+/// Removes the temporary files in `dir` that a [`write_atomic`] killed midway left (their
+/// writer's process is gone), and returns how many. A large import interrupted by a crash
+/// would otherwise stay on disk, hidden, for good.
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temporary_owner) else {
+            continue;
+        };
+        if process_alive(pid) {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(file = %entry.path().display(), error = %e, "a stale temporary file stays")
+            }
+        }
+    }
+    removed
+}
+
 /// Makes a directory's entries (a rename) durable; a no-op where directories cannot be opened.
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         std::fs::File::open(dir)?.sync_all()?;
@@ -116,6 +169,47 @@ mod tests {
         assert_eq!(mode(&path), 0o640, "a rename over the file kept its mode");
         write_atomic_private(&path, b"key = 1").unwrap();
         assert_eq!(mode(&path), 0o600);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn temporary_names_give_their_writer() {
+        assert_eq!(temporary_owner(".project.json.4242-7.tmp"), Some(4242));
+        assert_eq!(temporary_owner(".a.b-c.wav.17-0.tmp"), Some(17));
+        for other in [
+            "project.json",
+            ".project.json",
+            ".x.tmp",
+            ".x.12.tmp",
+            ".x.a-1.tmp",
+            "x.1-2.tmp",
+        ] {
+            assert_eq!(temporary_owner(other), None, "{other}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_temporaries_of_ended_processes_are_removed() {
+        let dir =
+            std::env::temp_dir().join(format!("headroom-fsutil-stale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A process that has ended: its id is free until reused, and nothing reuses it this fast
+        // on a machine that wraps at pid_max.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        let stale = dir.join(format!(".talk.wav.{ended}-0.tmp"));
+        let ours = dir.join(format!(".talk.wav.{}-0.tmp", std::process::id()));
+        let keep = dir.join("talk.wav");
+        for path in [&stale, &ours, &keep] {
+            std::fs::write(path, b"x").unwrap();
+        }
+        assert_eq!(remove_stale_temporaries(&dir), 1);
+        assert!(!stale.exists());
+        assert!(ours.exists(), "a live writer's file stays");
+        assert!(keep.exists());
+        assert_eq!(remove_stale_temporaries(&dir.join("missing")), 0);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
