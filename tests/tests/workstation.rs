@@ -460,7 +460,7 @@ async fn replacing_a_transcript_keeps_the_old_one_as_a_version_to_restore() {
 }
 
 #[tokio::test]
-async fn recordings_a_crash_interrupted_are_recovered_at_start() {
+async fn recordings_and_writes_a_crash_interrupted_are_recovered_at_start() {
     let dir = scratch("recover");
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let project = ws.store().create("Interrupted").unwrap();
@@ -475,12 +475,25 @@ async fn recordings_a_crash_interrupted_are_recovered_at_start() {
     recorder.write(&tone).unwrap();
     std::mem::forget(recorder); // no destructor: as after SIGKILL
     assert!(!take.exists());
-    let recovered = ws.recover_recordings();
-    assert_eq!(recovered, vec![take.clone()]);
+    // An import a crash cut short, from a process that is gone, and one still being written.
+    let audio = take.parent().unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let cut_short = audio.join(format!(".talk.wav.{gone_pid}-0.tmp"));
+    let in_progress = audio.join(format!(".talk.wav.{}-99.tmp", std::process::id()));
+    std::fs::write(&cut_short, vec![0u8; 4096]).unwrap();
+    std::fs::write(&in_progress, b"x").unwrap();
+    let recovered = ws.recover_after_crash();
+    assert_eq!(recovered.recordings, vec![take.clone()]);
+    assert_eq!(recovered.temporaries_removed, 1);
+    assert!(!cut_short.exists());
+    assert!(in_progress.exists(), "a live writer's temporary stays");
     let reader = hound::WavReader::open(&take).unwrap();
     assert!(reader.duration() > 0);
-    assert!(
-        ws.recover_recordings().is_empty(),
+    assert_eq!(
+        ws.recover_after_crash(),
+        Default::default(),
         "nothing left to recover"
     );
     std::fs::remove_dir_all(dir).unwrap();
@@ -529,5 +542,211 @@ async fn settings_saved_from_a_stale_view_are_refused_as_changed_elsewhere() {
     ws.update_settings(&opened.id, fresh, now.settings.clone())
         .await
         .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The interview three times over (68 s): three Whisper windows.
+fn long_sample(dir: &std::path::Path) -> PathBuf {
+    use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+    let once = decode_file(&sample(), DecodeLimits::default()).unwrap();
+    let path = dir.join("long.wav");
+    let audio = Audio {
+        samples: once.samples.repeat(3),
+        sample_rate: once.sample_rate,
+    };
+    std::fs::write(&path, wav_bytes(&audio)).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
+    use headroom_core::admission::Priority;
+    use headroom_services::speech::{AudioInput, Resume};
+    use headroom_speech::asr::Segment;
+    use headroom_workstation::jobs::JobKind;
+    use headroom_workstation::workstation::JobOutcome;
+    use std::sync::Mutex;
+
+    let dir = scratch("resume-transcription");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let long = long_sample(&dir);
+    let whole = ws.store().create("Whole").unwrap();
+    let whole = ws
+        .transcribe(
+            &whole.id,
+            &long,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        ws.jobs(&whole.id).unwrap().is_empty(),
+        "a finished job leaves no record"
+    );
+
+    // The first window alone: what a job had kept when a crash stopped it.
+    // Its segments, the seconds done and the audio's length.
+    type Window = (Vec<Segment>, f64, f64);
+    let first: Arc<Mutex<Option<Window>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let window_done = {
+        let (first, stop) = (first.clone(), stop.clone());
+        Box::new(move |w: headroom_speech::asr::WindowDone<'_>| {
+            first.lock().unwrap().get_or_insert((
+                w.segments.to_vec(),
+                w.done_secs,
+                w.duration_secs,
+            ));
+            stop.cancel();
+        })
+    };
+    let stopped = ws
+        .services()
+        .speech()
+        .transcribe_from(
+            AudioInput::from_file(&long).unwrap(),
+            headroom_speech::models::DEFAULT_MODEL,
+            Default::default(),
+            Priority::Interactive,
+            Resume {
+                from_secs: 0.0,
+                window_done,
+            },
+            Arc::new(|_| {}),
+            stop,
+        )
+        .await;
+    assert!(stopped.is_err(), "stopped after the first window");
+    let (segments, done_secs, duration_secs) = first.lock().unwrap().take().unwrap();
+    assert!(
+        done_secs > 10.0 && done_secs < duration_secs - 10.0,
+        "{done_secs} of {duration_secs}"
+    );
+
+    let project = ws.store().create("Resumed").unwrap();
+    let audio = ws.store().import_audio(&project, &long).unwrap();
+    let mut job = ws
+        .store()
+        .start_job(
+            &project.id,
+            JobKind::Transcribe {
+                audio,
+                model: headroom_speech::models::DEFAULT_MODEL.into(),
+                language: None,
+            },
+        )
+        .unwrap();
+    job.checkpoint(|p| {
+        p.segments = segments;
+        p.done_secs = done_secs;
+        p.duration_secs = duration_secs;
+    })
+    .unwrap();
+    let job_id = job.id().to_string();
+    drop(job); // no end(): as after a crash
+
+    let interrupted = ws.interrupted_jobs().unwrap();
+    assert_eq!(interrupted.len(), 1, "{interrupted:?}");
+    assert_eq!(interrupted[0].id, job_id);
+    assert_eq!(interrupted[0].kind, "transcribe");
+    let fractions: Arc<Mutex<Vec<f32>>> = Arc::default();
+    let seen = fractions.clone();
+    let outcome = ws
+        .resume_job(
+            &project.id,
+            &job_id,
+            Arc::new(move |f| seen.lock().unwrap().push(f)),
+            &|_| {},
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let JobOutcome::Transcribed(resumed) = outcome else {
+        panic!("a transcription job transcribes")
+    };
+    let first_fraction = fractions.lock().unwrap()[0];
+    assert!(
+        first_fraction as f64 > done_secs / duration_secs,
+        "the resumed job started at its checkpoint, not at the start: {first_fraction}"
+    );
+    assert_eq!(
+        resumed.segments, whole.segments,
+        "resuming gives the transcript running through gives"
+    );
+    assert!(ws.jobs(&project.id).unwrap().is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
+    use headroom_workstation::jobs::JobKind;
+    use headroom_workstation::workstation::{CleanAllEvent, JobOutcome, SegmentOutcome};
+    use std::sync::Mutex;
+
+    let dir = scratch("resume-cleanup");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let id = transcribed(&ws, "Talk").await;
+    let count = ws.store().open(&id).unwrap().segments.len();
+    let mut job = ws
+        .store()
+        .start_job(
+            &id,
+            JobKind::Cleanup {
+                rules_only: true,
+                accept: true,
+            },
+        )
+        .unwrap();
+    job.checkpoint(|p| p.next_segment = 2).unwrap();
+    let job_id = job.id().to_string();
+    drop(job);
+    let listed = ws.jobs(&id).unwrap();
+    assert!(!listed[0].running);
+    assert!(
+        listed[0].description.contains("2 segments done"),
+        "{:?}",
+        listed[0]
+    );
+
+    let cleaned: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let seen = cleaned.clone();
+    let on_event = move |event: CleanAllEvent| {
+        if let CleanAllEvent::Segment {
+            outcome: SegmentOutcome::Cleaned { segment, .. },
+            ..
+        } = event
+        {
+            seen.lock().unwrap().push(segment);
+        }
+    };
+    let outcome = ws
+        .resume_job(
+            &id,
+            &job_id,
+            Arc::new(|_| {}),
+            &on_event,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, JobOutcome::Cleaned(ref s) if s.refused.is_empty()));
+    assert_eq!(*cleaned.lock().unwrap(), (2..count).collect::<Vec<_>>());
+    let project = ws.store().open(&id).unwrap();
+    assert!(project.segments[..2].iter().all(|s| s.suggestion.is_none()));
+    assert!(project.segments[2..]
+        .iter()
+        .all(|s| s.suggestion.as_ref().unwrap().decision == Decision::Accepted));
+    assert!(ws.jobs(&id).unwrap().is_empty());
+
+    // A cleanup from the start, and a synthesis: both leave no record when they end.
+    ws.clean_all(&id, true, false, &|_| {}, &CancellationToken::new())
+        .await
+        .unwrap();
+    ws.synthesize(&id, Some(0), CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(ws.jobs(&id).unwrap().is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }

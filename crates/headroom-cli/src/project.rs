@@ -9,8 +9,10 @@ use clap::{Args, Subcommand};
 use headroom_base::fsutil::write_atomic;
 use headroom_services::Services;
 use headroom_speech::asr::export::{render, ExportFormat};
-use headroom_workstation::projects::{Decision, Project, ProjectEntry, ProjectStore};
-use headroom_workstation::workstation::{Workstation, WorkstationError};
+use headroom_workstation::projects::{Project, ProjectEntry, ProjectStore};
+use headroom_workstation::workstation::{
+    CleanAllEvent, CleanupSummary, JobOutcome, SegmentOutcome, Workstation, WorkstationError,
+};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,6 +69,20 @@ pub enum ProjectCommand {
         /// Accept every suggestion made.
         #[arg(long)]
         accept: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// The project's jobs: running ones, and those a crash or kill interrupted, which can be
+    /// resumed from their checkpoint or discarded.
+    Jobs {
+        project: String,
+        /// Resume this interrupted job (a transcription from its last finished window, a
+        /// cleanup from its first unfinished segment).
+        #[arg(long, conflicts_with = "discard")]
+        resume: Option<String>,
+        /// Discard this interrupted job (what it saved in the project stays).
+        #[arg(long)]
+        discard: Option<String>,
         #[command(flatten)]
         output: Output,
     },
@@ -240,6 +256,32 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             accept,
             output,
         } => return cleanup(&ws, &resolve(&store, &project)?, rules_only, accept, output).await,
+        ProjectCommand::Jobs {
+            project,
+            resume,
+            discard,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            if let Some(job) = discard {
+                ws.discard_job(&id, &job)?;
+                eprintln!("discarded {job}");
+            }
+            if let Some(job) = resume {
+                return resume_job(&ws, &id, &job, output).await;
+            }
+            let jobs = ws.jobs(&id)?;
+            if output.json {
+                println!("{}", serde_json::to_string_pretty(&jobs)?);
+            } else if jobs.is_empty() {
+                eprintln!("no jobs in {id}");
+            } else {
+                for j in &jobs {
+                    let state = if j.running { "running" } else { "interrupted" };
+                    println!("{}\t{state}\t{}", j.id, j.description);
+                }
+            }
+        }
         ProjectCommand::Versions {
             project,
             restore,
@@ -285,7 +327,8 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-/// Cleans each segment in turn (one text slot at a time), reporting each on stderr.
+/// Cleans each segment in turn as a job recorded in the project (one text slot at a time),
+/// reporting each on stderr; a refused segment is reported and the job goes on.
 async fn cleanup(
     ws: &Workstation,
     id: &str,
@@ -293,49 +336,107 @@ async fn cleanup(
     accept: bool,
     output: Output,
 ) -> anyhow::Result<ExitCode> {
-    let count = ws.store().open(id)?.segments.len();
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
-    let mut results = Vec::new();
-    let mut refused = 0;
-    for index in 0..count {
-        match ws
-            .clean_segment(id, index, rules_only, &cancel, &|_| {})
-            .await
-        {
-            Ok(suggestion) => {
-                eprintln!("segment {}/{count}: {:?}", index + 1, suggestion.source);
-                results.push(json!({ "segment": index, "source": suggestion.source, "text": suggestion.text }));
-            }
-            Err(WorkstationError::Cancelled) => {
-                eprintln!("headroom: cleanup cancelled; finished segments are kept");
-                return Ok(ExitCode::from(EXIT_CANCELLED));
-            }
-            Err(WorkstationError::Rejected(r)) => {
-                refused += 1;
-                eprintln!(
-                    "segment {}/{count}: refused ({}): {}",
-                    index + 1,
-                    r.reason.code(),
-                    r.message()
-                );
-                results.push(json!({ "segment": index, "refused": r }));
-            }
-            Err(e) => return Err(e.into()),
+    let result = ws
+        .clean_all(id, rules_only, accept, &report_segment, &cancel)
+        .await;
+    cleanup_finished(id, result, output)
+}
+
+/// A finished segment of a cleanup job, on stderr.
+fn report_segment(event: CleanAllEvent) {
+    let CleanAllEvent::Segment { count, outcome, .. } = event else {
+        return;
+    };
+    match outcome {
+        SegmentOutcome::Cleaned {
+            segment,
+            suggestion,
+        } => eprintln!("segment {}/{count}: {:?}", segment + 1, suggestion.source),
+        SegmentOutcome::Refused { segment, rejection } => eprintln!(
+            "segment {}/{count}: refused ({}): {}",
+            segment + 1,
+            rejection.reason.code(),
+            rejection.message()
+        ),
+        SegmentOutcome::Skipped { segment, reason } => {
+            eprintln!("segment {}/{count}: skipped: {reason}", segment + 1)
         }
     }
-    if accept {
-        ws.decide(id, None, Decision::Accepted).await?;
-    }
+}
+
+fn cleanup_finished(
+    id: &str,
+    result: Result<CleanupSummary, WorkstationError>,
+    output: Output,
+) -> anyhow::Result<ExitCode> {
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(WorkstationError::Cancelled) => {
+            eprintln!("headroom: cleanup cancelled; finished segments are kept");
+            return Ok(ExitCode::from(EXIT_CANCELLED));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if output.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({ "project": id, "segments": results }))?
+            serde_json::to_string_pretty(&json!({
+                "project": id,
+                "job": summary.job,
+                "segments": summary.outcomes,
+                "refused": summary.refused,
+            }))?
         );
     }
-    Ok(if refused > 0 {
-        ExitCode::from(EXIT_REJECTED)
-    } else {
+    Ok(if summary.refused.is_empty() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_REJECTED)
     })
+}
+
+/// Resumes an interrupted job, with progress on stderr.
+async fn resume_job(
+    ws: &Workstation,
+    id: &str,
+    job: &str,
+    output: Output,
+) -> anyhow::Result<ExitCode> {
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let shown = Arc::new(Progress::new(format!("resuming {job}")));
+    let progress = {
+        let shown = shown.clone();
+        Arc::new(move |fraction: f32| shown.update(fraction))
+    };
+    let result = ws
+        .resume_job(id, job, progress, &report_segment, cancel)
+        .await;
+    shown.finish("");
+    match result {
+        Ok(JobOutcome::Transcribed(project)) => {
+            eprintln!(
+                "transcribed into {}: {} segments",
+                project.id,
+                project.segments.len()
+            );
+            print_project(&project, output);
+        }
+        Ok(JobOutcome::Cleaned(summary)) => return cleanup_finished(id, Ok(summary), output),
+        Ok(JobOutcome::Synthesized(take)) => {
+            if output.json {
+                println!("{}", serde_json::to_string_pretty(&take)?);
+            } else {
+                println!("{}", take.file);
+            }
+        }
+        Err(WorkstationError::Cancelled) => {
+            eprintln!("headroom: cancelled; the job is over, what it saved is kept");
+            return Ok(ExitCode::from(EXIT_CANCELLED));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(ExitCode::SUCCESS)
 }

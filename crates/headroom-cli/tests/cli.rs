@@ -386,11 +386,18 @@ async fn projects_from_the_command_line() {
     .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let cleaned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(cleaned["segments"]
-        .as_array()
-        .unwrap()
+    let outcomes = cleaned["segments"].as_array().unwrap();
+    assert_eq!(
+        outcomes.len(),
+        transcribed["segments"].as_array().unwrap().len()
+    );
+    assert!(outcomes
         .iter()
-        .all(|s| s["source"] == "rule_based"));
+        .all(|s| s["outcome"] == "cleaned" && s["suggestion"]["source"] == "rule_based"));
+    assert_eq!(cleaned["refused"], serde_json::json!([]));
+    assert!(cleaned["job"]
+        .as_str()
+        .is_some_and(|j| j.contains("cleanup")));
 
     let out = run(vec!["project", "export", "field-notes", "--format", "srt"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -487,4 +494,95 @@ async fn two_processes_creating_one_name_cannot_both_win() {
         .filter(|e| e.as_ref().unwrap().path().is_dir())
         .count();
     assert_eq!(folders, 1);
+}
+
+#[tokio::test]
+async fn a_killed_transcription_is_listed_and_resumes_to_the_same_transcript() {
+    use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let projects_env = projects.to_str().unwrap().to_string();
+    let env = [("HEADROOM_PROJECTS_DIR", projects_env.as_str())];
+    // The interview three times over: three Whisper windows.
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let once = decode_file(Path::new(sample), DecodeLimits::default()).unwrap();
+    let long = dir.path().join("long.wav");
+    let audio = Audio {
+        samples: once.samples.repeat(3),
+        sample_rate: once.sample_rate,
+    };
+    std::fs::write(&long, wav_bytes(&audio)).unwrap();
+    let long = long.to_str().unwrap();
+
+    for name in ["Whole", "Killed"] {
+        assert!(headroom(&["project", "create", name], &env)
+            .await
+            .status
+            .success());
+    }
+    let out = headroom(&["project", "transcribe", "whole", long, "--json"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let whole: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+        .args(["project", "transcribe", "killed", long])
+        .env("HEADROOM_CONFIG", empty_config())
+        .env("HEADROOM_PROJECTS_DIR", &projects)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the job has kept its first window.
+    let jobs = projects.join("killed/jobs");
+    let started = std::time::Instant::now();
+    let first_window_kept = || {
+        std::fs::read_dir(&jobs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path())
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                    .is_some_and(|r| r["progress"]["done_secs"].as_f64() > Some(0.0))
+            })
+    };
+    while !first_window_kept() {
+        assert!(started.elapsed().as_secs() < 120, "no window was kept");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the transcription ended early"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+
+    let out = headroom(&["project", "jobs", "killed", "--json"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["running"], false);
+    assert_eq!(listed[0]["kind"], "transcribe");
+    let fraction = listed[0]["fraction"].as_f64().unwrap();
+    assert!(fraction > 0.0 && fraction < 1.0, "{listed}");
+    let job = listed[0]["id"].as_str().unwrap().to_string();
+
+    let out = headroom(
+        &["project", "jobs", "killed", "--resume", &job, "--json"],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let resumed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(resumed["segments"], whole["segments"]);
+    let out = headroom(&["project", "jobs", "killed", "--json"], &env).await;
+    assert_eq!(text(&out.stdout).trim(), "[]");
+    let out = headroom(&["project", "jobs", "killed", "--discard", &job], &env).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no job"),
+        "{}",
+        text(&out.stderr)
+    );
 }

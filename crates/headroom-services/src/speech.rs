@@ -5,7 +5,7 @@
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::lanes::AudioLane;
 use headroom_speech::asr::whisper::WhisperEngine;
-use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript};
+use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
 use headroom_speech::audio::{Audio, AudioError, Decode, DecodeLimits};
 use headroom_speech::models::{self, ModelError};
 use headroom_speech::tts::{Synthesizer, TtsError};
@@ -99,6 +99,23 @@ enum EngineSource {
     },
 }
 
+/// Where a transcription starts, and who hears of each window as it finishes: a job resuming
+/// after a crash starts at its last finished window and keeps each new one.
+pub struct Resume {
+    pub from_secs: f64,
+    /// Each finished window; runs on the lane's thread.
+    pub window_done: Box<dyn FnMut(WindowDone<'_>) + Send>,
+}
+
+impl Resume {
+    pub fn from_start() -> Resume {
+        Resume {
+            from_secs: 0.0,
+            window_done: Box::new(|_| {}),
+        }
+    }
+}
+
 /// The embedded speech engines behind the audio lane. A clone shares the lane and the loaded
 /// models.
 #[derive(Clone)]
@@ -178,6 +195,35 @@ impl SpeechService {
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Transcript, SpeechError> {
+        self.transcribe_from(
+            input,
+            model,
+            options,
+            priority,
+            Resume::from_start(),
+            progress,
+            cancel,
+        )
+        .await
+    }
+
+    /// As [`SpeechService::transcribe`], from `resume.from_secs` on, handing each finished
+    /// window to `resume.window_done`; the transcript holds the segments from there on.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn transcribe_from(
+        &self,
+        input: AudioInput,
+        model: &str,
+        options: TranscribeOptions,
+        priority: Priority,
+        resume: Resume,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<Transcript, SpeechError> {
+        let Resume {
+            from_secs,
+            mut window_done,
+        } = resume;
         // The engine: the external server, or an embedded model (a missing one is reported at
         // once, before the job waits for a slot).
         let source = match &self.remote_transcriber {
@@ -207,7 +253,14 @@ impl SpeechService {
                     Self::transcriber(&cache, &model, &dir)?
                 }
             };
-            Ok(engine.transcribe(&audio.samples, &options, &*progress, cancel)?)
+            Ok(engine.transcribe_from(
+                &audio.samples,
+                from_secs,
+                &options,
+                &mut *window_done,
+                &*progress,
+                cancel,
+            )?)
         };
         match self.lane.run(priority, cancel, job).await {
             Ok(result) => result,

@@ -26,7 +26,9 @@
 //! | module | for |
 //! |---|---|
 //! | [`projects`] | a visible folder per project, its manifest written atomically, settings and decisions |
+//! | [`jobs`] | jobs recorded in their project before they start, listed when interrupted, resumed from their checkpoint |
 //! | [`workstation`] | the workflows, with one typed [`workstation::WorkstationError`] |
 
+pub mod jobs;
 pub mod projects;
 pub mod workstation;

@@ -4,9 +4,10 @@
 //! manifest that cannot be read is reported, never overwritten or deleted.
 
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::{copy_atomic, write_atomic};
+use headroom_base::fsutil::{copy_atomic, remove_stale_temporaries, sync_dir, write_atomic};
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::asr::{Segment, Transcript};
+use headroom_speech::audio::repair_partial;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,10 @@ pub enum ProjectError {
     NoSuggestion(usize),
     #[error("no kept version {0:?} (see the project's versions)")]
     NoSuchVersion(String),
+    #[error("no job {0:?} in this project (see the project's jobs)")]
+    NoSuchJob(String),
+    #[error("job {0} is running (in this or another window, or the command line); cancel it there first")]
+    JobRunning(String),
     #[error("{name} was changed elsewhere (another window or the command line) after this view of it was loaded; it now shows what was saved there: make the change again")]
     ChangedElsewhere { name: String },
     #[error("{path}: {source}")]
@@ -53,12 +58,27 @@ impl ProjectError {
 
 /// A project's folder of kept transcript versions.
 const VERSIONS: &str = "versions";
+/// A project's folder of job records (see [`crate::jobs`]).
+pub(crate) const JOBS: &str = "jobs";
+/// The folders a new project starts with.
+const CREATED_SUBFOLDERS: [&str; 3] = ["audio", "speech", "exports"];
+/// Every folder of a project that the app writes files into.
+pub const SUBFOLDERS: [&str; 5] = ["audio", "speech", "exports", VERSIONS, JOBS];
 
 /// The store's lock file, in its root.
 const LOCK_FILE: &str = ".lock";
 
 /// The store's lock, held while alive (closing the file releases it).
-struct StoreLock(#[allow(dead_code)] std::fs::File);
+pub(crate) struct StoreLock(#[allow(dead_code)] std::fs::File);
+
+/// What [`ProjectStore::recover_after_crash`] found and mended.
+#[derive(Debug, Default, PartialEq)]
+pub struct Recovered {
+    /// Recordings made whole, as WAV files.
+    pub recordings: Vec<PathBuf>,
+    /// Temporary files of interrupted writes, removed.
+    pub temporaries_removed: usize,
+}
 
 /// Per-project choices.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -464,7 +484,7 @@ impl ProjectStore {
     /// file itself) and in other processes — a second app, the CLI — take turns and each
     /// works on what the one before it wrote. Held for a manifest's read and write, never for
     /// a long job. Released when the guard drops.
-    fn lock(&self) -> Result<StoreLock, ProjectError> {
+    pub(crate) fn lock(&self) -> Result<StoreLock, ProjectError> {
         std::fs::create_dir_all(&self.root).map_err(ProjectError::from_io(&self.root))?;
         let path = self.root.join(LOCK_FILE);
         let file = std::fs::OpenOptions::new()
@@ -596,15 +616,87 @@ impl ProjectStore {
         Ok(project)
     }
 
+    /// Makes whole what a crash left in the projects; run when the app starts. Repairs the
+    /// recordings it interrupted (their `.partial` files in `audio/`) and removes the temporary
+    /// files of writes it cut short (an import of a long recording among them), in every
+    /// project's folders.
+    pub fn recover_after_crash(&self) -> Recovered {
+        let mut recovered = Recovered {
+            temporaries_removed: remove_stale_temporaries(&self.root),
+            ..Recovered::default()
+        };
+        let Ok(entries) = self.list() else {
+            return recovered;
+        };
+        for entry in entries {
+            let ProjectEntry::Ok { id, .. } = entry else {
+                continue;
+            };
+            let Ok(folder) = self.folder(&id) else {
+                continue;
+            };
+            recovered.temporaries_removed += remove_stale_temporaries(&folder);
+            for sub in SUBFOLDERS {
+                recovered.temporaries_removed += remove_stale_temporaries(&folder.join(sub));
+            }
+            let Ok(files) = std::fs::read_dir(folder.join("audio")) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let path = file.path();
+                if path.extension().and_then(|e| e.to_str()) != Some("partial") {
+                    continue;
+                }
+                match repair_partial(&path) {
+                    Ok(Some(repaired)) => {
+                        tracing::warn!(file = %repaired.display(), "recovered a recording interrupted by a crash");
+                        recovered.recordings.push(repaired);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::error!("cannot recover {}: {e}", path.display()),
+                }
+            }
+        }
+        if recovered.temporaries_removed > 0 {
+            tracing::warn!(
+                count = recovered.temporaries_removed,
+                "removed temporary files of writes a crash cut short"
+            );
+        }
+        recovered
+    }
+
+    /// Removes what a crash left of a create or a delete (hidden `.new-*` and `.deleted-*`
+    /// folders). Both are made and removed under the store's lock, so with it held any found
+    /// are leftovers.
+    fn sweep_leftovers(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".new-") || name.starts_with(".deleted-") {
+                if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                    tracing::warn!(folder = %name, error = %e, "a leftover folder stays");
+                }
+            }
+        }
+    }
+
     pub fn create(&self, name: &str) -> Result<Project, ProjectError> {
         let _lock = self.lock()?;
+        self.sweep_leftovers();
         let id = self.free_folder(name)?;
         if self.name_in_use(name, None)? {
             return Err(ProjectError::NameTaken(name.trim().to_string()));
         }
-        let folder = self.root.join(&id);
-        for sub in ["audio", "speech", "exports"] {
-            let dir = folder.join(sub);
+        // Built under a hidden name and renamed into place, so a crash never leaves a
+        // half-made folder holding the name.
+        let building = self.root.join(format!(".new-{id}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&building);
+        for sub in CREATED_SUBFOLDERS {
+            let dir = building.join(sub);
             std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
         }
         let now = unix_ms();
@@ -621,7 +713,12 @@ impl ProjectStore {
             segments: Vec::new(),
             speech: Vec::new(),
         };
-        self.write_manifest(&project)?;
+        let manifest = building.join(MANIFEST);
+        let json = serde_json::to_vec_pretty(&project).expect("a project serializes");
+        write_atomic(&manifest, &json).map_err(ProjectError::from_io(&manifest))?;
+        let folder = self.root.join(&project.id);
+        std::fs::rename(&building, &folder).map_err(ProjectError::from_io(&folder))?;
+        sync_dir(&self.root).map_err(ProjectError::from_io(&self.root))?;
         tracing::info!(id = %project.id, "project created");
         Ok(project)
     }
@@ -677,11 +774,17 @@ impl ProjectStore {
     /// Deletes a project's folder with everything in it.
     pub fn delete(&self, id: &str) -> Result<(), ProjectError> {
         let _lock = self.lock()?;
+        self.sweep_leftovers();
         let folder = self.folder(id)?;
         if !folder.join(MANIFEST).exists() {
             return Err(ProjectError::NotFound(id.to_string()));
         }
-        std::fs::remove_dir_all(&folder).map_err(ProjectError::from_io(&folder))?;
+        // Renamed out of sight first (one atomic step), then removed: a crash midway leaves
+        // a hidden folder, never a project with half its files.
+        let doomed = self.root.join(format!(".deleted-{id}-{}", unix_ms()));
+        std::fs::rename(&folder, &doomed).map_err(ProjectError::from_io(&folder))?;
+        sync_dir(&self.root).map_err(ProjectError::from_io(&self.root))?;
+        std::fs::remove_dir_all(&doomed).map_err(ProjectError::from_io(&doomed))?;
         tracing::info!(id, "project deleted");
         Ok(())
     }

@@ -3,8 +3,9 @@
 //! project store. The desktop shell only turns these calls into commands and their callbacks
 //! into events, so every workflow is also usable and tested without a window.
 
+use crate::jobs::{JobInfo, JobKind, RefusedSegment, RunningJob};
 use crate::projects::{
-    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectSettings, ProjectStore,
+    Decision, Project, ProjectError, ProjectSegment, ProjectSettings, ProjectStore, Recovered,
     SpeechTake, Suggestion, SuggestionSource, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
@@ -20,10 +21,10 @@ use headroom_core::config::{Config, ConfigError};
 use headroom_core::lanes::{LaneEvent, TextLane};
 use headroom_core::llm::{LlmError, ServerInfo};
 use headroom_gpu::{GpuSampler, SamplerStatus};
-use headroom_services::speech::{AudioInput, SpeechError};
+use headroom_services::speech::{AudioInput, Resume, SpeechError};
 use headroom_services::{LaneView, Services, ServicesError, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
-use headroom_speech::asr::TranscribeOptions;
+use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
     self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits, WavRecorder,
 };
@@ -31,7 +32,7 @@ use headroom_speech::models::{self, ModelStatus};
 use headroom_speech::tts::Voice;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -104,6 +105,61 @@ pub struct SegmentCleanupEvent {
     pub segment: usize,
     #[serde(flatten)]
     pub event: CleanupEvent,
+}
+
+/// What a cleanup of every segment reports as it goes.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum CleanAllEvent {
+    /// A segment's cleanup as it streams.
+    Stream(SegmentCleanupEvent),
+    /// A segment finished, out of `count`.
+    Segment {
+        project: String,
+        count: usize,
+        outcome: SegmentOutcome,
+    },
+}
+
+/// How one segment of a cleanup job ended.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum SegmentOutcome {
+    Cleaned {
+        segment: usize,
+        suggestion: Suggestion,
+    },
+    /// The text lane refused it; the job went on with the next.
+    Refused {
+        segment: usize,
+        rejection: Box<Rejection>,
+    },
+    /// Edited while it was being cleaned: its suggestion would be stale.
+    Skipped { segment: usize, reason: String },
+}
+
+/// What a cleanup job did.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct CleanupSummary {
+    pub job: String,
+    pub segments: usize,
+    /// Every segment refused in the job, resumed runs included.
+    pub refused: Vec<RefusedSegment>,
+    /// This run's segments.
+    pub outcomes: Vec<SegmentOutcome>,
+}
+
+/// What a resumed job produced.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "kind", content = "result", rename_all = "snake_case")]
+pub enum JobOutcome {
+    Transcribed(Project),
+    Cleaned(CleanupSummary),
+    Synthesized(SpeechTake),
 }
 
 /// Where "save a copy" writes: inside the project, or a path the user chose in the system's
@@ -403,7 +459,10 @@ impl Workstation {
     }
 
     /// Imports `source` into the project and transcribes it on the audio lane (interactive),
-    /// replacing the project's transcript. `progress` gets 0.0..=1.0.
+    /// replacing the project's transcript (the old one is kept as a version). The job is
+    /// recorded in the project before it starts and keeps each finished window, so a crash
+    /// loses no more than the window in progress (see [`Workstation::resume_job`]).
+    /// `progress` gets 0.0..=1.0.
     pub async fn transcribe(
         &self,
         project_id: &str,
@@ -415,34 +474,133 @@ impl Workstation {
         let project = self.store.open(project_id)?;
         // Check the file first: a missing, unreadable or non-audio file is reported before
         // anything is copied into the project.
-        let input = AudioInput::from_file(source)?;
+        AudioInput::from_file(source)?;
         Decode::default().probe(source)?;
-        let relative = self.store.import_audio(&project, source)?;
-        let model = model.unwrap_or(models::DEFAULT_MODEL);
-        let options = TranscribeOptions::default();
-        let transcript = self
-            .services
-            .speech()
-            .transcribe(
-                input,
-                model,
-                options,
-                Priority::Interactive,
-                progress,
-                cancel,
+        let audio = self.store.import_audio(&project, source)?;
+        let model = models::spec(model.unwrap_or(models::DEFAULT_MODEL))
+            .map_err(SpeechError::from)?
+            .name
+            .to_string();
+        let job = self
+            .start_job(
+                project_id,
+                JobKind::Transcribe {
+                    audio,
+                    model,
+                    language: None,
+                },
             )
             .await?;
+        self.run_transcription(project_id, job, progress, cancel)
+            .await
+    }
+
+    /// Records a job in the project (off the async threads: the store's lock may be held by
+    /// another process for a moment).
+    async fn start_job(
+        &self,
+        project_id: &str,
+        kind: JobKind,
+    ) -> Result<RunningJob, WorkstationError> {
+        let store = self.store.clone();
+        let id = project_id.to_string();
+        tokio::task::spawn_blocking(move || Ok(store.start_job(&id, kind)?))
+            .await
+            .map_err(WorkstationError::TaskFailed)?
+    }
+
+    /// Runs a transcription job from its checkpoint; each finished window is saved in the job
+    /// record as it finishes.
+    async fn run_transcription(
+        &self,
+        project_id: &str,
+        job: RunningJob,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<Project, WorkstationError> {
+        let JobKind::Transcribe {
+            audio,
+            model,
+            language,
+        } = job.record().kind.clone()
+        else {
+            unreachable!("run_transcription runs transcription jobs")
+        };
+        let from_secs = job.record().progress.done_secs;
+        let input = AudioInput::from_file(&self.store.folder(project_id)?.join(&audio));
+        let job = Arc::new(Mutex::new(Some(job)));
+        let result = match input {
+            Ok(input) => {
+                let checkpoints = job.clone();
+                let window_done = Box::new(move |window: WindowDone<'_>| {
+                    let mut held = checkpoints.lock().expect("job lock");
+                    let Some(job) = held.as_mut() else { return };
+                    let saved = job.checkpoint(|p| {
+                        p.segments.extend_from_slice(window.segments);
+                        p.done_secs = window.done_secs;
+                        p.duration_secs = window.duration_secs;
+                        p.fraction =
+                            (window.done_secs / window.duration_secs.max(1e-9)).min(1.0) as f32;
+                    });
+                    if let Err(e) = saved {
+                        tracing::warn!(error = %e, "a transcription checkpoint was not saved");
+                    }
+                });
+                let options = TranscribeOptions { language };
+                self.services
+                    .speech()
+                    .transcribe_from(
+                        input,
+                        &model,
+                        options,
+                        Priority::Interactive,
+                        Resume {
+                            from_secs,
+                            window_done,
+                        },
+                        progress,
+                        cancel,
+                    )
+                    .await
+                    .map_err(WorkstationError::from)
+            }
+            Err(e) => Err(e.into()),
+        };
+        let job = job
+            .lock()
+            .expect("job lock")
+            .take()
+            .expect("the job is taken once");
+        let rest = match result {
+            Ok(rest) => rest,
+            Err(e) => {
+                // Cancelled or failed: nothing to resume (a crash leaves the record instead).
+                job.end();
+                return Err(match e {
+                    WorkstationError::Speech(SpeechError::Asr(AsrError::Cancelled)) => {
+                        WorkstationError::Cancelled
+                    }
+                    other => other,
+                });
+            }
+        };
+        let transcript = Transcript {
+            language: rest.language,
+            duration: rest.duration,
+            segments: job.record().progress.segments.clone(),
+        };
         let (project, ()) = self
             .change_project(
                 project_id,
                 Some("before transcribing again".into()),
                 move |p| {
                     p.set_transcript(&transcript);
-                    p.source_audio = Some(relative);
+                    p.source_audio = Some(audio);
                     Ok(())
                 },
             )
             .await?;
+        job.end();
         Ok(project)
     }
 
@@ -535,6 +693,114 @@ impl Workstation {
         Ok(suggestion)
     }
 
+    /// Cleans every segment in turn (one text slot at a time, so a long transcript never holds
+    /// more) as a job recorded in the project: each finished segment's suggestion is saved as it
+    /// comes, and a resumed job continues from the first unfinished segment. A segment the text
+    /// lane refuses is reported with its rejection and the job goes on; `accept` accepts every
+    /// suggestion at the end.
+    pub async fn clean_all(
+        &self,
+        project_id: &str,
+        rules_only: bool,
+        accept: bool,
+        on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<CleanupSummary, WorkstationError> {
+        let job = self
+            .start_job(project_id, JobKind::Cleanup { rules_only, accept })
+            .await?;
+        self.run_cleanup(project_id, job, on_event, cancel).await
+    }
+
+    async fn run_cleanup(
+        &self,
+        project_id: &str,
+        mut job: RunningJob,
+        on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
+        cancel: &CancellationToken,
+    ) -> Result<CleanupSummary, WorkstationError> {
+        let JobKind::Cleanup { rules_only, accept } = job.record().kind.clone() else {
+            unreachable!("run_cleanup runs cleanup jobs")
+        };
+        let mut outcomes = Vec::new();
+        let mut index = job.record().progress.next_segment;
+        let result: Result<usize, WorkstationError> = async {
+            loop {
+                let count = self.store.open(project_id)?.segments.len();
+                if index >= count {
+                    return Ok(count);
+                }
+                let forward = |event: SegmentCleanupEvent| on_event(CleanAllEvent::Stream(event));
+                let outcome = match self
+                    .clean_segment(project_id, index, rules_only, cancel, &forward)
+                    .await
+                {
+                    Ok(suggestion) => SegmentOutcome::Cleaned {
+                        segment: index,
+                        suggestion,
+                    },
+                    Err(WorkstationError::Rejected(rejection)) => SegmentOutcome::Refused {
+                        segment: index,
+                        rejection: Box::new(rejection),
+                    },
+                    Err(e @ WorkstationError::EditedWhileCleaning { .. }) => {
+                        SegmentOutcome::Skipped {
+                            segment: index,
+                            reason: e.to_string(),
+                        }
+                    }
+                    Err(e) => return Err(e),
+                };
+                let refused = match &outcome {
+                    SegmentOutcome::Refused { rejection, .. } => Some(RefusedSegment {
+                        segment: index,
+                        reason: rejection.reason.code().to_string(),
+                    }),
+                    _ => None,
+                };
+                let saved = job.checkpoint(|p| {
+                    p.next_segment = index + 1;
+                    p.fraction = ((index + 1) as f32 / count as f32).min(1.0);
+                    p.refused.extend(refused);
+                });
+                if let Err(e) = saved {
+                    tracing::warn!(error = %e, "a cleanup checkpoint was not saved");
+                }
+                on_event(CleanAllEvent::Segment {
+                    project: project_id.to_string(),
+                    count,
+                    outcome: outcome.clone(),
+                });
+                outcomes.push(outcome);
+                index += 1;
+            }
+        }
+        .await;
+        let count = match result {
+            Ok(count) => count,
+            Err(e) => {
+                // Cancelled or failed: the segments done are kept in the project; nothing to
+                // resume (a crash leaves the record instead).
+                job.end();
+                return Err(e);
+            }
+        };
+        if accept {
+            if let Err(e) = self.decide(project_id, None, Decision::Accepted).await {
+                job.end();
+                return Err(e);
+            }
+        }
+        let summary = CleanupSummary {
+            job: job.id().to_string(),
+            segments: count,
+            refused: job.record().progress.refused.clone(),
+            outcomes,
+        };
+        job.end();
+        Ok(summary)
+    }
+
     /// Accepts or rejects one segment's suggestion (`None`: every pending one).
     pub async fn decide(
         &self,
@@ -565,6 +831,50 @@ impl Workstation {
         Ok(project)
     }
 
+    /// A project's jobs: running (here or in another process) and interrupted.
+    pub fn jobs(&self, project_id: &str) -> Result<Vec<JobInfo>, WorkstationError> {
+        Ok(self.store.jobs(project_id)?)
+    }
+
+    /// Every project's interrupted jobs, for the list the app shows at start.
+    pub fn interrupted_jobs(&self) -> Result<Vec<JobInfo>, WorkstationError> {
+        Ok(self.store.interrupted_jobs()?)
+    }
+
+    /// Drops an interrupted job; what it saved in the project stays.
+    pub fn discard_job(&self, project_id: &str, job_id: &str) -> Result<(), WorkstationError> {
+        Ok(self.store.discard_job(project_id, job_id)?)
+    }
+
+    /// Resumes an interrupted job from its checkpoint: a transcription from its last finished
+    /// window, a cleanup from its first unfinished segment, a synthesis from the start.
+    /// Refused while another process runs it.
+    pub async fn resume_job(
+        &self,
+        project_id: &str,
+        job_id: &str,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
+        cancel: CancellationToken,
+    ) -> Result<JobOutcome, WorkstationError> {
+        let job = self.store.claim_job(project_id, job_id)?;
+        tracing::info!(project = project_id, job = job_id, "resuming a job");
+        match job.record().kind.clone() {
+            JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(
+                self.run_transcription(project_id, job, progress, cancel)
+                    .await?,
+            )),
+            JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(
+                self.run_cleanup(project_id, job, on_event, &cancel).await?,
+            )),
+            JobKind::Synthesize { segment } => {
+                let result = self.run_synthesis(project_id, segment, cancel).await;
+                job.end();
+                Ok(JobOutcome::Synthesized(result?))
+            }
+        }
+    }
+
     /// Writes the transcript (as edited) to `exports/<project>.<ext>` and returns the path.
     pub async fn export(
         &self,
@@ -585,6 +895,20 @@ impl Workstation {
     /// Synthesizes one segment (or the whole text) with the project's voice, from the accepted
     /// cleanup where there is one, and keeps the WAV in the project's `speech/` folder.
     pub async fn synthesize(
+        &self,
+        project_id: &str,
+        segment: Option<usize>,
+        cancel: CancellationToken,
+    ) -> Result<SpeechTake, WorkstationError> {
+        let job = self
+            .start_job(project_id, JobKind::Synthesize { segment })
+            .await?;
+        let result = self.run_synthesis(project_id, segment, cancel).await;
+        job.end();
+        result
+    }
+
+    async fn run_synthesis(
         &self,
         project_id: &str,
         segment: Option<usize>,
@@ -725,7 +1049,7 @@ impl Workstation {
         let relative = format!("audio/recording-{}.wav", unix_ms());
         let target = self.store.folder(&project.id)?.join(&relative);
         // Written as it is recorded: a crash keeps all but the last second, and the next start
-        // repairs it (`recover_recordings`).
+        // repairs it (`recover_after_crash`).
         let (result, kept) = self
             .services
             .audio_lane()
@@ -754,39 +1078,10 @@ impl Workstation {
         }
     }
 
-    /// Repairs the recordings a crash interrupted (their `.partial` files in every project's
-    /// `audio/` folder) and returns them; run when the app starts.
-    pub fn recover_recordings(&self) -> Vec<PathBuf> {
-        let mut recovered = Vec::new();
-        let Ok(entries) = self.store.list() else {
-            return recovered;
-        };
-        for entry in entries {
-            let ProjectEntry::Ok { id, .. } = entry else {
-                continue;
-            };
-            let Ok(audio) = self.store.folder(&id).map(|f| f.join("audio")) else {
-                continue;
-            };
-            let Ok(files) = std::fs::read_dir(&audio) else {
-                continue;
-            };
-            for file in files.flatten() {
-                let path = file.path();
-                if path.extension().and_then(|e| e.to_str()) != Some("partial") {
-                    continue;
-                }
-                match device::repair_partial(&path) {
-                    Ok(Some(repaired)) => {
-                        tracing::warn!(file = %repaired.display(), "recovered a recording interrupted by a crash");
-                        recovered.push(repaired);
-                    }
-                    Ok(None) => {}
-                    Err(e) => tracing::error!("cannot recover {}: {e}", path.display()),
-                }
-            }
-        }
-        recovered
+    /// Makes whole what a crash left in the projects; run when the app starts (see
+    /// [`ProjectStore::recover_after_crash`]).
+    pub fn recover_after_crash(&self) -> Recovered {
+        self.store.recover_after_crash()
     }
 
     /// Runs the serving harness against the app's text model server (the article's

@@ -78,4 +78,113 @@ pub trait Transcriber: Send + Sync {
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
     ) -> Result<Transcript, AsrError>;
+
+    /// As [`Transcriber::transcribe`], starting `from_secs` into the audio and handing each
+    /// finished window to `window_done` (its segments, and the seconds of audio done), so a
+    /// job can keep its progress and continue there after a crash. The transcript returned
+    /// holds the segments from `from_secs` on, timed in the whole audio. Engines that cannot
+    /// start midway transcribe the rest as one window.
+    fn transcribe_from(
+        &self,
+        samples: &[f32],
+        from_secs: f64,
+        options: &TranscribeOptions,
+        window_done: &mut dyn FnMut(WindowDone<'_>),
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        let skip = ((from_secs.max(0.0) * SAMPLE_RATE as f64) as usize).min(samples.len());
+        let mut rest = self.transcribe(&samples[skip..], options, progress, cancel)?;
+        let offset = skip as f64 / SAMPLE_RATE as f64;
+        for segment in &mut rest.segments {
+            segment.start += offset;
+            segment.end += offset;
+        }
+        rest.duration = samples.len() as f64 / SAMPLE_RATE as f64;
+        window_done(WindowDone {
+            segments: &rest.segments,
+            done_secs: rest.duration,
+            duration_secs: rest.duration,
+        });
+        Ok(rest)
+    }
+}
+
+/// A window of a transcription, finished: its segments and how far the audio is done.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowDone<'a> {
+    pub segments: &'a [Segment],
+    pub done_secs: f64,
+    pub duration_secs: f64,
+}
+
+/// The rate transcribers take their samples at.
+pub const SAMPLE_RATE: u32 = 16_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One segment over whatever it is given: an engine that cannot start midway.
+    struct WholeOnly;
+
+    impl Transcriber for WholeOnly {
+        fn name(&self) -> &str {
+            "whole-only"
+        }
+
+        fn transcribe(
+            &self,
+            samples: &[f32],
+            _options: &TranscribeOptions,
+            _progress: &dyn Fn(f32),
+            _cancel: &CancellationToken,
+        ) -> Result<Transcript, AsrError> {
+            let secs = samples.len() as f64 / SAMPLE_RATE as f64;
+            Ok(Transcript {
+                language: None,
+                duration: secs,
+                segments: vec![Segment {
+                    start: 0.0,
+                    end: secs,
+                    text: format!("{secs} s"),
+                }],
+            })
+        }
+    }
+
+    #[test]
+    fn an_engine_without_windows_resumes_by_transcribing_the_rest_in_the_whole_timeline() {
+        let samples = vec![0.0; 10 * SAMPLE_RATE as usize];
+        let mut windows = Vec::new();
+        let rest = WholeOnly
+            .transcribe_from(
+                &samples,
+                4.0,
+                &TranscribeOptions::default(),
+                &mut |w| windows.push((w.segments.to_vec(), w.done_secs, w.duration_secs)),
+                &|_| {},
+                &CancellationToken::new(),
+            )
+            .unwrap();
+        assert_eq!(rest.duration, 10.0);
+        assert_eq!(rest.segments.len(), 1);
+        assert_eq!((rest.segments[0].start, rest.segments[0].end), (4.0, 10.0));
+        assert_eq!(
+            rest.segments[0].text, "6 s",
+            "only the rest was transcribed"
+        );
+        assert_eq!(windows, vec![(rest.segments.clone(), 10.0, 10.0)]);
+        let past_the_end = WholeOnly
+            .transcribe_from(
+                &samples,
+                99.0,
+                &TranscribeOptions::default(),
+                &mut |_| {},
+                &|_| {},
+                &CancellationToken::new(),
+            )
+            .unwrap();
+        assert_eq!(past_the_end.segments[0].text, "0 s");
+    }
 }

@@ -9,12 +9,14 @@
 
 use super::mel::{self, MelFrontend, HOP, WINDOW_FRAMES};
 use super::model::Whisper;
-use crate::asr::{AsrError, Segment};
+use crate::asr::{AsrError, Segment, WindowDone};
 use tokenizers::Tokenizer;
 use tokio_util::sync::CancellationToken;
 
 /// Seconds per timestamp token.
 const TIME_PRECISION: f64 = 0.02;
+/// Log-mel frames per second of audio.
+const FRAMES_PER_SECOND: f64 = (mel::SAMPLE_RATE / HOP) as f64;
 /// Tokens sampled per window at most (half the text context, as Whisper does).
 const MAX_WINDOW_TOKENS: usize = 224;
 /// Latest allowed first timestamp in a window, in timestamp steps (1 s).
@@ -111,12 +113,18 @@ fn logsumexp(values: &[f32]) -> f32 {
 }
 
 impl Decoding<'_> {
-    /// Transcribes 16 kHz mono samples. `language`: a code for multilingual models, or `None`
-    /// to detect it from the first window. `progress` gets the fraction of audio done.
+    /// Transcribes 16 kHz mono samples from `from_secs` on. `language`: a code for
+    /// multilingual models, or `None` to detect it from the first window. `window_done` gets
+    /// each window's segments and the seconds done; `progress` the fraction of audio done.
+    /// The log-mel is computed over the whole audio (Whisper scales it by its overall
+    /// maximum), so a transcription resumed at a window boundary decodes the same windows as
+    /// one that ran through.
     pub fn transcribe(
         &self,
         samples: &[f32],
         language: Option<&str>,
+        from_secs: f64,
+        window_done: &mut dyn FnMut(WindowDone<'_>),
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
     ) -> Result<Decoded, AsrError> {
@@ -156,7 +164,8 @@ impl Decoding<'_> {
             prompt.push(self.special.transcribe);
         }
         let mut segments = Vec::new();
-        let mut seek = 0usize;
+        let mut seek =
+            ((from_secs.max(0.0) * FRAMES_PER_SECOND).round() as usize).min(content_frames);
         while seek < content_frames {
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
@@ -166,9 +175,14 @@ impl Decoding<'_> {
             let offset = seek as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
             let tokens = self.decode_window(&window, &prompt, window_frames, cancel)?;
             let (found, consumed) = self.segments_of(&tokens, offset, window_frames);
-            segments.extend(found);
             seek += consumed.max(1);
             progress((seek.min(content_frames) as f32 / content_frames.max(1) as f32).min(1.0));
+            window_done(WindowDone {
+                segments: &found,
+                done_secs: seek.min(content_frames) as f64 / FRAMES_PER_SECOND,
+                duration_secs: content_frames as f64 / FRAMES_PER_SECOND,
+            });
+            segments.extend(found);
         }
         Ok(Decoded {
             segments,

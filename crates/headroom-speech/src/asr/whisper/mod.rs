@@ -8,7 +8,7 @@ mod model;
 pub use ct2::{Ct2Error, Ct2Model};
 pub use decode::LANGUAGE_CODES;
 
-use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript};
+use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
 use decode::{Decoding, SpecialTokens};
 use mel::MelFrontend;
 use model::Whisper;
@@ -87,6 +87,18 @@ impl Transcriber for WhisperEngine {
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
     ) -> Result<Transcript, AsrError> {
+        self.transcribe_from(samples, 0.0, options, &mut |_| {}, progress, cancel)
+    }
+
+    fn transcribe_from(
+        &self,
+        samples: &[f32],
+        from_secs: f64,
+        options: &TranscribeOptions,
+        window_done: &mut dyn FnMut(WindowDone<'_>),
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
         let decoding = Decoding {
             model: &self.model,
             tokenizer: &self.tokenizer,
@@ -95,8 +107,14 @@ impl Transcriber for WhisperEngine {
             suppress: &self.suppress,
             suppress_at_begin: &self.suppress_at_begin,
         };
-        let decoded =
-            decoding.transcribe(samples, options.language.as_deref(), progress, cancel)?;
+        let decoded = decoding.transcribe(
+            samples,
+            options.language.as_deref(),
+            from_secs,
+            window_done,
+            progress,
+            cancel,
+        )?;
         Ok(Transcript {
             language: decoded.language,
             duration: samples.len() as f64 / mel::SAMPLE_RATE as f64,
