@@ -19,11 +19,14 @@ use headroom_gpu::{DeviceMemory, MemorySample, ProcessMemory, SamplerStatus};
 use headroom_services::LaneView;
 use headroom_speech::models::ModelStatus;
 use headroom_speech::tts::Voice;
+use headroom_workstation::jobs::{JobInfo, RefusedSegment};
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
     SuggestionSource, VersionInfo,
 };
-use headroom_workstation::workstation::{BenchmarkRun, ModelView, TextDestination};
+use headroom_workstation::workstation::{
+    BenchmarkRun, CleanupSummary, JobOutcome, ModelView, SegmentOutcome, TextDestination,
+};
 use ts_rs::{Config as TsConfig, TS};
 
 /// Where the bindings live, from the repository root.
@@ -48,6 +51,8 @@ pub fn typescript() -> String {
         // Projects.
         Decision, SuggestionSource, Suggestion, ProjectSegment, SpeechTake, ProjectSettings,
         Project, ProjectEntry, TextDestination, VersionInfo,
+        // Jobs.
+        JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
         // Settings, servers, models, voices.
         Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
         ServerSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,

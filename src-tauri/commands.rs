@@ -9,12 +9,14 @@ use headroom_gpu::{GpuSampler, MemorySample, SamplerStatus};
 use headroom_services::LaneView;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_speech::tts::Voice;
+use headroom_workstation::jobs::JobInfo;
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectError, ProjectSettings, SpeechTake, Suggestion,
     VersionInfo,
 };
 use headroom_workstation::workstation::{
-    BenchmarkRun, ModelView, SaveDestination, TextDestination, Workstation, WorkstationError,
+    BenchmarkRun, CleanAllEvent, CleanupSummary, JobOutcome, ModelView, SaveDestination,
+    SegmentOutcome, TextDestination, Workstation, WorkstationError,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -35,7 +37,7 @@ pub enum UiErrorKind {
 }
 
 /// An error as the front end sees it.
-#[derive(Debug, Serialize, TS)]
+#[derive(Debug, Clone, Serialize, TS)]
 pub struct UiError {
     kind: UiErrorKind,
     message: String,
@@ -196,6 +198,20 @@ pub struct JobProgress {
     pub step: Option<String>,
 }
 
+/// A job's fraction done, as `job-progress` events.
+fn progress_events(app: AppHandle, job: String) -> Arc<dyn Fn(f32) + Send + Sync> {
+    Arc::new(move |progress: f32| {
+        let _ = app.emit(
+            events::JOB_PROGRESS,
+            JobProgress {
+                job: job.clone(),
+                progress,
+                step: None,
+            },
+        );
+    })
+}
+
 #[tauri::command]
 pub async fn transcribe(
     app: AppHandle,
@@ -205,17 +221,7 @@ pub async fn transcribe(
     job: String,
 ) -> Reply<Project> {
     let guard = shell.jobs.start(&job);
-    let progress_job = job.clone();
-    let progress = Arc::new(move |progress: f32| {
-        let _ = app.emit(
-            events::JOB_PROGRESS,
-            JobProgress {
-                job: progress_job.clone(),
-                progress,
-                step: None,
-            },
-        );
-    });
+    let progress = progress_events(app, job);
     let path = PathBuf::from(path.trim());
     Ok(shell
         .workstation
@@ -257,6 +263,95 @@ pub async fn clean_segment(
     Ok(shell
         .workstation
         .clean_segment(&project, index, rules_only, &guard.cancel, &on_event)
+        .await?)
+}
+
+/// A segment of a clean-all finished (`cleanup-progress`): refused segments carry the error
+/// to show beside them; the job goes on with the next.
+#[derive(Clone, Serialize, TS)]
+pub struct CleanupProgress {
+    pub project: String,
+    pub segment: usize,
+    pub count: usize,
+    pub error: Option<UiError>,
+}
+
+/// Forwards a cleanup job's events: streamed text as `cleanup`, each finished segment as
+/// `cleanup-progress`.
+fn forward_cleanup(app: AppHandle) -> impl Fn(CleanAllEvent) + Send + Sync {
+    move |event| match event {
+        CleanAllEvent::Stream(stream) => {
+            let _ = app.emit(events::CLEANUP, &stream);
+        }
+        CleanAllEvent::Segment {
+            project,
+            count,
+            outcome,
+        } => {
+            let (segment, error) = match outcome {
+                SegmentOutcome::Cleaned { segment, .. } => (segment, None),
+                SegmentOutcome::Refused { segment, rejection } => {
+                    (segment, Some(WorkstationError::Rejected(*rejection).into()))
+                }
+                SegmentOutcome::Skipped { segment, reason } => (segment, Some(invalid(reason))),
+            };
+            let _ = app.emit(
+                events::CLEANUP_PROGRESS,
+                CleanupProgress {
+                    project,
+                    segment,
+                    count,
+                    error,
+                },
+            );
+        }
+    }
+}
+
+/// Cleans every segment as a job recorded in the project (resumable after a crash).
+#[tauri::command]
+pub async fn clean_all(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    project: String,
+    rules_only: bool,
+    job: String,
+) -> Reply<CleanupSummary> {
+    let guard = shell.jobs.start(&job);
+    let on_event = forward_cleanup(app);
+    Ok(shell
+        .workstation
+        .clean_all(&project, rules_only, false, &on_event, &guard.cancel)
+        .await?)
+}
+
+/// Every project's jobs a crash, a kill or a closed window interrupted.
+#[tauri::command]
+pub async fn interrupted_jobs(shell: State<'_, Shell>) -> Reply<Vec<JobInfo>> {
+    blocking(&shell, |w| Ok(w.interrupted_jobs()?)).await
+}
+
+#[tauri::command]
+pub async fn discard_job(shell: State<'_, Shell>, project: String, id: String) -> Reply<()> {
+    blocking(&shell, move |w| Ok(w.discard_job(&project, &id)?)).await
+}
+
+/// Resumes an interrupted job from its checkpoint; `job` is the handle for progress and
+/// cancel, `id` the recorded job.
+#[tauri::command]
+pub async fn resume_job(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    project: String,
+    id: String,
+    job: String,
+) -> Reply<JobOutcome> {
+    let guard = shell.jobs.start(&job);
+    let progress = progress_events(app.clone(), job);
+    let on_event = forward_cleanup(app);
+    Ok(shell
+        .workstation
+        .resume_job(&project, &id, progress, &on_event, guard.cancel.clone())
         .await?)
 }
 

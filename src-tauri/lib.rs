@@ -44,6 +44,8 @@ events! {
     JOB_PROGRESS = "job-progress" => commands::JobProgress,
     /// Streamed cleanup of a segment.
     CLEANUP = "cleanup" => headroom_workstation::workstation::SegmentCleanupEvent,
+    /// A segment of a clean-all finished (or was refused, with the error to show).
+    CLEANUP_PROGRESS = "cleanup-progress" => commands::CleanupProgress,
     /// The input level while recording, in dBFS.
     RECORD_LEVEL = "record-level" => commands::RecordLevel,
     /// A GPU memory reading (or the no-GPU state).
@@ -81,6 +83,10 @@ commands![
     cancel_job,
     edit_segment,
     clean_segment,
+    clean_all,
+    interrupted_jobs,
+    resume_job,
+    discard_job,
     decide,
     export_transcript,
     list_voices,
@@ -137,10 +143,14 @@ pub fn run() {
     let workstation = tauri::async_runtime::block_on(async move {
         Workstation::new(store, Services::new(config, env), config_path)
     });
-    // Recordings a crash interrupted are made whole before anything else opens them.
-    let recovered = workstation.recover_recordings();
-    if !recovered.is_empty() {
-        tracing::warn!(count = recovered.len(), "recovered interrupted recordings");
+    // What a crash left (recordings in progress, writes cut short) is mended before anything
+    // else opens it.
+    let recovered = workstation.recover_after_crash();
+    if !recovered.recordings.is_empty() {
+        tracing::warn!(
+            count = recovered.recordings.len(),
+            "recovered interrupted recordings"
+        );
     }
     let shell = Shell {
         workstation,

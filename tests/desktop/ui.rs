@@ -14,6 +14,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use headroom_gpu::GpuStatus;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_tests::llama::LlamaServer;
+use headroom_workstation::jobs::JobKind;
 use hyper_util::client::legacy::connect::HttpConnector;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -228,6 +229,18 @@ impl Desktop {
             if Instant::now() >= deadline {
                 self.failure_screenshot().await;
                 panic!("{testid} never matched; last text {text:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until no element has this test id.
+    async fn until_gone(&self, testid: &str, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        while !self.gone(testid).await {
+            if Instant::now() >= deadline {
+                self.failure_screenshot().await;
+                panic!("{testid} never went away");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -616,6 +629,24 @@ async fn the_desktop_workflow_end_to_end() {
         ),
     )
     .unwrap();
+    // Two jobs a crash interrupted, left in the project as a killed app leaves them: the app
+    // lists them at start; one is discarded, the other resumed to its end.
+    let store = headroom_workstation::projects::ProjectStore::new(&projects);
+    let planted = |kind| {
+        let job = store.start_job("interview", kind).unwrap();
+        job.id().to_string() // dropped without end(): interrupted
+    };
+    let cleanup_job = planted(JobKind::Cleanup {
+        rules_only: true,
+        accept: false,
+    });
+    let speak_job = planted(JobKind::Synthesize { segment: Some(0) });
+    store
+        .update("interview", |p| {
+            p.segments.iter_mut().for_each(|s| s.suggestion = None);
+            Ok::<_, headroom_workstation::projects::ProjectError>(())
+        })
+        .unwrap();
     let prompts_before = llama.metric("llamacpp:prompt_tokens_total").await;
     let ui = Desktop::start(&[
         ("HEADROOM_PROJECTS_DIR", &projects),
@@ -625,6 +656,22 @@ async fn the_desktop_workflow_end_to_end() {
         ("HOME", &home),
     ])
     .await;
+    ui.find("interrupted-jobs").await;
+    assert!(ui
+        .text(&format!("job-description-{cleanup_job}"))
+        .await
+        .contains("clean up (rules only)"));
+    ui.screenshot("08-interrupted-jobs").await;
+    ui.click(&format!("job-discard-{speak_job}")).await;
+    ui.until_gone(&format!("job-{speak_job}"), WAIT).await;
+    ui.click(&format!("job-resume-{cleanup_job}")).await;
+    ui.until_gone("interrupted-jobs", LONG_WAIT).await;
+    assert!(store.jobs("interview").unwrap().is_empty());
+    let resumed = store.open("interview").unwrap();
+    assert!(
+        resumed.segments.iter().all(|s| s.suggestion.is_some()),
+        "the resumed cleanup reached every segment"
+    );
     ui.find("gpu-chart").await;
     ui.until_text("gpu-peak", WAIT, |t| t == "peak 22000 MiB")
         .await;
@@ -632,6 +679,17 @@ async fn the_desktop_workflow_end_to_end() {
     assert_eq!(ui.text("gpu-delta").await, "delta 14000 MiB");
     ui.click("project-open-interview").await;
     ui.click("nav-cleanup").await;
+    // Clean up all: every segment refused under pressure, each shown where it happened, and
+    // the job goes on to the last.
+    ui.click("cleanup-all").await;
+    let last = resumed.segments.len() - 1;
+    for segment in [0, last] {
+        ui.until_text(&format!("rejection-reason-segment-{segment}"), WAIT, |t| {
+            t == "GPU memory pressure"
+        })
+        .await;
+    }
+    ui.find("cleanup-all").await; // the job ended: the button is back
     ui.click("cleanup-segment-2").await;
     assert_eq!(
         ui.text("rejection-reason-segment-2").await,
@@ -653,7 +711,7 @@ async fn the_desktop_workflow_end_to_end() {
         prompts_before,
         "refused before the server saw it"
     );
-    ui.screenshot("08-gpu-pressure").await;
+    ui.screenshot("09-gpu-pressure").await;
     assert!(ui.gone("app-crash").await, "no script error");
     ui.close().await;
     let _ = std::fs::remove_dir_all(&home);

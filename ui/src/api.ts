@@ -5,12 +5,15 @@ import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import type {
   AppInfo,
   BenchmarkRun,
+  CleanupSummary,
   Command,
   Config,
   Decision,
   EventName,
   EventPayloads,
   GpuView,
+  JobInfo,
+  JobOutcome,
   LaneView,
   ModelView,
   Project,
@@ -28,6 +31,9 @@ import type {
 export type {
   AppInfo,
   BenchmarkRun,
+  CleanupSummary,
+  JobInfo,
+  JobOutcome,
   CleanupMode,
   Decision,
   FailurePolicy,
@@ -98,6 +104,12 @@ export const api = {
     call<Project>("edit_segment", { project, index, text }),
   cleanSegment: (project: string, index: number, rulesOnly: boolean, job: string) =>
     call<Suggestion>("clean_segment", { project, index, rulesOnly, job }),
+  /** Cleans every segment as a job recorded in the project; refusals come per segment. */
+  cleanAll: (project: string, rulesOnly: boolean, job: string) =>
+    call<CleanupSummary>("clean_all", { project, rulesOnly, job }),
+  interruptedJobs: () => call<JobInfo[]>("interrupted_jobs"),
+  resumeJob: (project: string, id: string, job: string) => call<JobOutcome>("resume_job", { project, id, job }),
+  discardJob: (project: string, id: string) => call<void>("discard_job", { project, id }),
   decide: (project: string, segment: number | null, decision: Decision) =>
     call<Project>("decide", { project, segment, decision }),
   exportTranscript: (project: string, format: string) =>

@@ -125,6 +125,27 @@ on_this_machine: boolean,
  */
 allowed: boolean, };
 export type VersionInfo = { id: string, saved_unix_ms: number, reason: string, segments: number, };
+export type JobInfo = { id: string, project: string, project_name: string, 
+/**
+ * `transcribe`, `cleanup` or `synthesize`.
+ */
+kind: string, description: string, fraction: number, created_unix_ms: number, updated_unix_ms: number, 
+/**
+ * A process is running it now; otherwise it was interrupted.
+ */
+running: boolean, };
+export type RefusedSegment = { segment: number, reason: string, };
+export type SegmentOutcome = { "outcome": "cleaned", segment: number, suggestion: Suggestion, } | { "outcome": "refused", segment: number, rejection: Rejection, } | { "outcome": "skipped", segment: number, reason: string, };
+export type CleanupSummary = { job: string, segments: number, 
+/**
+ * Every segment refused in the job, resumed runs included.
+ */
+refused: Array<RefusedSegment>, 
+/**
+ * This run's segments.
+ */
+outcomes: Array<SegmentOutcome>, };
+export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake };
 export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, };
 export type LlmSettings = { 
 /**
@@ -225,6 +246,7 @@ export type JobProgress = { job: string,
  */
 progress: number, step: string | null, };
 export type SegmentCleanupEvent = { project: string, segment: number, } & ({ "event": "planned", chunks: number, } | { "event": "chunk_started", index: number, attempt: number, } | { "event": "delta", index: number, text: string, } | { "event": "retrying", index: number, attempt: number, wait_ms: number, rejection: Rejection, } | { "event": "chunk_finished", index: number, source: PieceSource, });
+export type CleanupProgress = { project: string, segment: number, count: number, error: UiError | null, };
 export type RecordLevel = { job: string, dbfs: number, };
 export type GpuEvent = { status: SamplerStatus, latest: MemorySample | null, };
 export type BenchProgress = { line: string, };
@@ -246,6 +268,10 @@ export const COMMANDS = [
   "cancel_job",
   "edit_segment",
   "clean_segment",
+  "clean_all",
+  "interrupted_jobs",
+  "resume_job",
+  "discard_job",
   "decide",
   "export_transcript",
   "list_voices",
@@ -271,6 +297,7 @@ export type EventPayloads = {
   "lane": LaneEvent;
   "job-progress": JobProgress;
   "cleanup": SegmentCleanupEvent;
+  "cleanup-progress": CleanupProgress;
   "record-level": RecordLevel;
   "gpu": GpuEvent;
   "bench": BenchProgress;

@@ -15,6 +15,7 @@ import {
 } from "./api";
 import { useEvent } from "./hooks";
 import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
+import { InterruptedJobs } from "./panels/jobs";
 import { LanesPanel } from "./panels/lanes";
 import { ErrorNotice } from "./rejection";
 import { CleanupView } from "./views/cleanup";
@@ -130,6 +131,12 @@ function App() {
       </nav>
       <main class="content">
         {error && <ErrorNotice scope="app" error={error} onDismiss={() => setError(null)} />}
+        <InterruptedJobs
+          onResumed={(id) => {
+            refreshProjects();
+            if (project?.id === id) api.openProject(id).then(setProject, (e) => setError(asUiError(e)));
+          }}
+        />
         {view === "projects" && (
           <ProjectsView
             entries={entries}

@@ -1,6 +1,6 @@
 // Clean up: per-project cleanup settings, streamed cleanup per segment, side-by-side diff,
 // accept or reject per segment or all, and rejections shown at the segment they hit.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import {
   api,
   asUiError,
@@ -151,8 +151,8 @@ export function CleanupView(props: {
   const [streams, setStreams] = useState<Record<number, string>>({});
   const [running, setRunning] = useState<Record<number, string>>({});
   const [errors, setErrors] = useState<Record<number, UiError>>({});
-  const [batch, setBatch] = useState(false);
-  const cancelBatch = useRef(false);
+  // The clean-all job's id while it runs.
+  const [batch, setBatch] = useState<string | null>(null);
 
   useEvent("cleanup", (e) => {
     if (e.project !== project.id) return;
@@ -190,17 +190,40 @@ export function CleanupView(props: {
     }
   };
 
-  // One segment at a time, so a whole transcript never holds more than one text slot; stops at
-  // the first refusal so it stays visible.
+  // One job for the whole transcript, recorded in the project (a crash or a closed window
+  // leaves it to resume). One segment at a time, so it never holds more than one text slot; a
+  // refused segment shows its reason where it happened and the job goes on.
   const cleanAll = async () => {
-    setBatch(true);
-    cancelBatch.current = false;
-    for (let i = 0; i < project.segments.length; i++) {
-      if (cancelBatch.current) break;
-      if (!(await cleanOne(i))) break;
+    const job = jobId("cleanup-all");
+    setBatch(job);
+    setErrors({});
+    setRunning({ 0: job });
+    setStreams({ 0: "" });
+    try {
+      await api.cleanAll(project.id, false, job);
+    } catch (e) {
+      const error = asUiError(e);
+      if (error.kind !== "cancelled") setErrors((errs) => ({ ...errs, [-1]: error }));
+    } finally {
+      setBatch(null);
+      setRunning({});
+      props.onProject(await api.openProject(project.id));
     }
-    setBatch(false);
   };
+
+  useEvent("cleanup-progress", (p) => {
+    if (p.project !== project.id || !batch) return;
+    const next = p.segment + 1;
+    setRunning(next < p.count ? { [next]: batch } : {});
+    setStreams((s) => (next < p.count ? { ...s, [next]: "" } : s));
+    if (p.error) {
+      const error = p.error;
+      setErrors((errs) => ({ ...errs, [p.segment]: error }));
+    } else {
+      // The segment's suggestion is saved: show it now, not when the whole job ends.
+      api.openProject(project.id).then(props.onProject, () => {});
+    }
+  });
 
   const decide = async (segment: number | null, decision: "accepted" | "rejected") => {
     try {
@@ -225,10 +248,7 @@ export function CleanupView(props: {
             {batch ? (
               <button
                 data-testid="cleanup-cancel-all"
-                onClick={() => {
-                  cancelBatch.current = true;
-                  Object.values(running).forEach((job) => api.cancelJob(job));
-                }}
+                onClick={() => batch && api.cancelJob(batch)}
               >
                 Stop
               </button>

@@ -1,0 +1,93 @@
+// Interrupted jobs: work a crash, a kill or a closed window stopped, found in the projects at
+// start, each with Resume (from its checkpoint) and Discard.
+import { useEffect, useState } from "preact/hooks";
+import { api, asUiError, jobId, type JobInfo, type UiError } from "../api";
+import { useEvent } from "../hooks";
+import { ErrorNotice } from "../rejection";
+
+export function InterruptedJobs(props: { onResumed: (project: string) => void }) {
+  const [jobs, setJobs] = useState<JobInfo[]>([]);
+  // Recorded job id -> the handle of its resume while it runs.
+  const [resuming, setResuming] = useState<Record<string, string>>({});
+  const [progress, setProgress] = useState<Record<string, number>>({});
+  const [error, setError] = useState<UiError | null>(null);
+
+  const refresh = () => api.interruptedJobs().then(setJobs, (e) => setError(asUiError(e)));
+  useEffect(() => {
+    refresh();
+  }, []);
+
+  useEvent("job-progress", (p) => {
+    if (Object.values(resuming).includes(p.job)) setProgress((all) => ({ ...all, [p.job]: p.progress }));
+  });
+
+  const resume = async (job: JobInfo) => {
+    const handle = jobId("resume");
+    setError(null);
+    setResuming((r) => ({ ...r, [job.id]: handle }));
+    try {
+      await api.resumeJob(job.project, job.id, handle);
+      props.onResumed(job.project);
+    } catch (e) {
+      setError(asUiError(e));
+    } finally {
+      setResuming(({ [job.id]: _, ...rest }) => rest);
+      refresh();
+    }
+  };
+
+  const discard = async (job: JobInfo) => {
+    setError(null);
+    try {
+      await api.discardJob(job.project, job.id);
+    } catch (e) {
+      setError(asUiError(e));
+    }
+    refresh();
+  };
+
+  if (jobs.length === 0 && !error) return null;
+  return (
+    <section class="card interrupted-jobs" data-testid="interrupted-jobs" aria-label="Interrupted jobs">
+      <h2>Interrupted jobs</h2>
+      <p class="muted">
+        These stopped before they finished (the app closed or crashed). What they finished is kept; resume
+        continues from there.
+      </p>
+      {error && <ErrorNotice scope="jobs" error={error} onDismiss={() => setError(null)} />}
+      <ul>
+        {jobs.map((job) => {
+          const handle = resuming[job.id];
+          return (
+            <li key={job.id} data-testid={`job-${job.id}`} data-kind={job.kind}>
+              <span class="job-project">{job.project_name}</span>{" "}
+              <span data-testid={`job-description-${job.id}`}>{job.description}</span>{" "}
+              {handle ? (
+                <>
+                  <progress
+                    data-testid={`job-progress-${job.id}`}
+                    max={1}
+                    value={progress[handle] ?? job.fraction}
+                    aria-label="Resume progress"
+                  />
+                  <button data-testid={`job-cancel-${job.id}`} onClick={() => api.cancelJob(handle)}>
+                    Cancel
+                  </button>
+                </>
+              ) : (
+                <>
+                  <button data-testid={`job-resume-${job.id}`} onClick={() => resume(job)}>
+                    Resume
+                  </button>
+                  <button data-testid={`job-discard-${job.id}`} onClick={() => discard(job)}>
+                    Discard
+                  </button>
+                </>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}
