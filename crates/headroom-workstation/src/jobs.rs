@@ -6,7 +6,7 @@
 //! continues from its last checkpoint (a transcription from its last finished window, a
 //! cleanup from its last finished segment).
 
-use crate::projects::{ProjectEntry, ProjectError, ProjectStore, JOBS};
+use crate::projects::{json_files, ProjectEntry, ProjectError, ProjectStore, JOBS};
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::write_atomic;
 use headroom_speech::asr::Segment;
@@ -294,18 +294,13 @@ impl ProjectStore {
     /// A damaged record is skipped (and left alone).
     pub fn jobs(&self, project_id: &str) -> Result<Vec<JobInfo>, ProjectError> {
         let project = self.open(project_id)?;
-        let dir = self.jobs_dir(project_id)?;
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(ProjectError::from_io(&dir)(e)),
-        };
+        self.jobs_of(&project.id, &project.name)
+    }
+
+    /// [`ProjectStore::jobs`] for a project whose manifest was already read.
+    fn jobs_of(&self, project_id: &str, project_name: &str) -> Result<Vec<JobInfo>, ProjectError> {
         let mut jobs = Vec::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("json") {
-                continue;
-            }
+        for path in json_files(&self.jobs_dir(project_id)?)? {
             let record = match read_record(&path) {
                 Ok(r) => r,
                 Err(e) => {
@@ -320,8 +315,8 @@ impl ProjectStore {
                 kind: record.kind.name().to_string(),
                 fraction: record.progress.fraction,
                 id: record.id,
-                project: project.id.clone(),
-                project_name: project.name.clone(),
+                project: project_id.to_string(),
+                project_name: project_name.to_string(),
                 created_unix_ms: record.created_unix_ms,
                 updated_unix_ms: record.updated_unix_ms,
                 running,
@@ -335,12 +330,13 @@ impl ProjectStore {
         Ok(jobs)
     }
 
-    /// Every project's interrupted jobs: what the app offers to resume at start.
+    /// Every project's interrupted jobs: what the app offers to resume at start. Each
+    /// manifest is read once, by the listing.
     pub fn interrupted_jobs(&self) -> Result<Vec<JobInfo>, ProjectError> {
         let mut jobs = Vec::new();
         for entry in self.list()? {
-            if let ProjectEntry::Ok { id, .. } = entry {
-                match self.jobs(&id) {
+            if let ProjectEntry::Ok { id, name, .. } = entry {
+                match self.jobs_of(&id, &name) {
                     Ok(found) => jobs.extend(found.into_iter().filter(|j| !j.running)),
                     Err(e) => tracing::warn!(project = %id, error = %e, "jobs not listed"),
                 }

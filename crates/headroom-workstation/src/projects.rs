@@ -80,6 +80,20 @@ pub struct Recovered {
     pub temporaries_removed: usize,
 }
 
+/// The `.json` files in one of a project's folders; none when the folder is not there yet.
+pub(crate) fn json_files(dir: &Path) -> Result<Vec<PathBuf>, ProjectError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ProjectError::from_io(dir)(e)),
+    };
+    Ok(entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("json"))
+        .collect())
+}
+
 /// Per-project choices.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -560,18 +574,8 @@ impl ProjectStore {
 
     /// The kept versions of a project's transcript, newest first.
     pub fn versions(&self, id: &str) -> Result<Vec<VersionInfo>, ProjectError> {
-        let folder = self.folder(id)?.join(VERSIONS);
-        let entries = match std::fs::read_dir(&folder) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(ProjectError::from_io(&folder)(e)),
-        };
         let mut versions = Vec::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("json") {
-                continue;
-            }
+        for path in json_files(&self.folder(id)?.join(VERSIONS))? {
             let Ok(version) = self.read_version(&path) else {
                 continue; // a damaged version is skipped, never deleted
             };
