@@ -82,7 +82,32 @@ impl ApiError {
             _ if value.get("object").and_then(Value::as_str) == Some("error") => {
                 serde_json::from_value(value.clone()).ok()
             }
-            _ => None,
+            // FastAPI's shape (the Python speech servers): a message, or validation errors.
+            _ => match value.get("detail") {
+                Some(Value::String(message)) => Some(ApiError {
+                    message: message.clone(),
+                    ..ApiError::default()
+                }),
+                Some(Value::Array(problems)) => {
+                    let message = problems
+                        .iter()
+                        .map(|p| {
+                            let field = p["loc"]
+                                .as_array()
+                                .and_then(|l| l.last())
+                                .and_then(Value::as_str)
+                                .unwrap_or("request");
+                            format!("{field}: {}", p["msg"].as_str().unwrap_or("invalid"))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    Some(ApiError {
+                        message,
+                        ..ApiError::default()
+                    })
+                }
+                _ => None,
+            },
         }
     }
 
@@ -123,6 +148,16 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fastapi_details_are_read_as_messages() {
+        let e = ApiError::from_body(r#"{"detail": "Language code sent is either unsupported"}"#);
+        assert_eq!(e.message, "Language code sent is either unsupported");
+        let e = ApiError::from_body(
+            r#"{"detail": [{"loc": ["body", "input"], "msg": "Field required", "type": "missing"}]}"#,
+        );
+        assert_eq!(e.message, "input: Field required");
+    }
 
     #[test]
     fn api_key_never_prints() {

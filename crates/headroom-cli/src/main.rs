@@ -15,6 +15,7 @@ mod record;
 mod serve;
 mod speak;
 mod transcribe;
+mod voice;
 
 use clap::{Args, Parser, Subcommand};
 use headroom_core::config::Config;
@@ -73,6 +74,9 @@ enum Command {
     /// export.
     #[command(subcommand)]
     Project(project::ProjectCommand),
+    /// Voice profiles: reference clips, similarity, approximate voice match, cloning server.
+    #[command(subcommand)]
+    Voice(voice::VoiceCommand),
 }
 
 /// Text-lane limits shared by the commands that use the lane.
@@ -178,12 +182,13 @@ fn main() -> ExitCode {
         let services = &*shared;
         match command {
             Command::Project(cmd) => project::run(cmd, shared.clone()).await,
+            Command::Voice(cmd) => voice::run(cmd, shared.clone()).await,
             Command::Cleanup(args) => cleanup::run(args, services).await,
             Command::Serve(args) => serve::run(args, services).await,
             Command::Doctor(args) => doctor::run(args, services).await,
             Command::Bench(cmd) => bench::run(cmd, services).await,
             Command::Transcribe(args) => transcribe::run(args, services).await,
-            Command::Speak(args) => speak::run(args, services).await,
+            Command::Speak(args) => speak::run(args, shared.clone()).await,
             Command::Record(args) => record::run(args, services).await,
             Command::Play(args) => play::run(args, services).await,
             Command::Plan(args) => plan::run(args, services).await,

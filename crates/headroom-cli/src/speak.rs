@@ -1,4 +1,5 @@
 use clap::Args;
+use headroom_services::voice_work::{default_voice_name, Voices};
 use headroom_services::{Services, NEURAL_VOICE_PREFIX};
 use headroom_speech::audio::write_wav;
 use headroom_speech::models;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct SpeakArgs {
     /// The text to speak.
     #[arg(required_unless_present = "list_voices")]
@@ -16,8 +17,10 @@ pub struct SpeakArgs {
     /// Output WAV file.
     #[arg(long, required_unless_present = "list_voices")]
     out: Option<PathBuf>,
-    /// Voice: an espeak-ng voice id (en-us, en-gb, de, fr, ...), or `joe` for the neural Piper
-    /// voice (`headroom models install piper-joe` first).
+    /// Voice: a voice profile's name (`headroom voice list`: cloned through the configured
+    /// server, else its approximate voice match), `kokoro` or `kokoro-<style>` for the neural
+    /// Kokoro voice (`headroom models install kokoro`), `joe` for the Piper voice, or an
+    /// espeak-ng voice id (en-us, en-gb, de, fr, ...).
     #[arg(long)]
     voice: Option<String>,
     /// List the available voices.
@@ -32,7 +35,13 @@ pub struct SpeakArgs {
     model: String,
 }
 
-pub async fn run(args: SpeakArgs, services: &Services) -> anyhow::Result<ExitCode> {
+pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitCode> {
+    let services = &*shared;
+    if let (Some(name), None, false) = (&args.voice, &args.server_url, args.list_voices) {
+        if services.voice_library().open(name).is_ok() {
+            return speak_as_profile(args.clone(), name, shared.clone()).await;
+        }
+    }
     // `--voice joe` names the neural voice `piper-joe`; anything else is an espeak-ng voice.
     let neural = args
         .voice
@@ -69,6 +78,38 @@ pub async fn run(args: SpeakArgs, services: &Services) -> anyhow::Result<ExitCod
         out.display(),
         audio.duration_secs(),
         started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Speaks as a voice profile, and says how close the take is beside the default voice.
+async fn speak_as_profile(
+    args: SpeakArgs,
+    name: &str,
+    services: Arc<Services>,
+) -> anyhow::Result<ExitCode> {
+    let (Some(text), Some(out)) = (args.text, args.out) else {
+        anyhow::bail!("give the text and --out FILE.wav");
+    };
+    let cancel = CancellationToken::new();
+    crate::cancel_on_ctrl_c(cancel.clone());
+    let started = std::time::Instant::now();
+    let take = Voices::new(services.clone())
+        .speak(name, text, cancel)
+        .await?;
+    write_wav(&out, &take.audio)?;
+    eprintln!(
+        "wrote {} ({:.1} s of speech in {:.2} s), {}",
+        out.display(),
+        take.audio.duration_secs(),
+        started.elapsed().as_secs_f64(),
+        take.method.label()
+    );
+    eprintln!(
+        "similarity to {name}: {:.3} (default voice {}: {:.3})",
+        take.closeness.similarity,
+        default_voice_name(&services),
+        take.closeness.default_similarity
     );
     Ok(ExitCode::SUCCESS)
 }

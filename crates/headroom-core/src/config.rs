@@ -153,6 +153,33 @@ impl Default for AudioLaneSettings {
     }
 }
 
+/// The user's voice cloning server (see `headroom_speech::cloning`): none when `url` is empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(default, deny_unknown_fields)]
+pub struct CloningSettings {
+    /// `chatterbox` (Chatterbox-TTS-API), `xtts` (the XTTS API server) or `openai` (an
+    /// OpenAI-style speech server with server-side voice names).
+    pub kind: String,
+    /// The server's root URL, e.g. `http://127.0.0.1:4123`; empty: no cloning server.
+    pub url: String,
+    /// The language the text is in, for servers that ask (XTTS).
+    pub language: String,
+}
+
+impl Default for CloningSettings {
+    fn default() -> Self {
+        CloningSettings {
+            kind: "chatterbox".into(),
+            url: String::new(),
+            language: "en".into(),
+        }
+    }
+}
+
+/// The cloning server kinds `cloning.kind` may name.
+pub const CLONING_KINDS: [&str; 3] = ["chatterbox", "xtts", "openai"];
+
 /// Everything configurable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -163,6 +190,7 @@ pub struct Config {
     pub audio_lane: AudioLaneSettings,
     pub cleanup: CleanupSettings,
     pub server: ServerSettings,
+    pub cloning: CloningSettings,
 }
 
 /// A settings problem, naming the file and what is wrong.
@@ -223,10 +251,25 @@ impl Config {
         Ok(config)
     }
 
-    /// Whether the settings can be used: lane limits and deadlines, retries, the server URL.
+    /// Whether the settings can be used: lane limits and deadlines, retries, the server URLs.
     pub fn check(&self) -> Result<(), ConfigError> {
         self.text_lane()?;
         self.retry()?;
+        if !CLONING_KINDS.contains(&self.cloning.kind.as_str()) {
+            return Err(ConfigError::Invalid {
+                name: "cloning.kind",
+                expected: "chatterbox, xtts or openai",
+                value: self.cloning.kind.clone(),
+            });
+        }
+        let url = self.cloning.url.trim();
+        if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::Invalid {
+                name: "cloning.url",
+                expected: "empty, or an http:// URL such as http://127.0.0.1:4123",
+                value: self.cloning.url.clone(),
+            });
+        }
         if self.server.max_concurrent_uploads == 0 {
             return Err(ConfigError::Invalid {
                 name: "server.max_concurrent_uploads",
@@ -282,7 +325,8 @@ impl Config {
         })
     }
 
-    /// `HEADROOM_LLM_URL`, `HEADROOM_MODEL`, `HEADROOM_API_KEY`.
+    /// `HEADROOM_LLM_URL`, `HEADROOM_MODEL`, `HEADROOM_API_KEY`, `HEADROOM_CLONING_URL`,
+    /// `HEADROOM_CLONING_KIND`.
     pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) {
         if let Some(url) = var("HEADROOM_LLM_URL").filter(|v| !v.is_empty()) {
             self.llm.url = url;
@@ -292,6 +336,12 @@ impl Config {
         }
         if let Some(key) = var("HEADROOM_API_KEY").filter(|v| !v.is_empty()) {
             self.llm.api_key = Some(key);
+        }
+        if let Some(url) = var("HEADROOM_CLONING_URL").filter(|v| !v.is_empty()) {
+            self.cloning.url = url;
+        }
+        if let Some(kind) = var("HEADROOM_CLONING_KIND").filter(|v| !v.is_empty()) {
+            self.cloning.kind = kind;
         }
     }
 

@@ -25,8 +25,12 @@
 //! | [`Services`] | the shared lanes, speech, GPU sampler and metrics |
 //! | [`Environment`] | paths and programs, read from the process environment once, by the binary |
 //! | [`speech`] | speech jobs (transcribe, synthesize) scheduled on the audio lane |
+//! | [`voices`] | the voice library: profiles, reference clips, embeddings, matches |
+//! | [`voice_work`] | voice workflows on the audio lane: add a clip, score, match, speak as a voice |
 
 pub mod speech;
+pub mod voice_work;
+pub mod voices;
 
 use headroom_core::admission::MemoryGauge;
 use headroom_core::config::{Config, ConfigError};
@@ -36,7 +40,8 @@ use headroom_core::metrics::Metrics;
 use headroom_gpu::{GpuSampler, ReplayReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
 use headroom_speech::asr::Transcriber;
 use headroom_speech::models;
-use headroom_speech::tts::{Espeak, Piper, Synthesizer, ESPEAK_PROGRAM};
+use headroom_speech::tts::{Espeak, Kokoro, Piper, Synthesizer, ESPEAK_PROGRAM};
+use headroom_speech::voice::{SpeakerEmbedder, VoiceError};
 use serde::Serialize;
 use speech::{SpeechError, SpeechService};
 use std::collections::HashMap;
@@ -48,6 +53,8 @@ use tokio::sync::broadcast;
 
 /// Voice names that select a neural voice model (`piper-joe`) rather than an espeak-ng voice.
 pub const NEURAL_VOICE_PREFIX: &str = "piper-";
+/// Voice names that select the Kokoro model: `kokoro` (its default style) or `kokoro-<style>`.
+pub const KOKORO_VOICE: &str = "kokoro";
 
 /// Where Headroom finds its files and helper programs, and the secrets it may send. The binary
 /// reads these from its environment once ([`Environment::from_vars`]); libraries never do.
@@ -59,6 +66,8 @@ pub struct Environment {
     pub models_dir: PathBuf,
     /// `HEADROOM_PROJECTS_DIR`, else the platform data directory.
     pub projects_dir: PathBuf,
+    /// `HEADROOM_VOICES_DIR`, else the platform data directory: the voice library.
+    pub voices_dir: PathBuf,
     /// `HEADROOM_ESPEAK`, else `espeak-ng` on `PATH`.
     pub espeak: String,
     /// `HEADROOM_PYTHON`, else `python3`: runs pip for model installs.
@@ -85,6 +94,9 @@ impl Environment {
             projects_dir: set("HEADROOM_PROJECTS_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(default_projects_dir),
+            voices_dir: set("HEADROOM_VOICES_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_voices_dir),
             espeak: text("HEADROOM_ESPEAK").unwrap_or_else(|| ESPEAK_PROGRAM.into()),
             python: text("HEADROOM_PYTHON").unwrap_or_else(|| "python3".into()),
             gpu_replay: set("HEADROOM_GPU_REPLAY").map(PathBuf::from),
@@ -114,6 +126,13 @@ pub fn default_projects_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("headroom-projects"))
 }
 
+/// `~/.local/share/headroom/voices` on Linux.
+pub fn default_voices_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "headroom")
+        .map(|d| d.data_dir().join("voices"))
+        .unwrap_or_else(|| PathBuf::from("headroom-voices"))
+}
+
 /// Why a shared service could not be had; each keeps its cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ServicesError {
@@ -127,6 +146,8 @@ pub enum ServicesError {
     },
     #[error(transparent)]
     Speech(#[from] SpeechError),
+    #[error(transparent)]
+    Voice(#[from] VoiceError),
 }
 
 /// A lane's snapshot with the server it fronts (text lanes).
@@ -163,6 +184,10 @@ pub struct Services {
     speech: Arc<SpeechService>,
     /// Neural voices, loaded on first use, on the same lane.
     neural_voices: Mutex<HashMap<String, Arc<SpeechService>>>,
+    /// Kokoro and the speaker embedder, loaded on first use.
+    kokoro: Mutex<Option<Arc<Kokoro>>>,
+    embedder: Mutex<Option<Arc<SpeakerEmbedder>>>,
+    voice_library: voices::VoiceLibrary,
     /// One text lane per server URL, so each server keeps its own bound.
     text_lanes: Mutex<HashMap<String, TextLane>>,
     lane_events: broadcast::Sender<LaneEvent>,
@@ -182,6 +207,7 @@ impl Services {
             env.models_dir.clone(),
             Arc::new(Espeak::new(env.espeak.clone())),
         ));
+        let voice_library = voices::VoiceLibrary::new(env.voices_dir.clone());
         let (lane_events, _) = broadcast::channel(256);
         let runtime = tokio::runtime::Handle::current();
         forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
@@ -192,6 +218,9 @@ impl Services {
             audio_lane,
             speech,
             neural_voices: Mutex::new(HashMap::new()),
+            kokoro: Mutex::new(None),
+            embedder: Mutex::new(None),
+            voice_library,
             text_lanes: Mutex::new(HashMap::new()),
             lane_events,
             gpu: OnceLock::new(),
@@ -239,12 +268,55 @@ impl Services {
         Arc::new(service)
     }
 
+    /// The voice library (profiles of voices, usable in any project).
+    pub fn voice_library(&self) -> &voices::VoiceLibrary {
+        &self.voice_library
+    }
+
+    /// Kokoro, loaded (on the calling thread) the first time.
+    pub fn kokoro(&self) -> Result<Arc<Kokoro>, ServicesError> {
+        let mut slot = self.kokoro.lock().expect("kokoro lock");
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let dir = models::locate(&self.env.models_dir, KOKORO_VOICE).map_err(SpeechError::from)?;
+        let kokoro = Arc::new(Kokoro::load(&dir, &self.env.espeak).map_err(SpeechError::from)?);
+        *slot = Some(kokoro.clone());
+        Ok(kokoro)
+    }
+
+    /// The speaker embedder, loaded (on the calling thread) the first time.
+    pub fn embedder(&self) -> Result<Arc<SpeakerEmbedder>, ServicesError> {
+        let mut slot = self.embedder.lock().expect("embedder lock");
+        if let Some(e) = slot.as_ref() {
+            return Ok(e.clone());
+        }
+        let dir = models::locate(&self.env.models_dir, models::EMBEDDER_MODEL)
+            .map_err(SpeechError::from)?;
+        let embedder = Arc::new(SpeakerEmbedder::load(&dir)?);
+        *slot = Some(embedder.clone());
+        Ok(embedder)
+    }
+
     /// The speech service that speaks `voice`, and the voice name to pass it: a neural voice
-    /// (`piper-joe`) gets its own engine, loaded once; anything else is an espeak-ng voice.
+    /// (`kokoro`, `kokoro-<style>`, `piper-joe`) gets its own engine, loaded once; anything else
+    /// is an espeak-ng voice.
     pub fn speech_for_voice(
         &self,
         voice: Option<&str>,
     ) -> Result<(Arc<SpeechService>, Option<String>), ServicesError> {
+        if let Some(v) = voice.filter(|v| *v == KOKORO_VOICE || v.starts_with("kokoro-")) {
+            let mut cache = self.neural_voices.lock().expect("voices lock");
+            if let Some(service) = cache.get(KOKORO_VOICE) {
+                return Ok((service.clone(), Some(v.to_string())));
+            }
+            drop(cache);
+            let kokoro = self.kokoro()?;
+            let service = Arc::new(self.speech.with_synthesizer(kokoro));
+            cache = self.neural_voices.lock().expect("voices lock");
+            cache.insert(KOKORO_VOICE.to_string(), service.clone());
+            return Ok((service, Some(v.to_string())));
+        }
         let Some(model) = voice.filter(|v| v.starts_with(NEURAL_VOICE_PREFIX)) else {
             return Ok((self.speech.clone(), voice.map(str::to_string)));
         };

@@ -185,6 +185,16 @@ impl SpeechService {
         Ok(engine)
     }
 
+    /// The embedded Whisper engine for `model` installed in `dir`, loaded (on the calling
+    /// thread, so call it from an audio lane job) the first time; shared with transcriptions.
+    pub fn embedded_transcriber(
+        &self,
+        model: &str,
+        dir: &Path,
+    ) -> Result<Arc<dyn Transcriber>, SpeechError> {
+        Ok(Self::transcriber(&self.transcribers, model, dir)?)
+    }
+
     /// Decodes, resamples and transcribes on the audio lane. `progress` gets 0.0..=1.0.
     pub async fn transcribe(
         &self,

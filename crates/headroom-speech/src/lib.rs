@@ -28,7 +28,10 @@
 
 pub mod asr;
 pub mod audio;
+pub mod cloning;
 pub mod models;
+mod onnx;
 pub mod remote;
 mod remote_error;
 pub mod tts;
+pub mod voice;

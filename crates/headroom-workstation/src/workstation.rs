@@ -22,6 +22,7 @@ use headroom_core::lanes::{LaneEvent, TextLane};
 use headroom_core::llm::{LlmError, ServerInfo};
 use headroom_gpu::{GpuSampler, SamplerStatus};
 use headroom_services::speech::{AudioInput, Resume, SpeechError};
+use headroom_services::voice_work::VoiceWorkError;
 use headroom_services::{LaneView, Services, ServicesError, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
@@ -48,6 +49,8 @@ pub enum WorkstationError {
     Audio(#[from] AudioError),
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error(transparent)]
+    Voice(#[from] VoiceWorkError),
     #[error("{0}")]
     Rejected(Rejection),
     #[error("the text model's server at {url} cannot be used: {source}")]
@@ -82,6 +85,7 @@ impl From<ServicesError> for WorkstationError {
             ServicesError::Config(e) => e.into(),
             ServicesError::Server { url, source } => WorkstationError::Server { url, source },
             ServicesError::Speech(e) => e.into(),
+            ServicesError::Voice(e) => WorkstationError::Voice(VoiceWorkError::Voice(e)),
         }
     }
 }
@@ -92,6 +96,8 @@ impl WorkstationError {
         match self {
             WorkstationError::Rejected(r) => Some(r),
             WorkstationError::Speech(SpeechError::Rejected(r)) => Some(r),
+            WorkstationError::Voice(VoiceWorkError::Rejected(r)) => Some(r),
+            WorkstationError::Voice(VoiceWorkError::Speech(SpeechError::Rejected(r))) => Some(r),
             _ => None,
         }
     }

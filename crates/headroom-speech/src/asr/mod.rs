@@ -1,7 +1,10 @@
 //! Speech recognition: the [`Transcriber`] trait, the embedded Whisper engine, and exports.
 
 pub mod export;
+mod wer;
 pub mod whisper;
+
+pub use wer::word_error_rate;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;

@@ -2,6 +2,7 @@
 
 mod decode;
 mod device;
+pub mod mel;
 mod recording;
 mod resample;
 mod sniff;

@@ -12,6 +12,8 @@ pub struct Espeak {
     program: String,
     /// Words per minute.
     pub speed: u32,
+    /// Base pitch, 0–99 (espeak-ng's default is 50).
+    pub pitch: u32,
 }
 
 /// The program run when none is configured.
@@ -29,6 +31,7 @@ impl Espeak {
         Espeak {
             program: program.into(),
             speed: 165,
+            pitch: 50,
         }
     }
 
@@ -61,7 +64,8 @@ impl Espeak {
 
     fn speak_to(&self, text: &str, voice: &str, wav: &Path) -> Result<Audio, TtsError> {
         let mut child = Command::new(&self.program)
-            .args(["-b", "1", "-s", &self.speed.to_string(), "-v", voice, "-w"])
+            .args(["-b", "1", "-s", &self.speed.to_string()])
+            .args(["-p", &self.pitch.min(99).to_string(), "-v", voice, "-w"])
             .arg(wav)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -102,6 +106,33 @@ impl Espeak {
             message: e.to_string(),
         })
     }
+}
+
+/// A sentence as IPA phonemes from espeak-ng run as `program` with `voice`, clauses joined by
+/// spaces and the sentence's final punctuation kept (espeak drops it; neural voices use it for
+/// intonation and pauses).
+pub fn ipa_phonemes(program: &str, voice: &str, sentence: &str) -> Result<String, TtsError> {
+    let output = Command::new(program)
+        .args(["-q", "--ipa", "-v", voice])
+        .arg(sentence)
+        .output()
+        .map_err(|e| TtsError::Engine {
+            engine: "espeak-ng".into(),
+            message: format!("cannot run espeak-ng for phonemes: {e}"),
+        })?;
+    let mut ipa = String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(end) = sentence
+        .trim_end()
+        .chars()
+        .last()
+        .filter(|c| matches!(c, '.' | '?' | '!' | ','))
+    {
+        ipa.push(end);
+    }
+    Ok(ipa)
 }
 
 impl Synthesizer for Espeak {

@@ -1,10 +1,12 @@
 //! Speech synthesis: the [`Synthesizer`] trait, the embedded espeak-ng engine and the
-//! optional neural Piper voice.
+//! neural Kokoro and Piper voices.
 
 mod espeak;
+mod kokoro;
 mod piper;
 
-pub use espeak::{Espeak, ESPEAK_PROGRAM};
+pub use espeak::{ipa_phonemes, Espeak, ESPEAK_PROGRAM};
+pub use kokoro::{Kokoro, Style, DEFAULT_STYLE, KOKORO_SAMPLE_RATE, STYLE_DIM};
 pub use piper::Piper;
 
 use crate::audio::Audio;

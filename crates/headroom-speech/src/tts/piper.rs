@@ -1,5 +1,4 @@
-//! A neural voice: Piper (VITS) models run by ONNX Runtime, loaded at run time from the
-//! library installed with the voice, so Headroom neither links nor bundles it. Text becomes
+//! A neural voice: Piper (VITS) models run by ONNX Runtime ([`crate::onnx`]). Text becomes
 //! IPA phonemes with espeak-ng (a separate process), phonemes become the model's ids.
 
 use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
@@ -9,8 +8,7 @@ use ort::value::Tensor;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 const ENGINE: &str = "piper";
@@ -21,9 +19,6 @@ fn engine_error(message: impl std::fmt::Display) -> TtsError {
         message: message.to_string(),
     }
 }
-
-/// ONNX Runtime can be initialised once per process.
-static RUNTIME: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// A loaded Piper voice.
 pub struct Piper {
@@ -41,16 +36,6 @@ impl Piper {
     /// Loads `voice.onnx`, `voice.onnx.json` and `libonnxruntime.so` from an installed voice;
     /// phonemes come from espeak-ng run as `espeak_program`.
     pub fn load(dir: &Path, id: &str, espeak_program: &str) -> Result<Piper, TtsError> {
-        let lib = dir.join("libonnxruntime.so");
-        RUNTIME
-            .get_or_init(|| {
-                ort::init_from(lib.display().to_string())
-                    .commit()
-                    .map(|_| ())
-                    .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", lib.display()))
-            })
-            .clone()
-            .map_err(engine_error)?;
         let config_path = dir.join("voice.onnx.json");
         let config: Value = std::fs::read_to_string(&config_path)
             .ok()
@@ -65,17 +50,7 @@ impl Piper {
         }
         let scale =
             |key: &str, default: f64| config["inference"][key].as_f64().unwrap_or(default) as f32;
-        let session = Session::builder()
-            .and_then(|b| {
-                b.with_intra_threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
-            })
-            .and_then(|b| b.commit_from_file(dir.join("voice.onnx")))
-            .map_err(|e| {
-                engine_error(format!(
-                    "cannot load {}: {e}",
-                    dir.join("voice.onnx").display()
-                ))
-            })?;
+        let session = crate::onnx::session(dir, "voice.onnx", 0).map_err(engine_error)?;
         Ok(Piper {
             id: id.to_string(),
             session: Mutex::new(session),
@@ -95,25 +70,7 @@ impl Piper {
     }
 
     fn phonemes(&self, sentence: &str) -> Result<String, TtsError> {
-        let output = Command::new(&self.espeak_program)
-            .args(["-q", "--ipa", "-v", &self.espeak_voice])
-            .arg(sentence)
-            .output()
-            .map_err(|e| engine_error(format!("cannot run espeak-ng for phonemes: {e}")))?;
-        let mut ipa = String::from_utf8_lossy(&output.stdout)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        // espeak drops punctuation; the voice uses it for intonation and pauses.
-        if let Some(end) = sentence
-            .trim_end()
-            .chars()
-            .last()
-            .filter(|c| matches!(c, '.' | '?' | '!' | ','))
-        {
-            ipa.push(end);
-        }
-        Ok(ipa)
+        super::espeak::ipa_phonemes(&self.espeak_program, &self.espeak_voice, sentence)
     }
 
     /// Piper's id sequence: start, then each phoneme followed by the pad, then end.

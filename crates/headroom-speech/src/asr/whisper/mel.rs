@@ -3,6 +3,7 @@
 //! the peak, rescale. Frames are centred (reflect padding), and the last frame is dropped, as
 //! the reference implementation does.
 
+use crate::audio::mel::slaney_filters;
 use rustfft::num_complex::Complex32;
 use rustfft::{Fft, FftPlanner};
 use std::sync::Arc;
@@ -22,49 +23,9 @@ pub struct MelFrontend {
     fft: Arc<dyn Fft<f32>>,
 }
 
-fn hz_to_mel(hz: f64) -> f64 {
-    // Slaney: linear below 1 kHz, logarithmic above.
-    let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
-    let min_log_mel = min_log_hz / f_sp;
-    let logstep = (6.4f64).ln() / 27.0;
-    if hz >= min_log_hz {
-        min_log_mel + (hz / min_log_hz).ln() / logstep
-    } else {
-        hz / f_sp
-    }
-}
-
-fn mel_to_hz(mel: f64) -> f64 {
-    let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
-    let min_log_mel = min_log_hz / f_sp;
-    let logstep = (6.4f64).ln() / 27.0;
-    if mel >= min_log_mel {
-        min_log_hz * (logstep * (mel - min_log_mel)).exp()
-    } else {
-        mel * f_sp
-    }
-}
-
-/// Slaney-normalized triangular filters, n_mels × (N_FFT/2 + 1), row-major.
+/// Whisper's filterbank: Slaney mels up to 8 kHz over its 400-point FFT.
 pub fn mel_filters(n_mels: usize) -> Vec<f32> {
-    let bins = N_FFT / 2 + 1;
-    let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(SAMPLE_RATE as f64 / 2.0));
-    let points: Vec<f64> = (0..n_mels + 2)
-        .map(|i| mel_to_hz(lo + (hi - lo) * i as f64 / (n_mels + 1) as f64))
-        .collect();
-    let mut filters = vec![0f32; n_mels * bins];
-    for m in 0..n_mels {
-        let (left, centre, right) = (points[m], points[m + 1], points[m + 2]);
-        let norm = 2.0 / (right - left);
-        for b in 0..bins {
-            let f = b as f64 * SAMPLE_RATE as f64 / N_FFT as f64;
-            let rising = (f - left) / (centre - left);
-            let falling = (right - f) / (right - centre);
-            let w = rising.min(falling).max(0.0) * norm;
-            filters[m * bins + b] = w as f32;
-        }
-    }
-    filters
+    slaney_filters(n_mels, N_FFT, SAMPLE_RATE as u32)
 }
 
 impl MelFrontend {
@@ -152,28 +113,7 @@ pub fn window(mel: &[f32], n_mels: usize, total: usize, start: usize, fill: f32)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slaney_scale_round_trips_and_bends_at_1khz() {
-        for hz in [0.0, 440.0, 1000.0, 4000.0, 8000.0] {
-            assert!((mel_to_hz(hz_to_mel(hz)) - hz).abs() < 1e-6);
-        }
-        assert!((hz_to_mel(1000.0) - 15.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn filters_are_triangles_with_slaney_area() {
-        let f = mel_filters(80);
-        let bins = N_FFT / 2 + 1;
-        assert_eq!(f.len(), 80 * bins);
-        for m in 0..80 {
-            let row = &f[m * bins..(m + 1) * bins];
-            assert!(row.iter().all(|&w| w >= 0.0));
-            assert!(row.iter().any(|&w| w > 0.0), "filter {m} is empty");
-        }
-        // Whisper's filterbank: the first filter peaks at bin 1 with weight ~0.0246.
-        assert!((f[1] - 0.02486).abs() < 1e-3, "{}", f[1]);
-    }
+    use crate::audio::mel::{hz_to_mel, mel_to_hz};
 
     #[test]
     fn a_tone_lights_up_the_matching_mel_band() {

@@ -1,0 +1,465 @@
+//! Voice workflows, each a job on the audio lane: add a reference clip (decode, check,
+//! transcribe, embed), score a take against a voice, search for an approximate voice match,
+//! and speak text as a voice — cloned through the user's server when one is configured, else
+//! with the match. Every take is scored: its similarity to the voice, beside the default
+//! voice's similarity for the same text.
+
+use crate::speech::{AudioInput, SpeechError};
+use crate::voices::{LibraryError, VoiceMatch, VoiceProfile};
+use crate::{Services, ServicesError};
+use headroom_base::clock::unix_ms;
+use headroom_core::admission::{Priority, Rejection};
+use headroom_core::config::CloningSettings;
+use headroom_speech::asr::{word_error_rate, TranscribeOptions, Transcriber};
+use headroom_speech::audio::{Audio, Decode, DecodeLimits};
+use headroom_speech::cloning::{CloningError, CloningKind, CloningServer, Health, Reference};
+use headroom_speech::models::{self, DEFAULT_MODEL};
+use headroom_speech::tts::{Espeak, Style, Synthesizer, DEFAULT_STYLE};
+use headroom_speech::voice::matching::{
+    match_espeak, match_style, EspeakSetting, Judge, MatchProgress, MatchSettings, Score,
+    HELD_OUT_SENTENCES,
+};
+use headroom_speech::voice::{check_clip, ClipReport, Embedding, SpeakerEmbedder, VoiceError};
+use serde::Serialize;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Why a voice workflow failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VoiceWorkError {
+    #[error(transparent)]
+    Library(#[from] LibraryError),
+    #[error(transparent)]
+    Voice(#[from] VoiceError),
+    #[error(transparent)]
+    Services(#[from] ServicesError),
+    #[error(transparent)]
+    Speech(#[from] SpeechError),
+    #[error(transparent)]
+    Cloning(#[from] CloningError),
+    #[error("the clip was not added: {}", .0.findings.iter().filter(|f| f.severity == headroom_speech::voice::Severity::Refused).map(|f| f.advice.as_str()).collect::<Vec<_>>().join("; "))]
+    ClipRefused(Box<ClipReport>),
+    #[error("voice {0:?} has no reference clips yet; add one with `headroom voice add`")]
+    NoClips(String),
+    #[error("voice {0:?} has no voice match yet and no cloning server is configured: run `headroom voice match {0}`, or set cloning.url")]
+    NoMatch(String),
+    #[error("no cloning server is configured (set cloning.url, e.g. http://127.0.0.1:4123)")]
+    NoCloningServer,
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+}
+
+impl From<headroom_speech::tts::TtsError> for VoiceWorkError {
+    fn from(e: headroom_speech::tts::TtsError) -> Self {
+        VoiceWorkError::Voice(VoiceError::Tts(e))
+    }
+}
+
+impl From<VoiceWorkError> for ServicesError {
+    fn from(e: VoiceWorkError) -> Self {
+        match e {
+            VoiceWorkError::Services(s) => s,
+            VoiceWorkError::Speech(s) => ServicesError::Speech(s),
+            VoiceWorkError::Voice(v) => ServicesError::Voice(v),
+            other => ServicesError::Voice(VoiceError::Engine(other.to_string())),
+        }
+    }
+}
+
+/// How a take was made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TakeMethod {
+    /// Cloned by the user's server.
+    Clone { server: String },
+    /// Kokoro with the style the voice match found: "voice match (approximate)".
+    VoiceMatch,
+    /// espeak-ng with the matched variant and pitch.
+    EspeakMatch { voice: String, pitch: u32 },
+}
+
+impl TakeMethod {
+    /// How the method is named to people: a match is never called a clone.
+    pub fn label(&self) -> String {
+        match self {
+            TakeMethod::Clone { server } => format!("cloned by {server}"),
+            TakeMethod::VoiceMatch => "voice match (approximate)".into(),
+            TakeMethod::EspeakMatch { voice, pitch } => {
+                format!("voice match (approximate, espeak-ng {voice} pitch {pitch})")
+            }
+        }
+    }
+}
+
+/// How close a take is to a voice, beside the default voice for the same text.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct Closeness {
+    pub similarity: f32,
+    pub default_similarity: f32,
+}
+
+/// A take in a voice.
+#[derive(Debug, Clone)]
+pub struct VoiceTake {
+    pub audio: Audio,
+    pub method: TakeMethod,
+    pub closeness: Closeness,
+}
+
+/// The default voice a take is compared with: Kokoro's default style where it is installed,
+/// else espeak-ng's en-us.
+pub fn default_voice_name(services: &Services) -> String {
+    if models::locate(&services.env().models_dir, "kokoro").is_ok() {
+        format!("kokoro-{DEFAULT_STYLE}")
+    } else {
+        "espeak-ng en-us".into()
+    }
+}
+
+fn default_voice_take(services: &Services, text: &str) -> Result<Audio, VoiceWorkError> {
+    let cancel = CancellationToken::new();
+    if models::locate(&services.env().models_dir, "kokoro").is_ok() {
+        let kokoro = services.kokoro()?;
+        Ok(kokoro.speak(text, &Style::shipped(DEFAULT_STYLE), 1.0, &cancel)?)
+    } else {
+        Ok(Espeak::new(services.env().espeak.clone())
+            .synthesize(text, Some("en-us"), &cancel)
+            .map_err(VoiceError::from)?)
+    }
+}
+
+/// The embedder and the embedded Whisper, judging takes for a match.
+struct TakeJudge {
+    embedder: Arc<SpeakerEmbedder>,
+    transcriber: Arc<dyn Transcriber>,
+}
+
+impl Judge for TakeJudge {
+    fn embed(&self, take: &Audio) -> Result<Embedding, VoiceError> {
+        self.embedder.embed(take)
+    }
+
+    fn word_error_rate(&self, take: &Audio, text: &str) -> Result<f64, VoiceError> {
+        let audio = take.to_16k()?;
+        let transcript = self
+            .transcriber
+            .transcribe(
+                &audio.samples,
+                &TranscribeOptions {
+                    language: Some("en".into()),
+                },
+                &|_| {},
+                &CancellationToken::new(),
+            )
+            .map_err(|e| VoiceError::Asr(e.to_string()))?;
+        Ok(word_error_rate(text, &transcript.text()))
+    }
+}
+
+/// The voice workflows over the process's services and voice library.
+#[derive(Clone)]
+pub struct Voices {
+    services: Arc<Services>,
+}
+
+impl Voices {
+    pub fn new(services: Arc<Services>) -> Voices {
+        Voices { services }
+    }
+
+    pub fn library(&self) -> &crate::voices::VoiceLibrary {
+        self.services.voice_library()
+    }
+
+    async fn on_lane<T: Send + 'static>(
+        &self,
+        priority: Priority,
+        cancel: CancellationToken,
+        job: impl FnOnce(&Services, &CancellationToken) -> Result<T, VoiceWorkError> + Send + 'static,
+    ) -> Result<T, VoiceWorkError> {
+        let services = self.services.clone();
+        self.services
+            .audio_lane()
+            .run(priority, cancel, move |cancel| job(&services, cancel))
+            .await?
+    }
+
+    /// Decodes, checks, transcribes (unless `transcript` is given and where the default Whisper
+    /// model is installed) and embeds a reference clip, and adds it to the voice. A clip the
+    /// checks refuse is not added: the error carries the report with its advice.
+    pub async fn add_clip(
+        &self,
+        voice: &str,
+        input: AudioInput,
+        transcript: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<(VoiceProfile, ClipReport), VoiceWorkError> {
+        let id = self.library().open(voice)?.id;
+        self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
+            let decode = Decode {
+                limits: DecodeLimits::default(),
+                to_rate: None,
+                cancel: cancel.clone(),
+            };
+            let audio = input.decode(&decode).map_err(SpeechError::from)?;
+            let report = check_clip(&audio);
+            if !report.accepted() {
+                return Err(VoiceWorkError::ClipRefused(Box::new(report)));
+            }
+            let embedding = services.embedder()?.embed(&audio)?;
+            let transcript = match transcript {
+                Some(t) => Some(t),
+                None => transcribe_clip(services, &audio, cancel),
+            };
+            let profile = services.voice_library().add_clip(
+                &id,
+                &audio,
+                report.clone(),
+                transcript,
+                embedding,
+            )?;
+            Ok((profile, report))
+        })
+        .await
+    }
+
+    /// How close the audio in `input` is to the voice, beside the default voice speaking the
+    /// held-out sentences.
+    pub async fn score(
+        &self,
+        voice: &str,
+        input: AudioInput,
+        cancel: CancellationToken,
+    ) -> Result<Closeness, VoiceWorkError> {
+        let profile = self.library().open(voice)?;
+        let target = profile
+            .embedding
+            .clone()
+            .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
+        self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
+            let decode = Decode {
+                limits: DecodeLimits::default(),
+                to_rate: None,
+                cancel: cancel.clone(),
+            };
+            let audio = input.decode(&decode).map_err(SpeechError::from)?;
+            let embedder = services.embedder()?;
+            let similarity = embedder.embed(&audio)?.similarity(&target);
+            let baseline = default_voice_take(services, &HELD_OUT_SENTENCES.join(" "))?;
+            Ok(Closeness {
+                similarity,
+                default_similarity: embedder.embed(&baseline)?.similarity(&target),
+            })
+        })
+        .await
+    }
+
+    /// Searches for an approximate voice match (espeak-ng's variants first, then Kokoro's
+    /// styles) as a batch job, and keeps what it found in the profile.
+    pub async fn match_voice(
+        &self,
+        voice: &str,
+        settings: MatchSettings,
+        progress: Arc<dyn Fn(MatchProgress) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<VoiceProfile, VoiceWorkError> {
+        let profile = self.library().open(voice)?;
+        let target = profile
+            .embedding
+            .clone()
+            .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
+        let clip_ids: Vec<String> = profile.clips.iter().map(|c| c.id.clone()).collect();
+        let id = profile.id.clone();
+        self.on_lane(Priority::Normal, cancel, move |services, cancel| {
+            let embedder = services.embedder()?;
+            let model = models::locate(&services.env().models_dir, DEFAULT_MODEL)
+                .map_err(SpeechError::from)?;
+            let transcriber = services
+                .speech()
+                .embedded_transcriber(DEFAULT_MODEL, &model)?;
+            let judge = TakeJudge {
+                embedder: embedder.clone(),
+                transcriber,
+            };
+            let espeak_program = services.env().espeak.clone();
+            let speak_espeak = |text: &str, setting: &EspeakSetting| -> Result<Audio, VoiceError> {
+                let mut espeak = Espeak::new(espeak_program.clone());
+                espeak.pitch = setting.pitch;
+                Ok(espeak.synthesize(text, Some(&setting.voice), &CancellationToken::new())?)
+            };
+            let espeak = match_espeak(&speak_espeak, &judge, &target, &*progress, cancel)?;
+            let kokoro = services.kokoro()?;
+            let outcome = match_style(&*kokoro, &judge, &target, &settings, &*progress, cancel)?;
+            let baseline = Style::shipped(DEFAULT_STYLE);
+            let mut takes = Vec::new();
+            for sentence in HELD_OUT_SENTENCES {
+                takes.push(kokoro.speak(sentence, &baseline, 1.0, cancel)?);
+            }
+            let embeddings = takes
+                .iter()
+                .map(|t| embedder.embed(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut rates = 0.0;
+            for (take, sentence) in takes.iter().zip(HELD_OUT_SENTENCES) {
+                rates += judge.word_error_rate(take, sentence)?;
+            }
+            let default_held_out = Score {
+                similarity: Embedding::mean(&embeddings).map_or(0.0, |e| e.similarity(&target)),
+                word_error_rate: rates / HELD_OUT_SENTENCES.len() as f64,
+            };
+            tracing::info!(
+                voice = %id,
+                held_out = outcome.held_out.similarity,
+                default = default_held_out.similarity,
+                evaluations = outcome.evaluations,
+                seconds = outcome.seconds,
+                "voice match found"
+            );
+            Ok(services.voice_library().set_match(
+                &id,
+                VoiceMatch {
+                    outcome,
+                    default_held_out,
+                    espeak: Some(espeak),
+                    found_unix_ms: unix_ms(),
+                    clip_ids,
+                },
+            )?)
+        })
+        .await
+    }
+
+    /// The configured cloning server, if any.
+    pub fn cloning_server(&self) -> Result<Option<CloningServer>, VoiceWorkError> {
+        let settings: CloningSettings = self.services.config().cloning;
+        if settings.url.trim().is_empty() {
+            return Ok(None);
+        }
+        let kind: CloningKind =
+            serde_json::from_value(serde_json::Value::String(settings.kind.clone()))
+                .unwrap_or_default();
+        Ok(Some(CloningServer::new(
+            kind,
+            &settings.url,
+            self.services.env().audio_api_key.clone(),
+            &settings.language,
+        )?))
+    }
+
+    /// Asks the configured cloning server whether it is up.
+    pub async fn cloning_health(&self) -> Result<Health, VoiceWorkError> {
+        let server = self
+            .cloning_server()?
+            .ok_or(VoiceWorkError::NoCloningServer)?;
+        Ok(server.health().await?)
+    }
+
+    /// Speaks `text` as the voice: cloned by the configured server, else with the voice match
+    /// (Kokoro's found style, else espeak-ng's matched variant). The take is scored against the
+    /// voice beside the default voice speaking the same text.
+    pub async fn speak(
+        &self,
+        voice: &str,
+        text: String,
+        cancel: CancellationToken,
+    ) -> Result<VoiceTake, VoiceWorkError> {
+        let profile = self.library().open(voice)?;
+        let target = profile
+            .embedding
+            .clone()
+            .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
+        let server = self.cloning_server()?;
+        if server.is_none() && profile.current_match().is_none() {
+            return Err(VoiceWorkError::NoMatch(profile.name.clone()));
+        }
+        let reference = profile.reference_clip().map(|clip| Reference {
+            name: profile.id.clone(),
+            clip: self.library().clip_path(&profile, clip),
+            transcript: clip.transcript.clone(),
+            server_voice: profile.server_voice.clone(),
+        });
+        self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
+            let (audio, method) = match (server, reference) {
+                (Some(server), Some(reference)) => {
+                    let audio = server.speak(&text, &reference, cancel)?;
+                    (
+                        audio,
+                        TakeMethod::Clone {
+                            server: format!("{} at {}", server.kind().label(), server.url()),
+                        },
+                    )
+                }
+                (Some(_), None) => return Err(VoiceWorkError::NoClips(profile.name.clone())),
+                (None, _) => {
+                    let matched = profile
+                        .current_match()
+                        .ok_or_else(|| VoiceWorkError::NoMatch(profile.name.clone()))?;
+                    match models::locate(&services.env().models_dir, "kokoro") {
+                        Ok(_) => {
+                            let kokoro = services.kokoro()?;
+                            let audio = kokoro.speak(&text, &matched.outcome.style, 1.0, cancel)?;
+                            (audio, TakeMethod::VoiceMatch)
+                        }
+                        Err(_) => {
+                            let (setting, _) = matched
+                                .espeak
+                                .clone()
+                                .ok_or_else(|| VoiceWorkError::NoMatch(profile.name.clone()))?;
+                            let mut espeak = Espeak::new(services.env().espeak.clone());
+                            espeak.pitch = setting.pitch;
+                            let audio = espeak
+                                .synthesize(&text, Some(&setting.voice), cancel)
+                                .map_err(VoiceError::from)?;
+                            (
+                                audio,
+                                TakeMethod::EspeakMatch {
+                                    voice: setting.voice,
+                                    pitch: setting.pitch,
+                                },
+                            )
+                        }
+                    }
+                }
+            };
+            let embedder = services.embedder()?;
+            let similarity = embedder.embed(&audio)?.similarity(&target);
+            let baseline = default_voice_take(services, &text)?;
+            let default_similarity = embedder.embed(&baseline)?.similarity(&target);
+            Ok(VoiceTake {
+                audio,
+                method,
+                closeness: Closeness {
+                    similarity,
+                    default_similarity,
+                },
+            })
+        })
+        .await
+    }
+}
+
+/// The clip's words through the default Whisper model, if it is installed; `None` otherwise
+/// (the transcript is optional and editable).
+fn transcribe_clip(
+    services: &Services,
+    audio: &Audio,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    let dir = models::locate(&services.env().models_dir, DEFAULT_MODEL).ok()?;
+    let engine = services
+        .speech()
+        .embedded_transcriber(DEFAULT_MODEL, &dir)
+        .ok()?;
+    let audio = audio.to_16k().ok()?;
+    let transcript = engine
+        .transcribe(
+            &audio.samples,
+            &TranscribeOptions::default(),
+            &|_| {},
+            cancel,
+        )
+        .ok()?;
+    Some(transcript.text()).filter(|t| !t.trim().is_empty())
+}

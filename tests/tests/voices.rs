@@ -1,0 +1,418 @@
+//! Voices with real models and real audio: the speaker embedder tells speakers apart (espeak-ng
+//! voices and Kokoro styles made at test time), Kokoro speaks intelligibly, profiles are built
+//! from clips, takes are cloned through fake servers that replay each backend's request and
+//! response shapes (errors included), and an approximate match is found and used.
+
+use headroom_core::config::Config;
+use headroom_services::speech::AudioInput;
+use headroom_services::voice_work::{TakeMethod, VoiceWorkError, Voices};
+use headroom_services::{Environment, Services};
+use headroom_speech::asr::word_error_rate;
+use headroom_speech::audio::{write_wav, Audio};
+use headroom_speech::tts::{Espeak, Style, Synthesizer};
+use headroom_speech::voice::matching::MatchSettings;
+use headroom_tests::fake_cloning::{FakeCloning, Kind};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+const PARAGRAPH: &str =
+    "When the morning train was late again, the whole platform sighed at once. \
+A man with a red umbrella checked his watch and began to read the timetable aloud. \
+Nobody listened, but everyone waited.";
+
+/// Services with their own voice library in `dir`, and `cloning_url` as the cloning server.
+fn services(dir: &Path, cloning: Option<(&str, &str)>) -> Arc<Services> {
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs the models"
+    );
+    let mut env = Environment::from_vars(|name| std::env::var_os(name));
+    env.voices_dir = dir.join("voices");
+    let mut config = Config::default();
+    if let Some((kind, url)) = cloning {
+        config.cloning.kind = kind.into();
+        config.cloning.url = url.into();
+    }
+    Services::new(config, env)
+}
+
+fn espeak(voice: &str, pitch: u32, text: &str) -> Audio {
+    let mut e = Espeak::default();
+    e.pitch = pitch;
+    e.synthesize(text, Some(voice), &CancellationToken::new())
+        .unwrap()
+}
+
+fn saved(dir: &Path, name: &str, audio: &Audio) -> PathBuf {
+    let path = dir.join(name);
+    write_wav(&path, audio).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn the_embedder_scores_the_same_speaker_above_other_speakers() {
+    let dir = tempfile::tempdir().unwrap();
+    let services = services(dir.path(), None);
+    let embedder = services.embedder().unwrap();
+    let kokoro = services.kokoro().unwrap();
+    let a = "The quick brown fox jumps over the lazy dog near the river bank.";
+    let b = "Please bring the blue folder to the meeting on Thursday morning.";
+    let cancel = CancellationToken::new();
+    let kokoro_take = |style: &str, text: &str| {
+        kokoro
+            .speak(text, &Style::shipped(style), 1.0, &cancel)
+            .unwrap()
+    };
+    // (speaker saying a, the same speaker saying b, another speaker saying a)
+    let cases = [
+        (
+            "espeak m3 vs f2",
+            espeak("en-us+m3", 50, a),
+            espeak("en-us+m3", 50, b),
+            espeak("en-us+f2", 50, a),
+        ),
+        (
+            "kokoro alpha vs kumo",
+            kokoro_take("jf_alpha", a),
+            kokoro_take("jf_alpha", b),
+            kokoro_take("jm_kumo", a),
+        ),
+        (
+            "kokoro kumo vs espeak m3",
+            kokoro_take("jm_kumo", a),
+            kokoro_take("jm_kumo", b),
+            espeak("en-us+m3", 50, a),
+        ),
+    ];
+    for (label, first, same, other) in cases {
+        let e = |audio: &Audio| embedder.embed(audio).unwrap();
+        let (first, same, other) = (e(&first), e(&same), e(&other));
+        let same_score = first.similarity(&same);
+        let other_score = first.similarity(&other);
+        eprintln!("{label}: same speaker {same_score:.3}, other speaker {other_score:.3}");
+        assert!(
+            same_score > other_score + 0.1,
+            "{label}: same {same_score:.3} vs other {other_score:.3}"
+        );
+    }
+    // Too little audio is refused with the amount needed, not guessed at.
+    let blip = Audio {
+        samples: vec![0.1; 4000],
+        sample_rate: 16_000,
+    };
+    let err = embedder.embed(&blip).unwrap_err().to_string();
+    assert!(err.contains("too short"), "{err}");
+}
+
+#[tokio::test]
+async fn kokoro_speaks_english_the_embedded_whisper_understands() {
+    let dir = tempfile::tempdir().unwrap();
+    let services = services(dir.path(), None);
+    let (speech, voice) = services.speech_for_voice(Some("kokoro")).unwrap();
+    let text = "The weather today is sunny with a light breeze. We walked to the market.";
+    let audio = speech
+        .synthesize(text.into(), voice, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(audio.sample_rate, 24_000);
+    let path = saved(dir.path(), "kokoro.wav", &audio);
+    let transcript = services
+        .speech()
+        .transcribe(
+            AudioInput::from_file(&path).unwrap(),
+            "whisper-tiny.en",
+            Default::default(),
+            Default::default(),
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let wer = word_error_rate(text, &transcript.text());
+    eprintln!("kokoro: {:?} (WER {wer:.2})", transcript.text());
+    assert!(wer <= 0.25, "WER {wer:.2}: {:?}", transcript.text());
+    // Every shipped style is listed, and an unknown one is refused by name.
+    let names: Vec<String> = speech
+        .synthesizer()
+        .voices()
+        .unwrap()
+        .into_iter()
+        .map(|v| v.id)
+        .collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    let err = speech
+        .synthesize(
+            "Hello.".into(),
+            Some("kokoro-nobody".into()),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("kokoro-nobody"), "{err}");
+}
+
+/// A voice built from one real clip (espeak-ng's m3 reading a paragraph), in `services`' library.
+async fn voice_from_clip(services: &Arc<Services>, dir: &Path, name: &str) -> PathBuf {
+    let clip = saved(
+        dir,
+        &format!("{name}.wav"),
+        &espeak("en-us+m3", 40, PARAGRAPH),
+    );
+    let voices = Voices::new(services.clone());
+    voices.library().create(name).unwrap();
+    let (profile, report) = voices
+        .add_clip(
+            name,
+            AudioInput::from_file(&clip).unwrap(),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(report.accepted(), "{report:?}");
+    assert_eq!(profile.clips.len(), 1);
+    let transcript = profile.clips[0].transcript.clone().unwrap();
+    assert!(
+        word_error_rate(PARAGRAPH, &transcript) < 0.3,
+        "the clip is transcribed: {transcript:?}"
+    );
+    clip
+}
+
+#[tokio::test]
+async fn a_clip_that_fails_its_checks_is_refused_with_advice_and_nothing_is_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let services = services(dir.path(), None);
+    let voices = Voices::new(services.clone());
+    voices.library().create("Short").unwrap();
+    let short = saved(
+        dir.path(),
+        "short.wav",
+        &espeak("en-us", 50, "Hello there."),
+    );
+    let err = voices
+        .add_clip(
+            "Short",
+            AudioInput::from_file(&short).unwrap(),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    let VoiceWorkError::ClipRefused(report) = &err else {
+        panic!("{err}");
+    };
+    assert!(report.findings.iter().any(|f| f.check == "too_short"));
+    assert!(err.to_string().contains("at least 5 s"), "{err}");
+    assert!(voices.library().open("Short").unwrap().clips.is_empty());
+    let missing = voices
+        .speak("Short", "Anything.".into(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, VoiceWorkError::NoClips(_)), "{missing}");
+}
+
+#[tokio::test]
+async fn takes_are_cloned_through_each_kind_of_server_with_its_request_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reference, and a voice an OpenAI-style server knows by name.
+    let named = saved(dir.path(), "named.wav", &espeak("en-us+m3", 40, PARAGRAPH));
+    for kind in [Kind::Chatterbox, Kind::Xtts, Kind::OpenAi] {
+        let voices_on_server = HashMap::from([("narrator".to_string(), named.clone())]);
+        let fake = FakeCloning::start(kind, voices_on_server).await;
+        let kind_name = match kind {
+            Kind::Chatterbox => "chatterbox",
+            Kind::Xtts => "xtts",
+            Kind::OpenAi => "openai",
+        };
+        let services = services(&dir.path().join(kind_name), Some((kind_name, &fake.url())));
+        std::fs::create_dir_all(dir.path().join(kind_name)).unwrap();
+        let clip = voice_from_clip(&services, &dir.path().join(kind_name), "Mara").await;
+        let voices = Voices::new(services.clone());
+        if kind == Kind::OpenAi {
+            let library = voices.library();
+            let mut profile = library.open("Mara").unwrap();
+            profile.server_voice = Some("narrator".into());
+            library.save(&mut profile).unwrap();
+        }
+        let health = voices.cloning_health().await.unwrap();
+        assert!(!health.detail.is_empty(), "{health:?}");
+
+        let take = voices
+            .speak(
+                "Mara",
+                "A short line to say.".into(),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(take.method, TakeMethod::Clone { .. }),
+            "{:?}",
+            take.method
+        );
+        assert!(take.method.label().starts_with("cloned by"));
+        // The fake answers with the reference itself: closer to the voice than the default.
+        assert!(
+            take.closeness.similarity > take.closeness.default_similarity + 0.1,
+            "{kind:?}: {:?}",
+            take.closeness
+        );
+        let seen = fake.seen();
+        let request = seen.last().unwrap();
+        match kind {
+            Kind::Chatterbox => {
+                assert_eq!(request.path, "/v1/audio/speech/upload");
+                assert_eq!(request.fields["input"], "A short line to say.");
+                let size = std::fs::metadata(&clip).unwrap().len();
+                assert!(
+                    request.fields["voice_file"].starts_with(&format!("<{size} bytes")),
+                    "the profile's clip is uploaded: {:?}",
+                    request.fields
+                );
+            }
+            Kind::Xtts => {
+                assert_eq!(request.path, "/tts_to_audio/");
+                assert_eq!(request.fields["language"], "en");
+                // The fake runs on this machine and has no speaker "mara": the clip's path.
+                assert!(
+                    request.fields["speaker_wav"].ends_with("clip-1.wav"),
+                    "{:?}",
+                    request.fields
+                );
+            }
+            Kind::OpenAi => {
+                assert_eq!(request.path, "/v1/audio/speech");
+                assert_eq!(request.fields["voice"], "narrator");
+                assert_eq!(request.fields["response_format"], "wav");
+            }
+        }
+        // A server error reaches the user with the server's own words and status.
+        fake.fail_next(500, serde_json::json!({"detail": "CUDA out of memory"}));
+        let err = voices
+            .speak("Mara", "Again.".into(), CancellationToken::new())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("500") && err.contains("CUDA out of memory"),
+            "{kind:?}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_cloning_server_that_is_down_or_refuses_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on this port (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let services = services(
+        dir.path(),
+        Some(("chatterbox", &format!("http://127.0.0.1:{port}"))),
+    );
+    voice_from_clip(&services, dir.path(), "Nell").await;
+    let voices = Voices::new(services.clone());
+    let err = voices.cloning_health().await.unwrap_err().to_string();
+    assert!(err.contains("cannot reach"), "{err}");
+    let err = voices
+        .speak("Nell", "Hello.".into(), CancellationToken::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot reach"), "{err}");
+    // XTTS validation errors (FastAPI's shape) are read as messages.
+    let fake = FakeCloning::start(Kind::Xtts, HashMap::new()).await;
+    let mut config = services.config();
+    config.cloning.kind = "xtts".into();
+    config.cloning.url = fake.url();
+    config.cloning.language = "xx".into();
+    services.replace_config(config).unwrap();
+    let err = voices
+        .speak("Nell", "Hello.".into(), CancellationToken::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("HTTP 400") && err.contains("Language code"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_approximate_match_is_found_kept_and_used_without_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let services = services(dir.path(), None);
+    voice_from_clip(&services, dir.path(), "Otto").await;
+    let voices = Voices::new(services.clone());
+    let err = voices
+        .speak("Otto", "Hello.".into(), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, VoiceWorkError::NoMatch(_)), "{err}");
+    let steps = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let settings = MatchSettings {
+        budget: 8,
+        ..MatchSettings::default()
+    };
+    let profile = voices
+        .match_voice(
+            "Otto",
+            settings,
+            Arc::new(move |p| seen.lock().unwrap().push(p)),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let matched = profile.current_match().expect("the match is kept");
+    {
+        let steps = steps.lock().unwrap();
+        assert!(steps.iter().any(|p| p.stage == "espeak"));
+        assert!(steps.iter().any(|p| p.stage == "search"));
+        assert_eq!(steps.last().unwrap().stage, "held_out");
+    }
+    eprintln!(
+        "match: held-out {:.3} (search {:.3}), best shipped {} {:.3}, default {:.3}, WER {:.2}",
+        matched.outcome.held_out.similarity,
+        matched.outcome.search.similarity,
+        matched.outcome.best_shipped,
+        matched.outcome.best_shipped_held_out.similarity,
+        matched.default_held_out.similarity,
+        matched.outcome.held_out.word_error_rate
+    );
+    assert!(
+        matched.outcome.search.similarity >= matched.outcome.best_shipped_held_out.similarity - 0.2
+    );
+    assert!(matched.outcome.search.word_error_rate <= settings.max_word_error_rate);
+    let take = voices
+        .speak(
+            "Otto",
+            "The match speaks this line.".into(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(take.method, TakeMethod::VoiceMatch);
+    assert_eq!(take.method.label(), "voice match (approximate)");
+    assert!(take.audio.duration_secs() > 1.0);
+    // A cancelled match stops and keeps the match it had.
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let err = voices
+        .match_voice("Otto", settings, Arc::new(|_| {}), cancel)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cancel"), "{err}");
+    assert!(voices
+        .library()
+        .open("Otto")
+        .unwrap()
+        .current_match()
+        .is_some());
+}
