@@ -416,3 +416,62 @@ async fn an_approximate_match_is_found_kept_and_used_without_a_server() {
         .current_match()
         .is_some());
 }
+
+#[tokio::test]
+async fn the_speech_endpoint_speaks_a_voice_profile_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeCloning::start(Kind::Chatterbox, HashMap::new()).await;
+    let services = services(dir.path(), Some(("chatterbox", &fake.url())));
+    voice_from_clip(&services, dir.path(), "Petra").await;
+    let server = headroom_tests::serve(&services).await;
+    let http = reqwest::Client::new();
+    let speech = format!("{}/audio/speech", server.base_url());
+    let resp = http
+        .post(&speech)
+        .json(&serde_json::json!({"model": "tts-1", "input": "Read this as Petra.", "voice": "Petra"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let method = resp.headers()["x-headroom-voice-method"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        method.starts_with("cloned by Chatterbox-TTS-API"),
+        "{method}"
+    );
+    let similarity: f32 = resp.headers()["x-headroom-similarity"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(similarity > 0.9, "{similarity}");
+    assert_eq!(&resp.bytes().await.unwrap()[..4], b"RIFF");
+    assert_eq!(
+        fake.seen().last().unwrap().fields["input"],
+        "Read this as Petra."
+    );
+    // A profile with nothing to speak with is a clear 400; OpenAI's names still get the default.
+    Voices::new(services.clone())
+        .library()
+        .create("Empty")
+        .unwrap();
+    let resp = http
+        .post(&speech)
+        .json(&serde_json::json!({"input": "Hello.", "voice": "Empty"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "voice_not_ready", "{body}");
+    let resp = http
+        .post(&speech)
+        .json(&serde_json::json!({"input": "Hello.", "voice": "alloy"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("x-headroom-voice-method").is_none());
+}

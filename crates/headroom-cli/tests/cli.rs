@@ -586,3 +586,130 @@ async fn a_killed_transcription_is_listed_and_resumes_to_the_same_transcript() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn voices_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let voices_dir = dir.path().join("voices");
+    let env = [("HEADROOM_VOICES_DIR", voices_dir.to_str().unwrap())];
+    // A reference clip made at test time: espeak-ng reading a paragraph (~9 s).
+    let clip = dir.path().join("ref.wav");
+    let status = std::process::Command::new("espeak-ng")
+        .args(["-v", "en-us+m3", "-p", "40", "-w"])
+        .arg(&clip)
+        .arg("When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and read the timetable aloud.")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let short = dir.path().join("short.wav");
+    assert!(std::process::Command::new("espeak-ng")
+        .args(["-w"])
+        .arg(&short)
+        .arg("Too short.")
+        .status()
+        .unwrap()
+        .success());
+    let (clip_s, short_s) = (clip.to_str().unwrap(), short.to_str().unwrap());
+
+    let out = headroom(&["voice", "add", "Rhea", clip_s, short_s, "--json"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(added["clips"][0]["added"], true);
+    assert_eq!(
+        added["clips"][1]["added"], false,
+        "the short clip is refused"
+    );
+    assert_eq!(
+        added["clips"][1]["report"]["findings"][0]["check"],
+        "too_short"
+    );
+    assert_eq!(added["voice"]["clips"].as_array().unwrap().len(), 1);
+    let transcript = added["voice"]["clips"][0]["transcript"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(transcript.contains("umbrella"), "{transcript}");
+
+    let out = headroom(&["voice", "list"], &env).await;
+    assert!(text(&out.stdout).contains("Rhea"), "{}", text(&out.stdout));
+    let out = headroom(&["voice", "show", "rhea"], &env).await;
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("clip-1") && shown.contains("voice match: none yet"),
+        "{shown}"
+    );
+
+    // Scoring the reference against its own voice beats the default voice.
+    let out = headroom(&["voice", "score", "Rhea", clip_s, "--json"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let score: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (own, default) = (
+        score["similarity"].as_f64().unwrap(),
+        score["default_similarity"].as_f64().unwrap(),
+    );
+    assert!(own > 0.95 && own > default, "{score}");
+
+    // Speaking as the voice needs a match or a server, and says so.
+    let take = dir.path().join("take.wav");
+    let take_s = take.to_str().unwrap();
+    let out = headroom(
+        &["speak", "Hello there.", "--voice", "Rhea", "--out", take_s],
+        &env,
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("headroom voice match Rhea"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = headroom(&["voice", "match", "Rhea", "--budget", "4"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("voice match (approximate): similarity"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = headroom(
+        &["speak", "Hello there.", "--voice", "Rhea", "--out", take_s],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("voice match (approximate)") && !said.contains("clone"),
+        "{said}"
+    );
+    assert!(said.contains("similarity to Rhea"), "{said}");
+    assert!(take.exists());
+
+    // Export, import under a free name, remove a clip and the voice.
+    let file = dir.path().join("rhea.voice");
+    let out = headroom(&["voice", "export", "Rhea", file.to_str().unwrap()], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = headroom(&["voice", "import", file.to_str().unwrap()], &env).await;
+    assert!(
+        text(&out.stdout).contains("imported Rhea (2) (1 clips)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = headroom(&["voice", "remove", "Rhea (2)", "--clip", "clip-1"], &env).await;
+    assert!(
+        text(&out.stdout).contains("0 clips left"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = headroom(&["voice", "remove", "Rhea (2)"], &env).await;
+    assert!(out.status.success());
+    let out = headroom(&["voice", "list", "--json"], &env).await;
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    // No cloning server configured: the check says how to set one.
+    let out = headroom(&["voice", "server"], &env).await;
+    assert!(
+        text(&out.stderr).contains("cloning.url"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -256,6 +256,35 @@ async fn speech(
         .filter(|v| !OPENAI_VOICES.contains(&v.as_str()));
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
+    // A voice profile's name: cloned through the configured server, else its voice match.
+    if let Some(name) = voice.as_deref() {
+        if state.voices.library().open(name).is_ok() {
+            let take = state
+                .voices
+                .speak(name, request.input, cancel)
+                .await
+                .map_err(HttpError::from)?;
+            return Ok((
+                [
+                    (header::CONTENT_TYPE, "audio/wav".to_string()),
+                    (
+                        header::HeaderName::from_static("x-headroom-voice-method"),
+                        take.method.label(),
+                    ),
+                    (
+                        header::HeaderName::from_static("x-headroom-similarity"),
+                        format!("{:.3}", take.closeness.similarity),
+                    ),
+                    (
+                        header::HeaderName::from_static("x-headroom-default-similarity"),
+                        format!("{:.3}", take.closeness.default_similarity),
+                    ),
+                ],
+                wav_bytes(&take.audio),
+            )
+                .into_response());
+        }
+    }
     let audio = state
         .speech
         .synthesize(request.input, voice, cancel)

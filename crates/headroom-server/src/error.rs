@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use headroom_core::admission::{DeadlineKind, RejectReason, Rejection};
 use headroom_services::speech::SpeechError;
+use headroom_services::voice_work::VoiceWorkError;
 use headroom_speech::asr::AsrError;
 use headroom_speech::audio::AudioError;
 use headroom_speech::models::ModelError;
@@ -54,6 +55,22 @@ pub enum HttpError {
 impl From<Rejection> for HttpError {
     fn from(r: Rejection) -> Self {
         HttpError::Rejected(Box::new(r))
+    }
+}
+
+impl From<VoiceWorkError> for HttpError {
+    fn from(e: VoiceWorkError) -> Self {
+        match e {
+            VoiceWorkError::Rejected(r) => r.into(),
+            VoiceWorkError::Speech(s)
+            | VoiceWorkError::Services(headroom_services::ServicesError::Speech(s)) => s.into(),
+            VoiceWorkError::NoMatch(_) | VoiceWorkError::NoClips(_) => {
+                HttpError::bad_request("voice_not_ready", e.to_string())
+            }
+            other => HttpError::Upstream {
+                message: other.to_string(),
+            },
+        }
     }
 }
 

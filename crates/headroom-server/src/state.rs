@@ -13,6 +13,8 @@ pub struct ServerState {
     pub text_lane: TextLane,
     /// The embedded speech engines on the services' audio lane.
     pub speech: Arc<SpeechService>,
+    /// Voice profiles, spoken by name on `/v1/audio/speech`.
+    pub voices: headroom_services::voice_work::Voices,
     pub metrics: Arc<Metrics>,
     pub max_body_bytes: usize,
     /// Largest audio upload for transcription.
@@ -42,6 +44,7 @@ impl ServerState {
         ServerState {
             text_lane,
             speech: services.speech().clone(),
+            voices: services.voices(),
             metrics: services.metrics().clone(),
             max_body_bytes: limits.max_body_bytes,
             max_upload_bytes: limits.max_upload_bytes,

@@ -176,6 +176,8 @@ impl MemoryGauge for SampledGpuMemory {
 
 /// Everything the front ends share. Build it once ([`Services::new`]) and borrow it.
 pub struct Services {
+    /// Itself, so workflows that outlive a borrow ([`Services::voices`]) can hold it.
+    me: std::sync::Weak<Services>,
     config: Mutex<Config>,
     env: Environment,
     metrics: Arc<Metrics>,
@@ -211,7 +213,8 @@ impl Services {
         let (lane_events, _) = broadcast::channel(256);
         let runtime = tokio::runtime::Handle::current();
         forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
-        Arc::new(Services {
+        Arc::new_cyclic(|me| Services {
+            me: me.clone(),
             config: Mutex::new(config),
             env,
             metrics,
@@ -266,6 +269,15 @@ impl Services {
             service = service.with_synthesizer(engine);
         }
         Arc::new(service)
+    }
+
+    /// The voice workflows (add clips, score, match, speak as a voice) over these services.
+    pub fn voices(&self) -> voice_work::Voices {
+        voice_work::Voices::new(
+            self.me
+                .upgrade()
+                .expect("services are alive while borrowed"),
+        )
     }
 
     /// The voice library (profiles of voices, usable in any project).
