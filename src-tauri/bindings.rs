@@ -11,19 +11,27 @@ use headroom_core::admission::{
 };
 use headroom_core::cleanup::{CleanupEvent, CleanupMode, FailurePolicy, PieceSource};
 use headroom_core::config::{
-    AudioLaneSettings, CleanupSettings, Config, LlmSettings, ServerSettings, TextLaneSettings,
+    AudioLaneSettings, CleanupSettings, CloningSettings, Config, LlmSettings, ServerSettings,
+    TextLaneSettings,
 };
 use headroom_core::lanes::{LaneSnapshot, RejectionRecord};
 use headroom_core::llm::{ModelCard, ServerInfo};
 use headroom_gpu::{DeviceMemory, MemorySample, ProcessMemory, SamplerStatus};
+use headroom_services::voice_work::Closeness;
+use headroom_services::voices::{ReferenceClip, VoiceMatch, VoiceProfile};
 use headroom_services::LaneView;
+use headroom_speech::cloning::{CloningKind, Health};
 use headroom_speech::models::ModelStatus;
+use headroom_speech::tts::Style;
 use headroom_speech::tts::Voice;
+use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, MatchProgress, Score};
+use headroom_speech::voice::{ClipReport, Finding, Severity};
 use headroom_workstation::jobs::{JobInfo, RefusedSegment};
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
     SuggestionSource, VersionInfo,
 };
+use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
     BenchmarkRun, CleanupSummary, JobOutcome, ModelView, SegmentOutcome, TextDestination,
 };
@@ -55,7 +63,11 @@ pub fn typescript() -> String {
         JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
         // Settings, servers, models, voices.
         Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
-        ServerSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
+        ServerSettings, CloningSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
+        // Voice profiles, matches, cloning.
+        Severity, Finding, ClipReport, ReferenceClip, Style, Score, MatchOutcome, EspeakSetting,
+        VoiceMatch, VoiceProfile, MatchProgress, Closeness, ClipAdded, VoiceTakeView,
+        CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
         AppInfo, UiErrorKind, UiError,

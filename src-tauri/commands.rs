@@ -6,14 +6,18 @@ use headroom_core::admission::{Rejection, SuggestedAction};
 use headroom_core::config::Config;
 use headroom_core::llm::ServerInfo;
 use headroom_gpu::{GpuSampler, MemorySample, SamplerStatus};
+use headroom_services::voices::VoiceProfile;
 use headroom_services::LaneView;
 use headroom_speech::asr::export::ExportFormat;
+use headroom_speech::cloning::Health;
 use headroom_speech::tts::Voice;
+use headroom_speech::voice::matching::MatchProgress;
 use headroom_workstation::jobs::JobInfo;
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectError, ProjectSettings, SpeechTake, Suggestion,
     VersionInfo,
 };
+use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
     BenchmarkRun, CleanAllEvent, CleanupSummary, JobOutcome, ModelView, SaveDestination,
     SegmentOutcome, TextDestination, Workstation, WorkstationError,
@@ -668,4 +672,130 @@ fn open_in_browser(dir: &std::path::Path, path: PathBuf) -> Reply<()> {
         .spawn()
         .map_err(|e| invalid(format!("cannot open {} with {opener}: {e}", path.display())))?;
     Ok(())
+}
+
+// ---- Voices ----
+
+/// A step of a voice match (`voice-match-progress`).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct VoiceMatchProgress {
+    pub job: String,
+    pub progress: MatchProgress,
+}
+
+#[tauri::command]
+pub async fn voice_profiles(shell: State<'_, Shell>) -> Reply<Vec<VoiceProfile>> {
+    blocking(&shell, |w| Ok(w.voice_profiles()?)).await
+}
+
+#[tauri::command]
+pub async fn create_voice(shell: State<'_, Shell>, name: String) -> Reply<VoiceProfile> {
+    blocking(&shell, move |w| Ok(w.create_voice(&name)?)).await
+}
+
+#[tauri::command]
+pub async fn rename_voice(
+    shell: State<'_, Shell>,
+    voice: String,
+    name: String,
+) -> Reply<VoiceProfile> {
+    blocking(&shell, move |w| Ok(w.rename_voice(&voice, &name)?)).await
+}
+
+#[tauri::command]
+pub async fn delete_voice(shell: State<'_, Shell>, voice: String) -> Reply<()> {
+    blocking(&shell, move |w| Ok(w.delete_voice(&voice)?)).await
+}
+
+#[tauri::command]
+pub async fn add_voice_clip(
+    shell: State<'_, Shell>,
+    voice: String,
+    path: String,
+    job: String,
+) -> Reply<ClipAdded> {
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .add_voice_clip(&voice, Path::new(path.trim()), guard.cancel.clone())
+        .await?)
+}
+
+#[tauri::command]
+pub async fn remove_voice_clip(
+    shell: State<'_, Shell>,
+    voice: String,
+    clip: String,
+) -> Reply<VoiceProfile> {
+    blocking(&shell, move |w| Ok(w.remove_voice_clip(&voice, &clip)?)).await
+}
+
+#[tauri::command]
+pub async fn set_clip_transcript(
+    shell: State<'_, Shell>,
+    voice: String,
+    clip: String,
+    transcript: String,
+) -> Reply<VoiceProfile> {
+    blocking(&shell, move |w| {
+        Ok(w.set_clip_transcript(&voice, &clip, &transcript)?)
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn match_voice(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    voice: String,
+    budget: usize,
+    job: String,
+) -> Reply<VoiceProfile> {
+    let guard = shell.jobs.start(&job);
+    let progress = Arc::new(move |progress: MatchProgress| {
+        let _ = app.emit(
+            events::VOICE_MATCH_PROGRESS,
+            VoiceMatchProgress {
+                job: job.clone(),
+                progress,
+            },
+        );
+    });
+    Ok(shell
+        .workstation
+        .match_voice(&voice, budget, progress, guard.cancel.clone())
+        .await?)
+}
+
+#[tauri::command]
+pub async fn speak_as_voice(
+    shell: State<'_, Shell>,
+    voice: String,
+    text: String,
+    job: String,
+) -> Reply<VoiceTakeView> {
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .speak_as_voice(&voice, text, guard.cancel.clone())
+        .await?)
+}
+
+#[tauri::command]
+pub async fn play_voice_file(
+    shell: State<'_, Shell>,
+    voice: String,
+    file: String,
+    job: String,
+) -> Reply<()> {
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .play_voice_file(&voice, &file, guard.cancel.clone())
+        .await?)
+}
+
+#[tauri::command]
+pub async fn cloning_health(shell: State<'_, Shell>) -> Reply<Health> {
+    Ok(shell.workstation.cloning_health().await?)
 }

@@ -52,6 +52,8 @@ events! {
     GPU = "gpu" => commands::GpuEvent,
     /// A progress line of a running benchmark.
     BENCH = "bench" => commands::BenchProgress,
+    /// A step of an approximate voice match.
+    VOICE_MATCH_PROGRESS = "voice-match-progress" => commands::VoiceMatchProgress,
 }
 
 /// Declares the commands once: the handler Tauri dispatches by, and the names the TypeScript
@@ -104,6 +106,17 @@ commands![
     install_model,
     run_benchmark,
     open_report,
+    voice_profiles,
+    create_voice,
+    rename_voice,
+    delete_voice,
+    add_voice_clip,
+    remove_voice_clip,
+    set_clip_transcript,
+    match_voice,
+    speak_as_voice,
+    play_voice_file,
+    cloning_health,
 ];
 
 /// What the shell holds for the commands.

@@ -343,6 +343,7 @@ async fn the_desktop_workflow_end_to_end() {
     let _ = std::fs::remove_dir_all(&home);
     let projects = home.join("projects");
     std::fs::create_dir_all(&projects).unwrap();
+    let voices_dir = home.join("voices");
 
     // The app's default server: a fake that holds every request until released, so the
     // flood below keeps both text slots busy; it also proves cleanup-off sends nothing.
@@ -364,6 +365,7 @@ async fn the_desktop_workflow_end_to_end() {
     let app = PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop"));
     let ui = Desktop::start(&[
         ("HEADROOM_PROJECTS_DIR", &projects),
+        ("HEADROOM_VOICES_DIR", &voices_dir),
         ("HEADROOM_CONFIG", &config),
         ("HEADROOM_MODELS_DIR", &models),
         ("HOME", &home),
@@ -562,6 +564,104 @@ async fn the_desktop_workflow_end_to_end() {
     assert_eq!(takes, 1);
     ui.screenshot("05-synthesize").await;
 
+    // --- Voices: a voice from a clip made now (a short clip is refused with advice), an
+    // approximate match with progress and similarity bars, a test take scored beside the
+    // default voice, then the Synthesize view offers the voice.
+    let reference = home.join("reference.wav");
+    let short = home.join("short.wav");
+    for (path, text) in [
+        (&reference, "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and read the timetable aloud."),
+        (&short, "Too short."),
+    ] {
+        assert!(std::process::Command::new("espeak-ng")
+            .args(["-v", "en-us+m3", "-w"])
+            .arg(path)
+            .arg(text)
+            .status()
+            .unwrap()
+            .success());
+    }
+    ui.click("nav-voices").await;
+    ui.find("voices-empty").await;
+    ui.type_into("voice-name", "Narrator").await;
+    ui.click("voice-create").await;
+    ui.until_text("voice-title", WAIT, |t| t == "Narrator")
+        .await;
+    ui.type_into("voice-clip-path", short.to_str().unwrap())
+        .await;
+    ui.click("voice-clip-add").await;
+    let refused = ui
+        .until_text("voice-clip-refused", LONG_WAIT, |t| !t.is_empty())
+        .await;
+    assert!(refused.contains("at least 5 s"), "{refused}");
+    ui.type_into("voice-clip-path", reference.to_str().unwrap())
+        .await;
+    ui.click("voice-clip-add").await;
+    ui.find_within("voice-clip-clip-1", LONG_WAIT).await;
+    let transcript = ui
+        .find("voice-clip-transcript-clip-1")
+        .await
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        transcript.to_lowercase().contains("umbrella"),
+        "{transcript}"
+    );
+    ui.type_into("voice-match-budget", "4").await;
+    ui.click("voice-match").await;
+    ui.find_within("voice-match-result", LONG_WAIT).await;
+    let bar = |id: &'static str| {
+        let ui = &ui;
+        async move {
+            ui.find(id)
+                .await
+                .attr("data-value")
+                .await
+                .unwrap()
+                .unwrap()
+                .parse::<f32>()
+                .unwrap()
+        }
+    };
+    let (default_sim, match_sim) = (bar("voice-sim-default").await, bar("voice-sim-match").await);
+    assert!(
+        (0.0..=1.0).contains(&match_sim) && default_sim <= 1.0,
+        "{default_sim} {match_sim}"
+    );
+    ui.click("voice-speak").await;
+    let method = ui
+        .until_text("voice-take-method", LONG_WAIT, |t| !t.is_empty())
+        .await;
+    assert_eq!(method, "voice match (approximate)");
+    ui.find("voice-take-similarity").await;
+    ui.find("voice-ab-reference").await;
+    ui.screenshot("05b-voices").await;
+    assert!(voices_dir.join("narrator/profile.json").exists());
+    ui.click("nav-synthesize").await;
+    // The voice list arrives after the view opens.
+    ui.client
+        .wait()
+        .at_most(LONG_WAIT)
+        .for_element(Locator::Css(
+            "[data-testid='synth-voice'] option[value='profile:narrator']",
+        ))
+        .await
+        .expect("the Synthesize view offers the voice profile");
+    ui.find("synth-voice")
+        .await
+        .select_by_value("profile:narrator")
+        .await
+        .unwrap();
+    ui.click("synth-segment-0").await;
+    let similarity = ui
+        .until_text("synth-similarity-0", LONG_WAIT, |t| {
+            t.contains("similarity")
+        })
+        .await;
+    assert!(similarity.contains("default voice"), "{similarity}");
+
     // --- Settings: test the connection and discover the model.
     ui.click("nav-settings").await;
     ui.type_into("settings-server-url", &llama.base_url()).await;
@@ -650,6 +750,7 @@ async fn the_desktop_workflow_end_to_end() {
     let prompts_before = llama.metric("llamacpp:prompt_tokens_total").await;
     let ui = Desktop::start(&[
         ("HEADROOM_PROJECTS_DIR", &projects),
+        ("HEADROOM_VOICES_DIR", &voices_dir),
         ("HEADROOM_CONFIG", &config),
         ("HEADROOM_MODELS_DIR", &models),
         ("HEADROOM_GPU_REPLAY", &trace),

@@ -26,6 +26,10 @@ import type {
   UiError,
   VersionInfo,
   Voice,
+  VoiceProfile,
+  ClipAdded,
+  VoiceTakeView,
+  Health,
 } from "./bindings";
 
 export type {
@@ -60,6 +64,7 @@ export type {
   VersionInfo,
   Voice,
 } from "./bindings";
+export type { VoiceProfile, ClipAdded, VoiceTakeView, Health, MatchProgress, ClipReport } from "./bindings";
 export type { Config as Settings, ProjectSegment as Segment, SamplerStatus as GpuStatus } from "./bindings";
 export type { SegmentCleanupEvent as CleanupEvent } from "./bindings";
 
@@ -132,6 +137,20 @@ export const api = {
   installModel: (name: string, job: string) => call<string>("install_model", { name, job }),
   runBenchmark: () => call<BenchmarkRun>("run_benchmark"),
   openReport: (path: string) => call<void>("open_report", { path }),
+  voiceProfiles: () => call<VoiceProfile[]>("voice_profiles"),
+  createVoice: (name: string) => call<VoiceProfile>("create_voice", { name }),
+  renameVoice: (voice: string, name: string) => call<VoiceProfile>("rename_voice", { voice, name }),
+  deleteVoice: (voice: string) => call<void>("delete_voice", { voice }),
+  /** Checks, transcribes and embeds a clip; a refused clip comes back with `added: false`. */
+  addVoiceClip: (voice: string, path: string, job: string) => call<ClipAdded>("add_voice_clip", { voice, path, job }),
+  removeVoiceClip: (voice: string, clip: string) => call<VoiceProfile>("remove_voice_clip", { voice, clip }),
+  setClipTranscript: (voice: string, clip: string, transcript: string) =>
+    call<VoiceProfile>("set_clip_transcript", { voice, clip, transcript }),
+  matchVoice: (voice: string, budget: number, job: string) => call<VoiceProfile>("match_voice", { voice, budget, job }),
+  speakAsVoice: (voice: string, text: string, job: string) =>
+    call<VoiceTakeView>("speak_as_voice", { voice, text, job }),
+  playVoiceFile: (voice: string, file: string, job: string) => call<void>("play_voice_file", { voice, file, job }),
+  cloningHealth: () => call<Health>("cloning_health"),
 };
 
 /** Listens to one of the shell's events, typed by its generated payload. */

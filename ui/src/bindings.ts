@@ -71,7 +71,12 @@ file: string, voice: string | null,
 /**
  * The segment spoken, or `None` for the whole transcript.
  */
-segment: number | null, duration_secs: number, created_unix_ms: number, };
+segment: number | null, duration_secs: number, created_unix_ms: number, 
+/**
+ * For a take in a voice profile: how it was made ("voice match (approximate)", "cloned
+ * by ...") and how close it is to the voice, beside the default voice.
+ */
+voice_method: string | null, similarity: number | null, default_similarity: number | null, };
 export type ProjectSettings = { 
 /**
  * Send the transcript to the text model; when off, only the rule-based cleanup runs and no
@@ -146,7 +151,7 @@ refused: Array<RefusedSegment>,
  */
 outcomes: Array<SegmentOutcome>, };
 export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake };
-export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, };
+export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, cloning: CloningSettings, };
 export type LlmSettings = { 
 /**
  * Base URL of an OpenAI-compatible server, ending in `/v1`.
@@ -200,6 +205,20 @@ max_concurrent_uploads: number,
  * from any other web page are refused. None by default.
  */
 allowed_origins: Array<string>, };
+export type CloningSettings = { 
+/**
+ * `chatterbox` (Chatterbox-TTS-API), `xtts` (the XTTS API server) or `openai` (an
+ * OpenAI-style speech server with server-side voice names).
+ */
+kind: string, 
+/**
+ * The server's root URL, e.g. `http://127.0.0.1:4123`; empty: no cloning server.
+ */
+url: string, 
+/**
+ * The language the text is in, for servers that ask (XTTS).
+ */
+language: string, };
 export type ServerInfo = { models: Array<ModelCard>, 
 /**
  * The context length per request, when the server says: vLLM's `max_model_len`, or
@@ -214,6 +233,123 @@ max_model_len?: number | null, };
 export type ModelStatus = { "state": "installed", path: string, } | { "state": "missing" } | { "state": "damaged", detail: string, };
 export type ModelView = { name: string, description: string, bytes: number, status: ModelStatus, };
 export type Voice = { id: string, language: string, name: string, };
+export type Severity = "refused" | "warning";
+export type Finding = { severity: Severity, 
+/**
+ * A stable name: `too_short`, `too_long`, `silent`, `too_quiet`, `clipped`,
+ * `mostly_silence`, `noisy`.
+ */
+check: string, advice: string, };
+export type ClipReport = { seconds: number, 
+/**
+ * Level of the speech (the loud frames' RMS), dB full scale.
+ */
+speech_dbfs: number, 
+/**
+ * The quiet frames' level, an estimate of the noise floor, dB full scale.
+ */
+noise_dbfs: number, 
+/**
+ * Speech over noise, dB.
+ */
+snr_db: number, 
+/**
+ * Share of samples at full scale.
+ */
+clipped_fraction: number, 
+/**
+ * Share of frames that are silence.
+ */
+silence_fraction: number, findings: Array<Finding>, };
+export type ReferenceClip = { id: string, 
+/**
+ * The WAV file, relative to the voice's folder.
+ */
+file: string, seconds: number, report: ClipReport, 
+/**
+ * What is said in it (transcribed, or typed by the user); cloning servers may want it.
+ */
+transcript: string | null, embedding: number[], added_unix_ms: number, };
+export type Style = { 
+/**
+ * (shipped style name, weight)
+ */
+mix: Array<[string, number]>, 
+/**
+ * Added to the mixture; empty or [`STYLE_DIM`] numbers.
+ */
+offset: Array<number>, };
+export type Score = { similarity: number, word_error_rate: number, };
+export type MatchOutcome = { style: Style, 
+/**
+ * The found style on the search sentences.
+ */
+search: Score, 
+/**
+ * The found style on the held-out sentences.
+ */
+held_out: Score, 
+/**
+ * The shipped style closest to the target, and its held-out score.
+ */
+best_shipped: string, best_shipped_held_out: Score, 
+/**
+ * Takes made and judged, held-out ones included.
+ */
+evaluations: number, seconds: number, };
+export type EspeakSetting = { 
+/**
+ * A voice with a variant, e.g. `en-us+m3`.
+ */
+voice: string, pitch: number, };
+export type VoiceMatch = { outcome: MatchOutcome, 
+/**
+ * The default voice on the same held-out sentences: what "no match" scores.
+ */
+default_held_out: Score, 
+/**
+ * The espeak-ng variant and pitch closest to the voice (the cheap first match).
+ */
+espeak: [EspeakSetting, Score] | null, found_unix_ms: number, 
+/**
+ * The clips the match was made for: a match made before clips changed is stale.
+ */
+clip_ids: Array<string>, };
+export type VoiceProfile = { format: number, 
+/**
+ * The folder name; stable across renames.
+ */
+id: string, name: string, created_unix_ms: number, modified_unix_ms: number, clips: Array<ReferenceClip>, 
+/**
+ * The mean of the clips' embeddings; `None` without clips.
+ */
+embedding: number[] | null, 
+/**
+ * The voice's name on an OpenAI-style cloning server; the profile's name when unset.
+ */
+server_voice: string | null, matched: VoiceMatch | null, };
+export type MatchProgress = { 
+/**
+ * `shipped`, `search` or `held_out`.
+ */
+stage: string, evaluations: number, 
+/**
+ * Every evaluation the match will make, the held-out scoring included.
+ */
+total: number, best_similarity: number, };
+export type Closeness = { similarity: number, default_similarity: number, };
+export type ClipAdded = { added: boolean, report: ClipReport, voice: VoiceProfile, };
+export type VoiceTakeView = { 
+/**
+ * Relative to the voice's folder.
+ */
+file: string, method: string, closeness: Closeness, default_voice: string, duration_secs: number, };
+export type CloningKind = "chatterbox" | "xtts" | "openai";
+export type Health = { kind: CloningKind, url: string, 
+/**
+ * What the server said, in a line (its status, or the speakers it has).
+ */
+detail: string, };
 export type SamplerStatus = { "state": "sampling", device: string, period_ms: number, samples: number, 
 /**
  * The last read error, if the last read failed.
@@ -250,6 +386,7 @@ export type CleanupProgress = { project: string, segment: number, count: number,
 export type RecordLevel = { job: string, dbfs: number, };
 export type GpuEvent = { status: SamplerStatus, latest: MemorySample | null, };
 export type BenchProgress = { line: string, };
+export type VoiceMatchProgress = { job: string, progress: MatchProgress, };
 
 /** Every command the shell accepts. */
 export const COMMANDS = [
@@ -289,6 +426,17 @@ export const COMMANDS = [
   "install_model",
   "run_benchmark",
   "open_report",
+  "voice_profiles",
+  "create_voice",
+  "rename_voice",
+  "delete_voice",
+  "add_voice_clip",
+  "remove_voice_clip",
+  "set_clip_transcript",
+  "match_voice",
+  "speak_as_voice",
+  "play_voice_file",
+  "cloning_health",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -301,5 +449,6 @@ export type EventPayloads = {
   "record-level": RecordLevel;
   "gpu": GpuEvent;
   "bench": BenchProgress;
+  "voice-match-progress": VoiceMatchProgress;
 };
 export type EventName = keyof EventPayloads;

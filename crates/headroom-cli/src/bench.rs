@@ -41,6 +41,9 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 2)]
         streams: usize,
     },
+    /// The embedded voices (real-time factor, WER) and the approximate voice match against
+    /// target speakers made at run time (similarity on held-out sentences, WER, time).
+    Voices(crate::bench_voices::VoicesBenchArgs),
     /// Time to first token through `headroom serve` vs directly, same server, same run.
     Ttft {
         #[command(flatten)]
@@ -138,6 +141,10 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
     };
     match cmd {
         BenchCommand::Run(args) => return run_harness(args, services).await,
+        BenchCommand::Voices(args) => {
+            crate::bench_voices::run(args, services).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
         BenchCommand::Flood {
             common,
             requests,

@@ -3,6 +3,7 @@
 //! hands each command a borrow of it.
 
 mod bench;
+mod bench_voices;
 mod cleanup;
 mod doctor;
 mod gpu;

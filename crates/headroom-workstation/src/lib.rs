@@ -31,4 +31,5 @@
 
 pub mod jobs;
 pub mod projects;
+pub mod voice_desk;
 pub mod workstation;

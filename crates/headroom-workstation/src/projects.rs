@@ -195,6 +195,14 @@ pub struct SpeechTake {
     pub segment: Option<usize>,
     pub duration_secs: f64,
     pub created_unix_ms: u64,
+    /// For a take in a voice profile: how it was made ("voice match (approximate)", "cloned
+    /// by ...") and how close it is to the voice, beside the default voice.
+    #[serde(default)]
+    pub voice_method: Option<String>,
+    #[serde(default)]
+    pub similarity: Option<f32>,
+    #[serde(default)]
+    pub default_similarity: Option<f32>,
 }
 
 /// The manifest, `project.json`.

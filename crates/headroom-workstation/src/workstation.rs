@@ -23,7 +23,7 @@ use headroom_core::llm::{LlmError, ServerInfo};
 use headroom_gpu::{GpuSampler, SamplerStatus};
 use headroom_services::speech::{AudioInput, Resume, SpeechError};
 use headroom_services::voice_work::VoiceWorkError;
-use headroom_services::{LaneView, Services, ServicesError, NEURAL_VOICE_PREFIX};
+use headroom_services::{LaneView, Services, ServicesError, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
@@ -36,6 +36,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+/// A project voice that names a voice profile: `profile:<id>`.
+pub const PROFILE_VOICE_PREFIX: &str = "profile:";
 
 /// Why a workflow step failed; the desktop shows `message()` and, for rejections, the typed
 /// rejection with its actions.
@@ -361,7 +364,8 @@ impl Workstation {
             .map_err(|e| SpeechError::from(e).into())
     }
 
-    /// The voices on offer: espeak-ng's, then the installed neural voices (as `piper-<name>`).
+    /// The voices on offer: the voice profiles (as `profile:<id>`), the installed neural voices
+    /// (Kokoro's styles as `kokoro-<style>`, Piper's as `piper-<name>`), then espeak-ng's.
     pub fn voices(&self) -> Result<Vec<Voice>, WorkstationError> {
         let mut voices = self
             .services
@@ -387,6 +391,34 @@ impl Workstation {
                     },
                 );
             }
+        }
+        if models::locate(dir, KOKORO_VOICE).is_ok() {
+            let kokoro = self.services.kokoro()?;
+            for (n, style) in kokoro.style_names().into_iter().enumerate() {
+                voices.insert(
+                    n,
+                    Voice {
+                        id: format!("kokoro-{style}"),
+                        language: "en".into(),
+                        name: format!("Kokoro {style} (neural)"),
+                    },
+                );
+            }
+        }
+        let profiles = self
+            .services
+            .voice_library()
+            .list()
+            .map_err(VoiceWorkError::from)?;
+        for (n, profile) in profiles.into_iter().enumerate() {
+            voices.insert(
+                n,
+                Voice {
+                    id: format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
+                    language: "en".into(),
+                    name: format!("{} (voice profile)", profile.name),
+                },
+            );
         }
         Ok(voices)
     }
@@ -926,8 +958,23 @@ impl Workstation {
             return Err(WorkstationError::NothingToSpeak);
         }
         let voice = project.settings.voice.clone().filter(|v| !v.is_empty());
-        let (service, engine_voice) = self.services.speech_for_voice(voice.as_deref())?;
-        let audio = service.synthesize(text, engine_voice, cancel).await?;
+        let (audio, voice_method, closeness) = match voice
+            .as_deref()
+            .and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX))
+        {
+            Some(profile) => {
+                let take = self.services.voices().speak(profile, text, cancel).await?;
+                (take.audio, Some(take.method.label()), Some(take.closeness))
+            }
+            None => {
+                let (service, engine_voice) = self.services.speech_for_voice(voice.as_deref())?;
+                (
+                    service.synthesize(text, engine_voice, cancel).await?,
+                    None,
+                    None,
+                )
+            }
+        };
         let created = unix_ms();
         let name = match segment {
             Some(i) => format!("speech/segment-{}-{created}.wav", i + 1),
@@ -940,6 +987,9 @@ impl Workstation {
             segment,
             duration_secs: audio.duration_secs(),
             created_unix_ms: created,
+            voice_method,
+            similarity: closeness.map(|c| c.similarity),
+            default_similarity: closeness.map(|c| c.default_similarity),
         };
         let stored = take.clone();
         self.update_project(project_id, move |p| {

@@ -106,7 +106,13 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                 <span class="muted">
                   {t.duration_secs.toFixed(1)} s · {t.segment === null ? "all" : `segment ${t.segment + 1}`} ·{" "}
                   {t.voice ?? "default voice"}
+                  {t.voice_method && ` · ${t.voice_method}`}
                 </span>
+                {t.similarity !== null && t.default_similarity !== null && (
+                  <span data-testid={`synth-similarity-${n}`}>
+                    similarity {t.similarity.toFixed(3)} (default voice {t.default_similarity.toFixed(3)})
+                  </span>
+                )}
                 <button
                   data-testid={`synth-play-${n}`}
                   onClick={() => guard(() => api.play(project.id, t.file, jobId("play")))}

@@ -1,0 +1,257 @@
+//! `headroom bench voices`: the embedded voices' speed and intelligibility (real-time factor,
+//! word error rate through the embedded Whisper), and the approximate voice match against
+//! target speakers made at run time by other synthesizers: similarity of the default voice,
+//! the best shipped style and the match on held-out sentences, their WER, and the match's time.
+
+use clap::Args;
+use headroom_services::speech::AudioInput;
+use headroom_services::voice_work::default_voice_name;
+use headroom_services::Services;
+use headroom_speech::asr::word_error_rate;
+use headroom_speech::audio::{write_wav, Audio};
+use headroom_speech::models::{self, DEFAULT_MODEL};
+use headroom_speech::tts::{Espeak, Synthesizer};
+use headroom_speech::voice::matching::MatchSettings;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Args, Debug)]
+pub struct VoicesBenchArgs {
+    /// Candidate takes each match may make.
+    #[arg(long, default_value_t = MatchSettings::default().budget)]
+    budget: usize,
+    /// Skip the match and measure only the synthesizers.
+    #[arg(long)]
+    no_match: bool,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+const TEXT: &str = "The weather today is sunny with a light breeze. Please send the report to my office before noon. We recorded the river at night for three hours.";
+const REFERENCE: &str = "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and began to read the timetable aloud. Nobody listened, but everyone waited.";
+
+#[derive(Serialize)]
+struct SynthRow {
+    voice: String,
+    seconds_of_speech: f64,
+    real_time_factor: f64,
+    word_error_rate: f64,
+}
+
+#[derive(Serialize)]
+struct MatchRow {
+    target: String,
+    default_voice: (f32, f64),
+    best_shipped: (String, f32, f64),
+    matched_held_out: (f32, f64),
+    matched_search: f32,
+    espeak_match: Option<(String, u32, f32)>,
+    evaluations: usize,
+    seconds: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    synthesizers: Vec<SynthRow>,
+    default_voice: String,
+    budget: usize,
+    targets: Vec<MatchRow>,
+}
+
+async fn wer_of(
+    services: &Services,
+    audio: &Audio,
+    text: &str,
+    scratch: &Path,
+) -> anyhow::Result<f64> {
+    let path = scratch.join("take.wav");
+    write_wav(&path, audio)?;
+    let transcript = services
+        .speech()
+        .transcribe(
+            AudioInput::from_file(&path)?,
+            DEFAULT_MODEL,
+            Default::default(),
+            Default::default(),
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await?;
+    Ok(word_error_rate(text, &transcript.text()))
+}
+
+fn espeak(voice: &str, pitch: u32, text: &str) -> anyhow::Result<Audio> {
+    let mut e = Espeak::default();
+    e.pitch = pitch;
+    Ok(e.synthesize(text, Some(voice), &CancellationToken::new())?)
+}
+
+pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let installed = |m: &str| models::locate(&services.env().models_dir, m).is_ok();
+    let mut synthesizers = Vec::new();
+    let mut voices = vec!["en-us".to_string()];
+    if installed("piper-joe") {
+        voices.push("piper-joe".into());
+    }
+    if installed("kokoro") {
+        for style in services.kokoro()?.style_names() {
+            voices.push(format!("kokoro-{style}"));
+        }
+    }
+    for voice in voices {
+        let (speech, name) = services.speech_for_voice(Some(&voice))?;
+        // One warm-up, so loading the model is not counted.
+        speech
+            .synthesize("Warm up.".into(), name.clone(), CancellationToken::new())
+            .await?;
+        let started = Instant::now();
+        let audio = speech
+            .synthesize(TEXT.into(), name, CancellationToken::new())
+            .await?;
+        let elapsed = started.elapsed().as_secs_f64();
+        let row = SynthRow {
+            voice: voice.clone(),
+            seconds_of_speech: audio.duration_secs(),
+            real_time_factor: elapsed / audio.duration_secs(),
+            word_error_rate: wer_of(services, &audio, TEXT, scratch.path()).await?,
+        };
+        eprintln!(
+            "{:<22} RTF {:.3}  WER {:.3}  ({:.1} s of speech)",
+            row.voice, row.real_time_factor, row.word_error_rate, row.seconds_of_speech
+        );
+        synthesizers.push(row);
+    }
+
+    let mut targets = Vec::new();
+    if !args.no_match {
+        // A library of its own, so the user's voices are untouched.
+        let mut env = services.env().clone();
+        env.voices_dir = scratch.path().join("voices");
+        let bench = Services::new(services.config(), env);
+        let voices = bench.voices();
+        let mut speakers: Vec<(String, Audio)> = vec![
+            (
+                "espeak en-us+m3 p40".into(),
+                espeak("en-us+m3", 40, REFERENCE)?,
+            ),
+            (
+                "espeak en-gb+f2 p65".into(),
+                espeak("en-gb+f2", 65, REFERENCE)?,
+            ),
+            (
+                "espeak en-us+m7 p25".into(),
+                espeak("en-us+m7", 25, REFERENCE)?,
+            ),
+        ];
+        if installed("piper-joe") {
+            let (speech, name) = services.speech_for_voice(Some("piper-joe"))?;
+            let audio = speech
+                .synthesize(REFERENCE.into(), name, CancellationToken::new())
+                .await?;
+            speakers.push(("piper joe".into(), audio));
+        }
+        for (i, (label, audio)) in speakers.into_iter().enumerate() {
+            let clip = scratch.path().join(format!("target-{i}.wav"));
+            write_wav(&clip, &audio)?;
+            let name = format!("target {i}");
+            voices.library().create(&name)?;
+            voices
+                .add_clip(
+                    &name,
+                    AudioInput::from_file(&clip)?,
+                    Some(REFERENCE.into()),
+                    CancellationToken::new(),
+                )
+                .await?;
+            let settings = MatchSettings {
+                budget: args.budget,
+                ..MatchSettings::default()
+            };
+            let profile = voices
+                .match_voice(&name, settings, Arc::new(|_| {}), CancellationToken::new())
+                .await?;
+            let m = profile.current_match().expect("a match was just made");
+            let row = MatchRow {
+                target: label,
+                default_voice: (
+                    m.default_held_out.similarity,
+                    m.default_held_out.word_error_rate,
+                ),
+                best_shipped: (
+                    m.outcome.best_shipped.clone(),
+                    m.outcome.best_shipped_held_out.similarity,
+                    m.outcome.best_shipped_held_out.word_error_rate,
+                ),
+                matched_held_out: (
+                    m.outcome.held_out.similarity,
+                    m.outcome.held_out.word_error_rate,
+                ),
+                matched_search: m.outcome.search.similarity,
+                espeak_match: m
+                    .espeak
+                    .as_ref()
+                    .map(|(s, score)| (s.voice.clone(), s.pitch, score.similarity)),
+                evaluations: m.outcome.evaluations,
+                seconds: m.outcome.seconds,
+            };
+            eprintln!(
+                "{:<22} default {:.3}  best shipped {} {:.3}  match {:.3} (search {:.3}, WER {:.2})  espeak {:?}  {} takes in {:.0} s",
+                row.target,
+                row.default_voice.0,
+                row.best_shipped.0,
+                row.best_shipped.1,
+                row.matched_held_out.0,
+                row.matched_search,
+                row.matched_held_out.1,
+                row.espeak_match,
+                row.evaluations,
+                row.seconds
+            );
+            targets.push(row);
+        }
+    }
+    let report = Report {
+        synthesizers,
+        default_voice: default_voice_name(services),
+        budget: args.budget,
+        targets,
+    };
+    println!("| voice | RTF | WER |\n|---|---|---|");
+    for s in &report.synthesizers {
+        println!(
+            "| {} | {:.3} | {:.3} |",
+            s.voice, s.real_time_factor, s.word_error_rate
+        );
+    }
+    if !report.targets.is_empty() {
+        println!(
+            "\n| target speaker | default voice ({}) | best shipped style | voice match (held out) | match on search sentence | WER default / shipped / match | takes | time |\n|---|---|---|---|---|---|---|---|",
+            report.default_voice
+        );
+        for t in &report.targets {
+            println!(
+                "| {} | {:.3} | {} {:.3} | {:.3} | {:.3} | {:.2} / {:.2} / {:.2} | {} | {:.0} s |",
+                t.target,
+                t.default_voice.0,
+                t.best_shipped.0,
+                t.best_shipped.1,
+                t.matched_held_out.0,
+                t.matched_search,
+                t.default_voice.1,
+                t.best_shipped.2,
+                t.matched_held_out.1,
+                t.evaluations,
+                t.seconds
+            );
+        }
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The Voices view's workflows: the voice library with its clips and checks, the approximate
+//! match with progress, test takes scored against the voice, A/B playback, and the cloning
+//! server's health. Each is a thin call into `headroom_services::voice_work`.
+
+use crate::workstation::{Workstation, WorkstationError};
+use headroom_base::clock::unix_ms;
+use headroom_base::fsutil::write_atomic;
+use headroom_services::speech::AudioInput;
+use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
+use headroom_services::voices::VoiceProfile;
+use headroom_speech::audio::{self as device, decode_file, wav_bytes, DecodeLimits};
+use headroom_speech::cloning::Health;
+use headroom_speech::voice::matching::{MatchProgress, MatchSettings};
+use headroom_speech::voice::ClipReport;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What adding a clip did: added, or refused with the checks' advice.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct ClipAdded {
+    pub added: bool,
+    pub report: ClipReport,
+    pub voice: VoiceProfile,
+}
+
+/// A test take in a voice, kept in the voice's `takes/` folder for A/B playback.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct VoiceTakeView {
+    /// Relative to the voice's folder.
+    pub file: String,
+    pub method: String,
+    pub closeness: Closeness,
+    pub default_voice: String,
+    pub duration_secs: f64,
+}
+
+/// Test takes kept per voice; older ones are removed.
+const KEPT_TAKES: usize = 5;
+
+impl Workstation {
+    pub fn voice_profiles(&self) -> Result<Vec<VoiceProfile>, WorkstationError> {
+        Ok(self
+            .services()
+            .voice_library()
+            .list()
+            .map_err(VoiceWorkError::from)?)
+    }
+
+    pub fn create_voice(&self, name: &str) -> Result<VoiceProfile, WorkstationError> {
+        Ok(self
+            .services()
+            .voice_library()
+            .create(name)
+            .map_err(VoiceWorkError::from)?)
+    }
+
+    pub fn rename_voice(&self, id: &str, name: &str) -> Result<VoiceProfile, WorkstationError> {
+        Ok(self
+            .services()
+            .voice_library()
+            .rename(id, name)
+            .map_err(VoiceWorkError::from)?)
+    }
+
+    pub fn delete_voice(&self, id: &str) -> Result<(), WorkstationError> {
+        Ok(self
+            .services()
+            .voice_library()
+            .delete(id)
+            .map_err(VoiceWorkError::from)?)
+    }
+
+    /// Checks, transcribes and embeds a clip (a file the user chose or recorded) and adds it;
+    /// a refused clip comes back with its report, not as an error.
+    pub async fn add_voice_clip(
+        &self,
+        id: &str,
+        path: &Path,
+        cancel: CancellationToken,
+    ) -> Result<ClipAdded, WorkstationError> {
+        let voices = self.services().voices();
+        let input = AudioInput::from_file(path)?;
+        match voices.add_clip(id, input, None, cancel).await {
+            Ok((voice, report)) => Ok(ClipAdded {
+                added: true,
+                report,
+                voice,
+            }),
+            Err(VoiceWorkError::ClipRefused(report)) => Ok(ClipAdded {
+                added: false,
+                report: *report,
+                voice: voices.library().open(id).map_err(VoiceWorkError::from)?,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn remove_voice_clip(
+        &self,
+        id: &str,
+        clip: &str,
+    ) -> Result<VoiceProfile, WorkstationError> {
+        Ok(self
+            .services()
+            .voice_library()
+            .remove_clip(id, clip)
+            .map_err(VoiceWorkError::from)?)
+    }
+
+    pub fn set_clip_transcript(
+        &self,
+        id: &str,
+        clip: &str,
+        transcript: &str,
+    ) -> Result<VoiceProfile, WorkstationError> {
+        Ok(self
+            .services()
+            .voice_library()
+            .set_transcript(id, clip, transcript)
+            .map_err(VoiceWorkError::from)?)
+    }
+
+    /// The approximate voice match, a batch job with progress and cancel.
+    pub async fn match_voice(
+        &self,
+        id: &str,
+        budget: usize,
+        progress: Arc<dyn Fn(MatchProgress) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<VoiceProfile, WorkstationError> {
+        let settings = MatchSettings {
+            budget,
+            ..MatchSettings::default()
+        };
+        Ok(self
+            .services()
+            .voices()
+            .match_voice(id, settings, progress, cancel)
+            .await?)
+    }
+
+    /// Speaks `text` as the voice and keeps the take for playback beside the reference.
+    pub async fn speak_as_voice(
+        &self,
+        id: &str,
+        text: String,
+        cancel: CancellationToken,
+    ) -> Result<VoiceTakeView, WorkstationError> {
+        let voices = self.services().voices();
+        let take = voices.speak(id, text, cancel).await?;
+        let profile = voices.library().open(id).map_err(VoiceWorkError::from)?;
+        let folder = voices.library().root().join(&profile.id).join("takes");
+        std::fs::create_dir_all(&folder).map_err(|e| {
+            WorkstationError::Voice(VoiceWorkError::Library(
+                headroom_services::voices::LibraryError::Io {
+                    path: folder.clone(),
+                    source: e,
+                },
+            ))
+        })?;
+        let file = format!("takes/take-{}.wav", unix_ms());
+        let path = folder.parent().expect("the voice folder").join(&file);
+        write_atomic(&path, &wav_bytes(&take.audio)).map_err(|e| {
+            WorkstationError::Voice(VoiceWorkError::Library(
+                headroom_services::voices::LibraryError::Io {
+                    path: path.clone(),
+                    source: e,
+                },
+            ))
+        })?;
+        prune_takes(&folder);
+        Ok(VoiceTakeView {
+            file,
+            method: take.method.label(),
+            closeness: take.closeness,
+            default_voice: default_voice_name(self.services()),
+            duration_secs: take.audio.duration_secs(),
+        })
+    }
+
+    /// Plays a voice's clip or take (a file inside the voice's folder) on the output device.
+    pub async fn play_voice_file(
+        &self,
+        id: &str,
+        file: &str,
+        cancel: CancellationToken,
+    ) -> Result<(), WorkstationError> {
+        let path = self.voice_file(id, file)?;
+        let audio = decode_file(&path, DecodeLimits::default())?;
+        tokio::task::spawn_blocking(move || device::play(&audio, &cancel))
+            .await
+            .map_err(WorkstationError::TaskFailed)??;
+        Ok(())
+    }
+
+    /// A file inside a voice's folder; anything else is refused.
+    fn voice_file(&self, id: &str, file: &str) -> Result<PathBuf, WorkstationError> {
+        let library = self.services().voice_library();
+        let profile = library.open(id).map_err(VoiceWorkError::from)?;
+        let plain = !file.is_empty()
+            && Path::new(file)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let path = library.root().join(&profile.id).join(file);
+        if !plain || !path.is_file() {
+            return Err(WorkstationError::OutsideProject {
+                path: file.to_string(),
+            });
+        }
+        Ok(path)
+    }
+
+    /// Asks the configured cloning server whether it is up.
+    pub async fn cloning_health(&self) -> Result<Health, WorkstationError> {
+        Ok(self.services().voices().cloning_health().await?)
+    }
+}
+
+/// Keeps the newest takes in `folder`.
+fn prune_takes(folder: &Path) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    let mut takes: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wav"))
+        .collect();
+    takes.sort();
+    let excess = takes.len().saturating_sub(KEPT_TAKES);
+    for old in &takes[..excess] {
+        let _ = std::fs::remove_file(old);
+    }
+}
