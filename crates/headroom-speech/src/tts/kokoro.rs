@@ -21,8 +21,8 @@ pub const KOKORO_SAMPLE_RATE: u32 = 24_000;
 pub const STYLE_DIM: usize = 256;
 /// Rows in a shipped style table: one per input length, so at most this many phonemes a call.
 const STYLE_ROWS: usize = 510;
-/// The style used when none is named: the shipped one whose English was understood best
-/// (word error rate through the embedded Whisper; see the README's voice table).
+/// The style used when none is named. Every shipped style's English is understood by the
+/// embedded Whisper within a word in 27 (the README's voice table); this one is the first.
 pub const DEFAULT_STYLE: &str = "jf_alpha";
 
 fn engine_error(message: impl std::fmt::Display) -> TtsError {
