@@ -116,6 +116,15 @@ impl Kokoro {
         self.styles.iter().map(|(n, _)| n.clone()).collect()
     }
 
+    /// Each shipped style's vector for an input of `tokens` phonemes, in the model's order.
+    pub fn shipped_rows(&self, tokens: usize) -> Vec<Vec<f32>> {
+        let row = tokens.min(STYLE_ROWS - 1);
+        self.styles
+            .iter()
+            .map(|(_, t)| t[row * STYLE_DIM..(row + 1) * STYLE_DIM].to_vec())
+            .collect()
+    }
+
     /// The style vector `style` gives for an input of `tokens` phonemes.
     pub fn style_row(&self, style: &Style, tokens: usize) -> Result<Vec<f32>, TtsError> {
         let row = tokens.min(STYLE_ROWS - 1);
@@ -212,34 +221,6 @@ impl Kokoro {
         synthesize_by_sentence(text, 200, cancel, |sentence| {
             self.speak_sentence(sentence, style, speed)
         })
-    }
-}
-
-/// The style table row whose spread scales a search's mutations: a sentence's length.
-const TYPICAL_TOKENS: usize = 80;
-
-impl crate::voice::matching::StyleVoice for Kokoro {
-    fn shipped_styles(&self) -> Vec<String> {
-        self.style_names()
-    }
-
-    fn style_spread(&self) -> Vec<f32> {
-        let rows: Vec<Vec<f32>> = self
-            .styles
-            .iter()
-            .map(|(_, t)| t[TYPICAL_TOKENS * STYLE_DIM..(TYPICAL_TOKENS + 1) * STYLE_DIM].to_vec())
-            .collect();
-        crate::voice::matching::spread_of(&rows)
-    }
-
-    fn speak(&self, text: &str, style: &Style) -> Result<Audio, crate::voice::VoiceError> {
-        Ok(Kokoro::speak(
-            self,
-            text,
-            style,
-            1.0,
-            &CancellationToken::new(),
-        )?)
     }
 }
 

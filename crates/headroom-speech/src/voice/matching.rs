@@ -13,7 +13,7 @@
 
 use super::{Embedding, VoiceError};
 use crate::audio::Audio;
-use crate::tts::{Style, STYLE_DIM};
+use crate::tts::{Kokoro, Style, STYLE_DIM};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -311,6 +311,29 @@ pub fn match_style(
         evaluations: search.evaluations,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The style table row whose spread scales a search's mutations: a sentence's length.
+const TYPICAL_TOKENS: usize = 80;
+
+impl StyleVoice for Kokoro {
+    fn shipped_styles(&self) -> Vec<String> {
+        self.style_names()
+    }
+
+    fn style_spread(&self) -> Vec<f32> {
+        spread_of(&self.shipped_rows(TYPICAL_TOKENS))
+    }
+
+    fn speak(&self, text: &str, style: &Style) -> Result<Audio, VoiceError> {
+        Ok(Kokoro::speak(
+            self,
+            text,
+            style,
+            1.0,
+            &CancellationToken::new(),
+        )?)
+    }
 }
 
 /// A standard normal number (Box–Muller).
