@@ -722,6 +722,31 @@ pub async fn add_voice_clip(
 }
 
 #[tauri::command]
+pub async fn record_voice_clip(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    voice: String,
+    max_seconds: f64,
+    job: String,
+) -> Reply<ClipAdded> {
+    let guard = shell.jobs.start(&job);
+    let level_job = job.clone();
+    let level = Arc::new(move |dbfs: f32| {
+        let _ = app.emit(
+            events::RECORD_LEVEL,
+            RecordLevel {
+                job: level_job.clone(),
+                dbfs,
+            },
+        );
+    });
+    Ok(shell
+        .workstation
+        .record_voice_clip(&voice, max_seconds, level, guard.cancel.clone())
+        .await?)
+}
+
+#[tauri::command]
 pub async fn remove_voice_clip(
     shell: State<'_, Shell>,
     voice: String,

@@ -111,6 +111,7 @@ commands![
     rename_voice,
     delete_voice,
     add_voice_clip,
+    record_voice_clip,
     remove_voice_clip,
     set_clip_transcript,
     match_voice,

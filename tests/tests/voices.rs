@@ -398,8 +398,18 @@ async fn an_approximate_match_is_found_kept_and_used_without_a_server() {
         )
         .await
         .unwrap();
-    assert_eq!(take.method, TakeMethod::VoiceMatch);
-    assert_eq!(take.method.label(), "voice match (approximate)");
+    // The closer of the two matches on held-out sentences speaks: against an espeak-made
+    // voice that is usually espeak-ng's own variant.
+    let espeak_score = matched.espeak.as_ref().unwrap().1.similarity;
+    match &take.method {
+        TakeMethod::VoiceMatch => assert!(matched.outcome.held_out.similarity >= espeak_score),
+        TakeMethod::EspeakMatch { .. } => {
+            assert!(espeak_score > matched.outcome.held_out.similarity)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(take.method.label().starts_with("voice match (approximate"));
+    assert!(!take.method.label().contains("clone"));
     assert!(take.audio.duration_secs() > 1.0);
     // A cancelled match stops and keeps the match it had.
     let cancel = CancellationToken::new();

@@ -143,6 +143,9 @@ export const api = {
   deleteVoice: (voice: string) => call<void>("delete_voice", { voice }),
   /** Checks, transcribes and embeds a clip; a refused clip comes back with `added: false`. */
   addVoiceClip: (voice: string, path: string, job: string) => call<ClipAdded>("add_voice_clip", { voice, path, job }),
+  /** Records a clip (until maxSeconds or the job is cancelled, which keeps it), then adds it. */
+  recordVoiceClip: (voice: string, maxSeconds: number, job: string) =>
+    call<ClipAdded>("record_voice_clip", { voice, maxSeconds, job }),
   removeVoiceClip: (voice: string, clip: string) => call<VoiceProfile>("remove_voice_clip", { voice, clip }),
   setClipTranscript: (voice: string, clip: string, transcript: string) =>
     call<VoiceProfile>("set_clip_transcript", { voice, clip, transcript }),

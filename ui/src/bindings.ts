@@ -431,6 +431,7 @@ export const COMMANDS = [
   "rename_voice",
   "delete_voice",
   "add_voice_clip",
+  "record_voice_clip",
   "remove_voice_clip",
   "set_clip_transcript",
   "match_voice",

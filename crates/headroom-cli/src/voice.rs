@@ -140,7 +140,7 @@ fn print_profile(voice: &VoiceProfile) {
             );
             if let Some((setting, score)) = &m.espeak {
                 println!(
-                    "espeak-ng match: {} pitch {} (similarity {:.3})",
+                    "espeak-ng match: {} pitch {} (similarity {:.3} on held-out sentences)",
                     setting.voice, setting.pitch, score.similarity
                 );
             }

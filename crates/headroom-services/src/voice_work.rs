@@ -289,26 +289,18 @@ impl Voices {
                 espeak.pitch = setting.pitch;
                 Ok(espeak.synthesize(text, Some(&setting.voice), &CancellationToken::new())?)
             };
-            let espeak = match_espeak(&speak_espeak, &judge, &target, &*progress, cancel)?;
+            let (setting, _) = match_espeak(&speak_espeak, &judge, &target, &*progress, cancel)?;
+            // Judged like the Kokoro match: on the held-out sentences.
+            let espeak = (
+                setting.clone(),
+                held_out_score(&judge, &target, |text| speak_espeak(text, &setting))?,
+            );
             let kokoro = services.kokoro()?;
             let outcome = match_style(&*kokoro, &judge, &target, &settings, &*progress, cancel)?;
             let baseline = Style::shipped(DEFAULT_STYLE);
-            let mut takes = Vec::new();
-            for sentence in HELD_OUT_SENTENCES {
-                takes.push(kokoro.speak(sentence, &baseline, 1.0, cancel)?);
-            }
-            let embeddings = takes
-                .iter()
-                .map(|t| embedder.embed(t))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut rates = 0.0;
-            for (take, sentence) in takes.iter().zip(HELD_OUT_SENTENCES) {
-                rates += judge.word_error_rate(take, sentence)?;
-            }
-            let default_held_out = Score {
-                similarity: Embedding::mean(&embeddings).map_or(0.0, |e| e.similarity(&target)),
-                word_error_rate: rates / HELD_OUT_SENTENCES.len() as f64,
-            };
+            let default_held_out = held_out_score(&judge, &target, |text| {
+                Ok(kokoro.speak(text, &baseline, 1.0, cancel)?)
+            })?;
             tracing::info!(
                 voice = %id,
                 held_out = outcome.held_out.similarity,
@@ -396,30 +388,38 @@ impl Voices {
                     let matched = profile
                         .current_match()
                         .ok_or_else(|| VoiceWorkError::NoMatch(profile.name.clone()))?;
-                    match models::locate(&services.env().models_dir, "kokoro") {
-                        Ok(_) => {
-                            let kokoro = services.kokoro()?;
-                            let audio = kokoro.speak(&text, &matched.outcome.style, 1.0, cancel)?;
-                            (audio, TakeMethod::VoiceMatch)
+                    // The closer of the two matches on held-out sentences, among those that
+                    // stay intelligible; Kokoro's needs the model installed.
+                    let kokoro_ok = models::locate(&services.env().models_dir, "kokoro").is_ok();
+                    let espeak = matched.espeak.clone().filter(|(_, score)| {
+                        score.word_error_rate <= matched.outcome.search.word_error_rate.max(0.2)
+                    });
+                    let use_espeak = match &espeak {
+                        Some((_, score)) => {
+                            !kokoro_ok || score.similarity > matched.outcome.held_out.similarity
                         }
-                        Err(_) => {
-                            let (setting, _) = matched
-                                .espeak
-                                .clone()
-                                .ok_or_else(|| VoiceWorkError::NoMatch(profile.name.clone()))?;
-                            let mut espeak = Espeak::new(services.env().espeak.clone());
-                            espeak.pitch = setting.pitch;
-                            let audio = espeak
-                                .synthesize(&text, Some(&setting.voice), cancel)
-                                .map_err(VoiceError::from)?;
-                            (
-                                audio,
-                                TakeMethod::EspeakMatch {
-                                    voice: setting.voice,
-                                    pitch: setting.pitch,
-                                },
-                            )
-                        }
+                        None => false,
+                    };
+                    if use_espeak {
+                        let (setting, _) = espeak.expect("checked above");
+                        let mut espeak = Espeak::new(services.env().espeak.clone());
+                        espeak.pitch = setting.pitch;
+                        let audio = espeak
+                            .synthesize(&text, Some(&setting.voice), cancel)
+                            .map_err(VoiceError::from)?;
+                        (
+                            audio,
+                            TakeMethod::EspeakMatch {
+                                voice: setting.voice,
+                                pitch: setting.pitch,
+                            },
+                        )
+                    } else if kokoro_ok {
+                        let kokoro = services.kokoro()?;
+                        let audio = kokoro.speak(&text, &matched.outcome.style, 1.0, cancel)?;
+                        (audio, TakeMethod::VoiceMatch)
+                    } else {
+                        return Err(VoiceWorkError::NoMatch(profile.name.clone()));
                     }
                 }
             };
@@ -438,6 +438,25 @@ impl Voices {
         })
         .await
     }
+}
+
+/// A voice's similarity to `target` and its intelligibility on the held-out sentences.
+fn held_out_score(
+    judge: &dyn Judge,
+    target: &Embedding,
+    speak: impl Fn(&str) -> Result<Audio, VoiceError>,
+) -> Result<Score, VoiceError> {
+    let mut embeddings = Vec::new();
+    let mut rates = 0.0;
+    for sentence in HELD_OUT_SENTENCES {
+        let take = speak(sentence)?;
+        embeddings.push(judge.embed(&take)?);
+        rates += judge.word_error_rate(&take, sentence)?;
+    }
+    Ok(Score {
+        similarity: Embedding::mean(&embeddings).map_or(0.0, |e| e.similarity(target)),
+        word_error_rate: rates / HELD_OUT_SENTENCES.len() as f64,
+    })
 }
 
 /// The clip's words through the default Whisper model, if it is installed; `None` otherwise

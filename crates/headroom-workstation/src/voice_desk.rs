@@ -99,6 +99,38 @@ impl Workstation {
         }
     }
 
+    /// Records a clip from the default input device (until `max_seconds` or `cancel`, which
+    /// stops and keeps it), then checks and adds it as [`Workstation::add_voice_clip`] does.
+    pub async fn record_voice_clip(
+        &self,
+        id: &str,
+        max_seconds: f64,
+        level: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<ClipAdded, WorkstationError> {
+        self.services()
+            .voice_library()
+            .open(id)
+            .map_err(VoiceWorkError::from)?;
+        let target = self.services().env().temp_dir.join(format!(
+            "headroom-voice-recording-{}-{}.wav",
+            std::process::id(),
+            unix_ms()
+        ));
+        let recorded = self
+            .record_to_file(target.clone(), max_seconds, level, cancel)
+            .await;
+        let added = match recorded {
+            Ok(()) => {
+                self.add_voice_clip(id, &target, CancellationToken::new())
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let _ = std::fs::remove_file(&target);
+        added
+    }
+
     pub fn remove_voice_clip(
         &self,
         id: &str,

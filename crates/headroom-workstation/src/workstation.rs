@@ -1104,8 +1104,21 @@ impl Workstation {
         let project = self.store.open(project_id)?;
         let relative = format!("audio/recording-{}.wav", unix_ms());
         let target = self.store.folder(&project.id)?.join(&relative);
-        // Written as it is recorded: a crash keeps all but the last second, and the next start
-        // repairs it (`recover_after_crash`).
+        self.record_to_file(target, max_seconds, level, cancel)
+            .await?;
+        Ok(relative)
+    }
+
+    /// Records from the default input device into `target` on the audio lane, until
+    /// `max_seconds` or `cancel` (which stops and keeps what was recorded). The WAV is written as
+    /// it is recorded: a crash keeps all but the last second, and the next start repairs it.
+    pub(crate) async fn record_to_file(
+        &self,
+        target: PathBuf,
+        max_seconds: f64,
+        level: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<(), WorkstationError> {
         let (result, kept) = self
             .services
             .audio_lane()
@@ -1127,7 +1140,7 @@ impl Workstation {
         match (result, kept) {
             (Ok(_), Some(finished)) => {
                 finished?;
-                Ok(relative)
+                Ok(())
             }
             (Ok(_), None) => Err(WorkstationError::NothingRecorded),
             (Err(e), _) => Err(e.into()),

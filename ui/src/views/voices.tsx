@@ -2,6 +2,7 @@
 // and transcribed), search for an approximate voice match with progress, speak a test line and
 // compare it with the reference (A/B), with similarity bars beside the default voice; choose
 // and test the cloning server. A match is always called a match, never a clone.
+import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
 import {
   api,
@@ -16,7 +17,7 @@ import {
   type VoiceProfile,
   type VoiceTakeView,
 } from "../api";
-import { useJob } from "../hooks";
+import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
 function Bar(props: { label: string; value: number; testid: string }) {
@@ -68,6 +69,11 @@ export function VoicesView() {
   const adding = useJob("voice-clip");
   const matching = useJob("voice-match");
   const speaking = useJob("voice-speak");
+  const recorder = useJob("voice-record");
+  const [level, setLevel] = useState<number | null>(null);
+  useEvent("record-level", (p) => {
+    if (p.job === recorder.running) setLevel(p.dbfs);
+  });
 
   const refresh = async () => setVoices(await api.voiceProfiles());
   useEffect(() => {
@@ -176,9 +182,45 @@ export function VoicesView() {
               value={clipPath}
               onInput={(e) => setClipPath((e.target as HTMLInputElement).value)}
             />
+            <button
+              type="button"
+              data-testid="voice-clip-browse"
+              onClick={async () => {
+                const chosen = await open({
+                  multiple: false,
+                  directory: false,
+                  filters: [{ name: "Audio", extensions: ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] }],
+                });
+                if (typeof chosen === "string") setClipPath(chosen);
+              }}
+            >
+              Browse…
+            </button>
             <button type="submit" data-testid="voice-clip-add" disabled={adding.running !== null || clipPath.trim() === ""}>
               {adding.running ? "Checking…" : "Add clip"}
             </button>
+            {recorder.running === null ? (
+              <button
+                type="button"
+                data-testid="voice-record-start"
+                disabled={adding.running !== null}
+                onClick={() =>
+                  guard(async () => {
+                    setLevel(null);
+                    // Up to 30 s, the longest clip kept; Stop ends it sooner and keeps it.
+                    const added = await recorder.run((job) => api.recordVoiceClip(voice.id, 30, job));
+                    replace(added.voice);
+                    setRefused(added.added ? null : added.report);
+                  })
+                }
+              >
+                ● Record
+              </button>
+            ) : (
+              <button type="button" data-testid="voice-record-stop" onClick={recorder.cancel}>
+                ■ Stop {level !== null && `(${level.toFixed(0)} dBFS)`}
+              </button>
+            )}
           </form>
           {refused && (
             <div class="notice error" data-testid="voice-clip-refused">
@@ -271,6 +313,13 @@ export function VoicesView() {
                 testid="voice-sim-shipped"
               />
               <Bar label="Voice match (held out)" value={current.outcome.held_out.similarity} testid="voice-sim-match" />
+              {current.espeak && (
+                <Bar
+                  label={`espeak-ng match (${current.espeak[0].voice}, pitch ${current.espeak[0].pitch})`}
+                  value={current.espeak[1].similarity}
+                  testid="voice-sim-espeak"
+                />
+              )}
               <p class="muted">
                 On the search sentence {current.outcome.search.similarity.toFixed(3)} · word error rate{" "}
                 {current.outcome.held_out.word_error_rate.toFixed(2)} · {current.outcome.evaluations} takes in{" "}
