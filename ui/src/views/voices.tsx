@@ -56,6 +56,7 @@ export function VoicesView() {
   const [voices, setVoices] = useState<VoiceProfile[]>([]);
   const [selected, setSelected] = useState<string | null>(null);
   const [newName, setNewName] = useState("");
+  const [rename, setRename] = useState("");
   const [clipPath, setClipPath] = useState("");
   const [refused, setRefused] = useState<ClipReport | null>(null);
   const [budget, setBudget] = useState(160);
@@ -146,6 +147,26 @@ export function VoicesView() {
       {voice && (
         <section data-testid="voice-detail">
           <h2 data-testid="voice-title">{voice.name}</h2>
+          <form
+            class="row"
+            onSubmit={(e) => {
+              e.preventDefault();
+              guard(async () => {
+                replace(await api.renameVoice(voice.id, rename));
+                setRename("");
+              });
+            }}
+          >
+            <input
+              data-testid="voice-rename-input"
+              placeholder="New name"
+              value={rename}
+              onInput={(e) => setRename((e.target as HTMLInputElement).value)}
+            />
+            <button type="submit" data-testid="voice-rename" disabled={rename.trim() === ""}>
+              Rename
+            </button>
+          </form>
           <div class="row">
             <button
               data-testid="voice-delete"
