@@ -485,3 +485,52 @@ async fn the_speech_endpoint_speaks_a_voice_profile_by_name() {
     assert_eq!(resp.status(), 200);
     assert!(resp.headers().get("x-headroom-voice-method").is_none());
 }
+
+#[tokio::test]
+async fn interactive_speech_goes_ahead_of_a_running_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let services = services(dir.path(), None);
+    voice_from_clip(&services, dir.path(), "Quinn").await;
+    let voices = Voices::new(services.clone());
+    let searching = Arc::new(tokio::sync::Notify::new());
+    let seen = searching.clone();
+    let cancel = CancellationToken::new();
+    let settings = MatchSettings {
+        budget: 10_000,
+        ..MatchSettings::default()
+    };
+    let search = {
+        let voices = voices.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            voices
+                .match_voice(
+                    "Quinn",
+                    settings,
+                    Arc::new(move |p| {
+                        if p.stage == "search" {
+                            seen.notify_one();
+                        }
+                    }),
+                    cancel,
+                )
+                .await
+        })
+    };
+    searching.notified().await;
+    // The match is mid-search: a line spoken now is not held behind its thousands of takes.
+    let audio = services
+        .speech()
+        .synthesize(
+            "A quick line, please.".into(),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(audio.duration_secs() > 0.5);
+    assert!(!search.is_finished(), "the match is still running");
+    cancel.cancel();
+    let err = search.await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("cancel"), "{err}");
+}

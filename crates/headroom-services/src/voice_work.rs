@@ -17,7 +17,7 @@ use headroom_speech::models::{self, DEFAULT_MODEL};
 use headroom_speech::tts::{Espeak, Style, Synthesizer, DEFAULT_STYLE};
 use headroom_speech::voice::matching::{
     match_espeak, match_style, EspeakSetting, Judge, MatchProgress, MatchSettings, Score,
-    HELD_OUT_SENTENCES,
+    StyleVoice, HELD_OUT_SENTENCES,
 };
 use headroom_speech::voice::{check_clip, ClipReport, Embedding, SpeakerEmbedder, VoiceError};
 use serde::Serialize;
@@ -130,10 +130,63 @@ fn default_voice_take(services: &Services, text: &str) -> Result<Audio, VoiceWor
     }
 }
 
-/// The embedder and the embedded Whisper, judging takes for a match.
+/// The audio lane, entered from a blocking thread once per take of a long search.
+struct LaneSlots {
+    lane: headroom_core::lanes::AudioLane,
+    runtime: tokio::runtime::Handle,
+    cancel: CancellationToken,
+    /// The lane's refusal that stopped the search, kept typed for the caller.
+    refused: std::sync::Mutex<Option<Rejection>>,
+}
+
+impl LaneSlots {
+    /// Runs `work` as a batch job on the audio lane and waits for it (from a blocking thread).
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, VoiceError> + Send + 'static,
+    ) -> Result<T, VoiceError> {
+        let job = self
+            .lane
+            .run(Priority::Normal, self.cancel.clone(), move |_| work());
+        match self.runtime.block_on(job) {
+            Ok(result) => result,
+            Err(rejection) => {
+                let message = rejection.to_string();
+                *self.refused.lock().expect("refusal lock") = Some(rejection);
+                Err(VoiceError::Engine(message))
+            }
+        }
+    }
+}
+
+/// Kokoro whose takes are audio lane jobs.
+struct LaneKokoro {
+    kokoro: Arc<headroom_speech::tts::Kokoro>,
+    slots: Arc<LaneSlots>,
+}
+
+impl StyleVoice for LaneKokoro {
+    fn shipped_styles(&self) -> Vec<String> {
+        self.kokoro.shipped_styles()
+    }
+
+    fn style_spread(&self) -> Vec<f32> {
+        self.kokoro.style_spread()
+    }
+
+    fn speak(&self, text: &str, style: &Style) -> Result<Audio, VoiceError> {
+        let (kokoro, text, style) = (self.kokoro.clone(), text.to_string(), style.clone());
+        self.slots
+            .run(move || StyleVoice::speak(&*kokoro, &text, &style))
+    }
+}
+
+/// The embedder and the embedded Whisper, judging takes for a match (transcriptions as lane
+/// jobs when `slots` is set).
 struct TakeJudge {
     embedder: Arc<SpeakerEmbedder>,
     transcriber: Arc<dyn Transcriber>,
+    slots: Option<Arc<LaneSlots>>,
 }
 
 impl Judge for TakeJudge {
@@ -143,17 +196,23 @@ impl Judge for TakeJudge {
 
     fn word_error_rate(&self, take: &Audio, text: &str) -> Result<f64, VoiceError> {
         let audio = take.to_16k()?;
-        let transcript = self
-            .transcriber
-            .transcribe(
-                &audio.samples,
-                &TranscribeOptions {
-                    language: Some("en".into()),
-                },
-                &|_| {},
-                &CancellationToken::new(),
-            )
-            .map_err(|e| VoiceError::Asr(e.to_string()))?;
+        let transcriber = self.transcriber.clone();
+        let transcribe = move || {
+            transcriber
+                .transcribe(
+                    &audio.samples,
+                    &TranscribeOptions {
+                        language: Some("en".into()),
+                    },
+                    &|_| {},
+                    &CancellationToken::new(),
+                )
+                .map_err(|e| VoiceError::Asr(e.to_string()))
+        };
+        let transcript = match &self.slots {
+            Some(slots) => slots.run(transcribe)?,
+            None => transcribe()?,
+        };
         Ok(word_error_rate(text, &transcript.text()))
     }
 }
@@ -272,7 +331,19 @@ impl Voices {
             .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
         let clip_ids: Vec<String> = profile.clips.iter().map(|c| c.id.clone()).collect();
         let id = profile.id.clone();
-        self.on_lane(Priority::Normal, cancel, move |services, cancel| {
+        // Not one long lane job: every take is its own batch job on the audio lane, so
+        // interactive work (a transcription, speaking a line) goes ahead between takes.
+        let slots = Arc::new(LaneSlots {
+            lane: self.services.audio_lane().clone(),
+            runtime: tokio::runtime::Handle::current(),
+            cancel: cancel.clone(),
+            refused: std::sync::Mutex::new(None),
+        });
+        let services = self.services.clone();
+        let refusals = slots.clone();
+        let found = tokio::task::spawn_blocking(move || -> Result<VoiceProfile, VoiceWorkError> {
+            let services = &*services;
+            let cancel = &slots.cancel;
             let embedder = services.embedder()?;
             let model = models::locate(&services.env().models_dir, DEFAULT_MODEL)
                 .map_err(SpeechError::from)?;
@@ -282,12 +353,16 @@ impl Voices {
             let judge = TakeJudge {
                 embedder: embedder.clone(),
                 transcriber,
+                slots: Some(slots.clone()),
             };
             let espeak_program = services.env().espeak.clone();
             let speak_espeak = |text: &str, setting: &EspeakSetting| -> Result<Audio, VoiceError> {
                 let mut espeak = Espeak::new(espeak_program.clone());
                 espeak.pitch = setting.pitch;
-                Ok(espeak.synthesize(text, Some(&setting.voice), &CancellationToken::new())?)
+                let (text, voice) = (text.to_string(), setting.voice.clone());
+                slots.run(move || {
+                    Ok(espeak.synthesize(&text, Some(&voice), &CancellationToken::new())?)
+                })
             };
             let (setting, _) = match_espeak(&speak_espeak, &judge, &target, &*progress, cancel)?;
             // Judged like the Kokoro match: on the held-out sentences.
@@ -295,12 +370,14 @@ impl Voices {
                 setting.clone(),
                 held_out_score(&judge, &target, |text| speak_espeak(text, &setting))?,
             );
-            let kokoro = services.kokoro()?;
-            let outcome = match_style(&*kokoro, &judge, &target, &settings, &*progress, cancel)?;
+            let kokoro = LaneKokoro {
+                kokoro: services.kokoro()?,
+                slots: slots.clone(),
+            };
+            let outcome = match_style(&kokoro, &judge, &target, &settings, &*progress, cancel)?;
             let baseline = Style::shipped(DEFAULT_STYLE);
-            let default_held_out = held_out_score(&judge, &target, |text| {
-                Ok(kokoro.speak(text, &baseline, 1.0, cancel)?)
-            })?;
+            let default_held_out =
+                held_out_score(&judge, &target, |text| kokoro.speak(text, &baseline))?;
             tracing::info!(
                 voice = %id,
                 held_out = outcome.held_out.similarity,
@@ -321,6 +398,15 @@ impl Voices {
             )?)
         })
         .await
+        .map_err(|e| {
+            VoiceWorkError::Voice(VoiceError::Engine(format!("the match stopped: {e}")))
+        })?;
+        // A take the lane refused stopped the search: say why, as every front end does.
+        let refused = refusals.refused.lock().expect("refusal lock").take();
+        match (found, refused) {
+            (Err(_), Some(rejection)) => Err(VoiceWorkError::Rejected(rejection)),
+            (result, _) => result,
+        }
     }
 
     /// The configured cloning server, if any.
