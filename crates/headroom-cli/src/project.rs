@@ -12,6 +12,7 @@ use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_workstation::projects::{Project, ProjectEntry, ProjectStore};
 use headroom_workstation::workstation::{
     CleanAllEvent, CleanupSummary, JobOutcome, SegmentOutcome, Workstation, WorkstationError,
+    PROFILE_VOICE_PREFIX,
 };
 use serde_json::json;
 use std::path::PathBuf;
@@ -93,6 +94,19 @@ pub enum ProjectCommand {
         /// The version to restore (the transcript it replaces is kept too).
         #[arg(long)]
         restore: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Speak the project's text (a segment, or all; accepted cleanups first) into its speech/
+    /// folder, in the project's voice or --voice (kept as the project's voice): a voice
+    /// profile's name, `kokoro[-STYLE]`, `piper-joe` or an espeak-ng voice.
+    Speak {
+        project: String,
+        /// The segment to speak (1-based); all of them when not given.
+        #[arg(long)]
+        segment: Option<usize>,
+        #[arg(long)]
+        voice: Option<String>,
         #[command(flatten)]
         output: Output,
     },
@@ -298,6 +312,49 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             } else {
                 for v in &versions {
                     println!("{}	{} segments	{}", v.id, v.segments, v.reason);
+                }
+            }
+        }
+        ProjectCommand::Speak {
+            project,
+            segment,
+            voice,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            if let Some(voice) = voice {
+                // A voice profile by name is kept as `profile:<id>`, as the app keeps it.
+                let chosen = match ws.services().voice_library().open(&voice) {
+                    Ok(profile) => format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
+                    Err(_) => voice,
+                };
+                let shown = store.open(&id)?.settings;
+                let mut settings = shown.clone();
+                settings.voice = Some(chosen);
+                ws.update_settings(&id, settings, shown).await?;
+            }
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(cancel.clone());
+            let segment = match segment {
+                Some(0) => anyhow::bail!("segments are numbered from 1"),
+                Some(n) => Some(n - 1),
+                None => None,
+            };
+            let take = ws.synthesize(&id, segment, cancel).await?;
+            if output.json {
+                println!("{}", serde_json::to_string(&take)?);
+            } else {
+                println!(
+                    "{} ({:.1} s){}",
+                    take.file,
+                    take.duration_secs,
+                    take.voice_method
+                        .as_deref()
+                        .map(|m| format!(", {m}"))
+                        .unwrap_or_default()
+                );
+                if let (Some(s), Some(d)) = (take.similarity, take.default_similarity) {
+                    println!("similarity {s:.3} (default voice {d:.3})");
                 }
             }
         }

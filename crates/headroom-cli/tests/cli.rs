@@ -593,7 +593,11 @@ async fn a_killed_transcription_is_listed_and_resumes_to_the_same_transcript() {
 async fn voices_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let voices_dir = dir.path().join("voices");
-    let env = [("HEADROOM_VOICES_DIR", voices_dir.to_str().unwrap())];
+    let projects_dir = dir.path().join("projects");
+    let env = [
+        ("HEADROOM_VOICES_DIR", voices_dir.to_str().unwrap()),
+        ("HEADROOM_PROJECTS_DIR", projects_dir.to_str().unwrap()),
+    ];
     // A reference clip made at test time: espeak-ng reading a paragraph (~9 s).
     let clip = dir.path().join("ref.wav");
     let status = std::process::Command::new("espeak-ng")
@@ -685,6 +689,45 @@ async fn voices_from_the_command_line() {
     );
     assert!(said.contains("similarity to Rhea"), "{said}");
     assert!(take.exists());
+
+    // A project's text, spoken in the voice (kept as the project's voice).
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    assert!(headroom(&["project", "create", "Read"], &env)
+        .await
+        .status
+        .success());
+    let out = headroom(&["project", "transcribe", "Read", sample], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = headroom(
+        &[
+            "project",
+            "speak",
+            "Read",
+            "--segment",
+            "1",
+            "--voice",
+            "Rhea",
+            "--json",
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let spoken: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(spoken["voice"], "profile:rhea", "{spoken}");
+    assert!(spoken["voice_method"]
+        .as_str()
+        .unwrap()
+        .starts_with("voice match (approximate"));
+    // The matched voice is closer to Rhea than the default voice is.
+    assert!(
+        spoken["similarity"].as_f64().unwrap() > spoken["default_similarity"].as_f64().unwrap(),
+        "{spoken}"
+    );
+    assert!(projects_dir
+        .join("read")
+        .join(spoken["file"].as_str().unwrap())
+        .exists());
 
     // Export, import under a free name, remove a clip and the voice.
     let file = dir.path().join("rhea.voice");
