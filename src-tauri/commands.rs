@@ -216,6 +216,19 @@ fn progress_events(app: AppHandle, job: String) -> Arc<dyn Fn(f32) + Send + Sync
     })
 }
 
+/// Emits the input level of a recording job as `record-level` events.
+fn level_events(app: AppHandle, job: String) -> Arc<dyn Fn(f32) + Send + Sync> {
+    Arc::new(move |dbfs: f32| {
+        let _ = app.emit(
+            events::RECORD_LEVEL,
+            RecordLevel {
+                job: job.clone(),
+                dbfs,
+            },
+        );
+    })
+}
+
 #[tauri::command]
 pub async fn transcribe(
     app: AppHandle,
@@ -490,16 +503,7 @@ pub async fn record(
     job: String,
 ) -> Reply<PathBuf> {
     let guard = shell.jobs.start(&job);
-    let level_job = job.clone();
-    let level = Arc::new(move |dbfs: f32| {
-        let _ = app.emit(
-            events::RECORD_LEVEL,
-            RecordLevel {
-                job: level_job.clone(),
-                dbfs,
-            },
-        );
-    });
+    let level = level_events(app, job);
     let relative = shell
         .workstation
         .record(&project, max_seconds, level, guard.cancel.clone())
@@ -730,16 +734,7 @@ pub async fn record_voice_clip(
     job: String,
 ) -> Reply<ClipAdded> {
     let guard = shell.jobs.start(&job);
-    let level_job = job.clone();
-    let level = Arc::new(move |dbfs: f32| {
-        let _ = app.emit(
-            events::RECORD_LEVEL,
-            RecordLevel {
-                job: level_job.clone(),
-                dbfs,
-            },
-        );
-    });
+    let level = level_events(app, job);
     Ok(shell
         .workstation
         .record_voice_clip(&voice, max_seconds, level, guard.cancel.clone())

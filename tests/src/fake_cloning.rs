@@ -72,6 +72,15 @@ impl Fake {
     }
 }
 
+/// A JSON body's fields as text, as the fake records them.
+fn text_fields(body: &Value) -> HashMap<String, String> {
+    body.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
 async fn chatterbox_health() -> Json<Value> {
     Json(json!({"status": "healthy", "model_loaded": true}))
 }
@@ -136,12 +145,7 @@ async fn xtts_tts(State(fake): State<Arc<Fake>>, body: Bytes) -> Response {
             json!({"detail": [{"loc": ["body"], "msg": "JSON decode error", "type": "json_invalid"}]}),
         );
     };
-    let fields: HashMap<String, String> = body
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-        .collect();
+    let fields = text_fields(&body);
     if let Some(failure) = fake.record("/tts_to_audio/", fields.clone()) {
         return failure;
     }
@@ -181,12 +185,7 @@ async fn openai_models() -> Json<Value> {
 
 async fn openai_speech(State(fake): State<Arc<Fake>>, body: Bytes) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or_default();
-    let fields: HashMap<String, String> = body
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-        .collect();
+    let fields = text_fields(&body);
     if let Some(failure) = fake.record("/v1/audio/speech", fields.clone()) {
         return failure;
     }

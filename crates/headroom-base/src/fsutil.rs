@@ -6,6 +6,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Distinguishes the temporary files of writers in one process.
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
+/// The folder name a user-given name (of a `what`: a project, a voice) is kept under: its
+/// letters and digits, lower-cased, other runs of characters as one dash. Refused, with a
+/// message to show: an empty name, one of more than `max_chars`, one with no letter or digit.
+pub fn folder_name(name: &str, what: &str, max_chars: usize) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("a {what} needs a name"));
+    }
+    if name.chars().count() > max_chars {
+        return Err(format!("a {what} name has at most {max_chars} characters"));
+    }
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            slug.extend(c.to_lowercase());
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_matches('-').to_string();
+    if slug.is_empty() {
+        return Err(format!("a {what} name needs at least one letter or digit"));
+    }
+    Ok(slug)
+}
+
 /// Writes `bytes` to a temporary file of its own beside `path`, syncs it, renames it over
 /// `path`, then syncs the directory so the rename itself survives a crash. Concurrent writers
 /// of one path never share a temporary file: the last rename wins, whole. A file that exists

@@ -1,5 +1,5 @@
 use clap::Args;
-use headroom_services::voice_work::{default_voice_name, Voices};
+use headroom_services::voice_work::default_voice_name;
 use headroom_services::{Services, NEURAL_VOICE_PREFIX};
 use headroom_speech::audio::write_wav;
 use headroom_speech::models;
@@ -94,9 +94,7 @@ async fn speak_as_profile(
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
     let started = std::time::Instant::now();
-    let take = Voices::new(services.clone())
-        .speak(name, text, cancel)
-        .await?;
+    let take = services.voices().speak(name, text, cancel).await?;
     write_wav(&out, &take.audio)?;
     eprintln!(
         "wrote {} ({:.1} s of speech in {:.2} s), {}",

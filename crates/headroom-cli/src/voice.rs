@@ -6,7 +6,7 @@ use crate::progress::Progress;
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
 use clap::{Args, Subcommand};
 use headroom_services::speech::AudioInput;
-use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError, Voices};
+use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
 use headroom_services::voices::VoiceProfile;
 use headroom_services::Services;
 use headroom_speech::voice::matching::MatchSettings;
@@ -161,7 +161,17 @@ fn print_closeness(c: &Closeness, default_voice: &str) {
 }
 
 pub async fn run(cmd: VoiceCommand, services: Arc<Services>) -> anyhow::Result<ExitCode> {
-    let voices = Voices::new(services.clone());
+    if let VoiceCommand::Add {
+        transcript: Some(_),
+        clips,
+        ..
+    } = &cmd
+    {
+        if clips.len() > 1 {
+            anyhow::bail!("--transcript says what one clip says: give one clip with it");
+        }
+    }
+    let voices = services.voices();
     let library = voices.library().clone();
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
@@ -173,11 +183,6 @@ pub async fn run(cmd: VoiceCommand, services: Arc<Services>) -> anyhow::Result<E
                 transcript,
                 output,
             } => {
-                if transcript.is_some() && clips.len() > 1 {
-                    return Err(VoiceWorkError::Voice(VoiceError::Engine(
-                        "--transcript goes with one clip".into(),
-                    )));
-                }
                 let mut profile = match library.open(&name) {
                     Ok(p) => p,
                     Err(_) => library.create(&name)?,

@@ -41,7 +41,7 @@ pub enum VoiceWorkError {
     ClipRefused(Box<ClipReport>),
     #[error("voice {0:?} has no reference clips yet; add one with `headroom voice add`")]
     NoClips(String),
-    #[error("voice {0:?} has no voice match yet and no cloning server is configured: run `headroom voice match {0}`, or set cloning.url")]
+    #[error("voice {0:?} has no voice match yet and no cloning server is configured: find a match first (Find voice match in the Voices view, or `headroom voice match {0}`), or set a cloning server (cloning.url)")]
     NoMatch(String),
     #[error("no cloning server is configured (set cloning.url, e.g. http://127.0.0.1:4123)")]
     NoCloningServer,
@@ -52,17 +52,6 @@ pub enum VoiceWorkError {
 impl From<headroom_speech::tts::TtsError> for VoiceWorkError {
     fn from(e: headroom_speech::tts::TtsError) -> Self {
         VoiceWorkError::Voice(VoiceError::Tts(e))
-    }
-}
-
-impl From<VoiceWorkError> for ServicesError {
-    fn from(e: VoiceWorkError) -> Self {
-        match e {
-            VoiceWorkError::Services(s) => s,
-            VoiceWorkError::Speech(s) => ServicesError::Speech(s),
-            VoiceWorkError::Voice(v) => ServicesError::Voice(v),
-            other => ServicesError::Voice(VoiceError::Engine(other.to_string())),
-        }
     }
 }
 
@@ -153,7 +142,7 @@ impl LaneSlots {
             Err(rejection) => {
                 let message = rejection.to_string();
                 *self.refused.lock().expect("refusal lock") = Some(rejection);
-                Err(VoiceError::Engine(message))
+                Err(VoiceError::Search(message))
             }
         }
     }
@@ -217,6 +206,26 @@ impl Judge for TakeJudge {
     }
 }
 
+/// Decodes `input` at its own rate (a reference clip is kept as it was recorded).
+fn decode_as_recorded(
+    input: &AudioInput,
+    cancel: &CancellationToken,
+) -> Result<Audio, SpeechError> {
+    let decode = Decode {
+        limits: DecodeLimits::default(),
+        to_rate: None,
+        cancel: cancel.clone(),
+    };
+    Ok(input.decode(&decode)?)
+}
+
+/// espeak-ng with a matched variant's pitch.
+fn espeak_for(services: &Services, setting: &EspeakSetting) -> Espeak {
+    let mut espeak = Espeak::new(services.env().espeak.clone());
+    espeak.pitch = setting.pitch;
+    espeak
+}
+
 /// The voice workflows over the process's services and voice library.
 #[derive(Clone)]
 pub struct Voices {
@@ -230,6 +239,15 @@ impl Voices {
 
     pub fn library(&self) -> &crate::voices::VoiceLibrary {
         self.services.voice_library()
+    }
+
+    /// A voice and its embedding (the target of every score), or why it has none.
+    fn voice_with_target(&self, voice: &str) -> Result<(VoiceProfile, Embedding), VoiceWorkError> {
+        let profile = self.library().open(voice)?;
+        match profile.embedding.clone() {
+            Some(target) => Ok((profile, target)),
+            None => Err(VoiceWorkError::NoClips(profile.name)),
+        }
     }
 
     async fn on_lane<T: Send + 'static>(
@@ -257,12 +275,7 @@ impl Voices {
     ) -> Result<(VoiceProfile, ClipReport), VoiceWorkError> {
         let id = self.library().open(voice)?.id;
         self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
-            let decode = Decode {
-                limits: DecodeLimits::default(),
-                to_rate: None,
-                cancel: cancel.clone(),
-            };
-            let audio = input.decode(&decode).map_err(SpeechError::from)?;
+            let audio = decode_as_recorded(&input, cancel)?;
             let report = check_clip(&audio);
             if !report.accepted() {
                 return Err(VoiceWorkError::ClipRefused(Box::new(report)));
@@ -292,18 +305,9 @@ impl Voices {
         input: AudioInput,
         cancel: CancellationToken,
     ) -> Result<Closeness, VoiceWorkError> {
-        let profile = self.library().open(voice)?;
-        let target = profile
-            .embedding
-            .clone()
-            .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
+        let (_, target) = self.voice_with_target(voice)?;
         self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
-            let decode = Decode {
-                limits: DecodeLimits::default(),
-                to_rate: None,
-                cancel: cancel.clone(),
-            };
-            let audio = input.decode(&decode).map_err(SpeechError::from)?;
+            let audio = decode_as_recorded(&input, cancel)?;
             let embedder = services.embedder()?;
             let similarity = embedder.embed(&audio)?.similarity(&target);
             let baseline = default_voice_take(services, &HELD_OUT_SENTENCES.join(" "))?;
@@ -324,11 +328,7 @@ impl Voices {
         progress: Arc<dyn Fn(MatchProgress) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<VoiceProfile, VoiceWorkError> {
-        let profile = self.library().open(voice)?;
-        let target = profile
-            .embedding
-            .clone()
-            .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
+        let (profile, target) = self.voice_with_target(voice)?;
         let clip_ids: Vec<String> = profile.clips.iter().map(|c| c.id.clone()).collect();
         let id = profile.id.clone();
         // Not one long lane job: every take is its own batch job on the audio lane, so
@@ -355,10 +355,8 @@ impl Voices {
                 transcriber,
                 slots: Some(slots.clone()),
             };
-            let espeak_program = services.env().espeak.clone();
             let speak_espeak = |text: &str, setting: &EspeakSetting| -> Result<Audio, VoiceError> {
-                let mut espeak = Espeak::new(espeak_program.clone());
-                espeak.pitch = setting.pitch;
+                let espeak = espeak_for(services, setting);
                 let (text, voice) = (text.to_string(), setting.voice.clone());
                 slots.run(move || {
                     Ok(espeak.synthesize(&text, Some(&voice), &CancellationToken::new())?)
@@ -398,9 +396,7 @@ impl Voices {
             )?)
         })
         .await
-        .map_err(|e| {
-            VoiceWorkError::Voice(VoiceError::Engine(format!("the match stopped: {e}")))
-        })?;
+        .map_err(|e| VoiceWorkError::Voice(VoiceError::Search(format!("it stopped: {e}"))))?;
         // A take the lane refused stopped the search: say why, as every front end does.
         let refused = refusals.refused.lock().expect("refusal lock").take();
         match (found, refused) {
@@ -443,11 +439,7 @@ impl Voices {
         text: String,
         cancel: CancellationToken,
     ) -> Result<VoiceTake, VoiceWorkError> {
-        let profile = self.library().open(voice)?;
-        let target = profile
-            .embedding
-            .clone()
-            .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))?;
+        let (profile, target) = self.voice_with_target(voice)?;
         let server = self.cloning_server()?;
         if server.is_none() && profile.current_match().is_none() {
             return Err(VoiceWorkError::NoMatch(profile.name.clone()));
@@ -488,9 +480,7 @@ impl Voices {
                     };
                     if use_espeak {
                         let (setting, _) = espeak.expect("checked above");
-                        let mut espeak = Espeak::new(services.env().espeak.clone());
-                        espeak.pitch = setting.pitch;
-                        let audio = espeak
+                        let audio = espeak_for(services, &setting)
                             .synthesize(&text, Some(&setting.voice), cancel)
                             .map_err(VoiceError::from)?;
                         (

@@ -5,7 +5,7 @@
 //! match, speak) are [`crate::voice_work`].
 
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::{sync_dir, write_atomic};
+use headroom_base::fsutil::{folder_name, sync_dir, write_atomic};
 use headroom_speech::audio::{wav_bytes, Audio};
 use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, Score};
 use headroom_speech::voice::{ClipReport, Embedding};
@@ -135,32 +135,9 @@ pub struct VoiceLibrary {
     root: PathBuf,
 }
 
-/// A name's folder name: lower-case letters and digits joined by dashes.
+/// A voice name's folder name.
 fn slug(name: &str) -> Result<String, LibraryError> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(LibraryError::InvalidName("a voice needs a name".into()));
-    }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(LibraryError::InvalidName(format!(
-            "a voice name has at most {MAX_NAME_CHARS} characters"
-        )));
-    }
-    let mut slug = String::new();
-    for c in name.chars() {
-        if c.is_alphanumeric() {
-            slug.extend(c.to_lowercase());
-        } else if !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    let slug = slug.trim_matches('-').to_string();
-    if slug.is_empty() {
-        return Err(LibraryError::InvalidName(
-            "a voice name needs at least one letter or digit".into(),
-        ));
-    }
-    Ok(slug)
+    folder_name(name, "voice", MAX_NAME_CHARS).map_err(LibraryError::InvalidName)
 }
 
 fn plain_id(id: &str) -> bool {

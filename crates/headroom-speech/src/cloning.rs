@@ -11,7 +11,7 @@
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
 use crate::remote_error::RemoteError;
 use crate::tts::TtsError;
-use headroom_base::openai::{ApiError, ApiKey};
+use headroom_base::openai::ApiKey;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -350,21 +350,7 @@ async fn checked(
     resp: Result<reqwest::Response, reqwest::Error>,
     url: &Url,
 ) -> Result<reqwest::Response, CloningError> {
-    let resp = resp.map_err(|source| RemoteError::Unreachable {
-        url: url.to_string(),
-        source,
-    })?;
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(resp);
-    }
-    let body = resp.text().await.unwrap_or_default();
-    Err(RemoteError::Status {
-        url: url.to_string(),
-        status: status.as_u16(),
-        error: Box::new(ApiError::from_body(&body)),
-    }
-    .into())
+    Ok(crate::remote::checked(resp, url).await?)
 }
 
 async fn body_bytes(resp: reqwest::Response, url: &Url) -> Result<Vec<u8>, CloningError> {

@@ -68,7 +68,9 @@ impl Remote {
     }
 }
 
-async fn checked(
+/// The response, or the server's error (status and its own words) when it is not a success;
+/// a connection that failed is `Unreachable`.
+pub(crate) async fn checked(
     resp: Result<reqwest::Response, reqwest::Error>,
     url: &Url,
 ) -> Result<reqwest::Response, RemoteError> {

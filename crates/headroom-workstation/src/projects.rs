@@ -4,7 +4,9 @@
 //! manifest that cannot be read is reported, never overwritten or deleted.
 
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::{copy_atomic, remove_stale_temporaries, sync_dir, write_atomic};
+use headroom_base::fsutil::{
+    copy_atomic, folder_name, remove_stale_temporaries, sync_dir, write_atomic,
+};
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::asr::{Segment, Transcript};
 use headroom_speech::audio::repair_partial;
@@ -392,30 +394,7 @@ pub struct ProjectStore {
 
 /// Checks a project name and turns it into a folder name.
 fn folder_name_for(name: &str) -> Result<String, ProjectError> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(ProjectError::InvalidName("a project needs a name".into()));
-    }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(ProjectError::InvalidName(format!(
-            "a project name has at most {MAX_NAME_CHARS} characters"
-        )));
-    }
-    let mut slug = String::new();
-    for c in name.chars() {
-        if c.is_alphanumeric() {
-            slug.extend(c.to_lowercase());
-        } else if !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    let slug = slug.trim_matches('-').to_string();
-    if slug.is_empty() {
-        return Err(ProjectError::InvalidName(
-            "a project name needs at least one letter or digit".into(),
-        ));
-    }
-    Ok(slug)
+    folder_name(name, "project", MAX_NAME_CHARS).map_err(ProjectError::InvalidName)
 }
 
 impl ProjectStore {

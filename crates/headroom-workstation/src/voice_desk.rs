@@ -7,7 +7,7 @@ use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::write_atomic;
 use headroom_services::speech::AudioInput;
 use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
-use headroom_services::voices::VoiceProfile;
+use headroom_services::voices::{LibraryError, VoiceProfile};
 use headroom_speech::audio::{self as device, decode_file, wav_bytes, DecodeLimits};
 use headroom_speech::cloning::Health;
 use headroom_speech::voice::matching::{MatchProgress, MatchSettings};
@@ -186,24 +186,14 @@ impl Workstation {
         let take = voices.speak(id, text, cancel).await?;
         let profile = voices.library().open(id).map_err(VoiceWorkError::from)?;
         let folder = voices.library().root().join(&profile.id).join("takes");
-        std::fs::create_dir_all(&folder).map_err(|e| {
-            WorkstationError::Voice(VoiceWorkError::Library(
-                headroom_services::voices::LibraryError::Io {
-                    path: folder.clone(),
-                    source: e,
-                },
-            ))
-        })?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| VoiceWorkError::Library(LibraryError::Io { path, source })
+        };
+        std::fs::create_dir_all(&folder).map_err(io(&folder))?;
         let file = format!("takes/take-{}.wav", unix_ms());
         let path = folder.parent().expect("the voice folder").join(&file);
-        write_atomic(&path, &wav_bytes(&take.audio)).map_err(|e| {
-            WorkstationError::Voice(VoiceWorkError::Library(
-                headroom_services::voices::LibraryError::Io {
-                    path: path.clone(),
-                    source: e,
-                },
-            ))
-        })?;
+        write_atomic(&path, &wav_bytes(&take.audio)).map_err(io(&path))?;
         prune_takes(&folder);
         Ok(VoiceTakeView {
             file,

@@ -30,7 +30,7 @@ use headroom_speech::audio::{
     self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits, WavRecorder,
 };
 use headroom_speech::models::{self, ModelStatus};
-use headroom_speech::tts::Voice;
+use headroom_speech::tts::{Kokoro, Voice};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -392,9 +392,10 @@ impl Workstation {
                 );
             }
         }
-        if models::locate(dir, KOKORO_VOICE).is_ok() {
-            let kokoro = self.services.kokoro()?;
-            for (n, style) in kokoro.style_names().into_iter().enumerate() {
+        if let Ok(kokoro_dir) = models::locate(dir, KOKORO_VOICE) {
+            // Listed without loading the model: opening the Synthesize view costs no memory.
+            let styles = Kokoro::style_names_in(&kokoro_dir).map_err(SpeechError::from)?;
+            for (n, style) in styles.into_iter().enumerate() {
                 voices.insert(
                     n,
                     Voice {

@@ -111,6 +111,20 @@ impl Kokoro {
         })
     }
 
+    /// The shipped styles' names in an installed model, read from its table of contents
+    /// without loading the model (for voice lists).
+    pub fn style_names_in(dir: &Path) -> Result<Vec<String>, TtsError> {
+        let path = dir.join("voices.npz");
+        let bad = |detail: String| engine_error(format!("{}: {detail}", path.display()));
+        let file = std::fs::File::open(&path).map_err(|e| bad(e.to_string()))?;
+        let archive = zip::ZipArchive::new(file).map_err(|e| bad(e.to_string()))?;
+        Ok(archive
+            .file_names()
+            .filter_map(|n| n.strip_suffix(".npy"))
+            .map(str::to_string)
+            .collect())
+    }
+
     /// The shipped styles' names.
     pub fn style_names(&self) -> Vec<String> {
         self.styles.iter().map(|(n, _)| n.clone()).collect()

@@ -150,7 +150,7 @@ impl Search<'_> {
         }
         self.evaluations += 1;
         let mean = Embedding::mean(&embeddings)
-            .ok_or_else(|| VoiceError::Engine("no embedding for the takes".into()))?;
+            .ok_or_else(|| VoiceError::Search("no embedding for the takes".into()))?;
         Ok((mean.similarity(self.target), takes))
     }
 
@@ -209,7 +209,7 @@ pub fn match_style(
     let best_shipped = ranked
         .first()
         .map(|r| r.1.clone())
-        .ok_or_else(|| VoiceError::Engine("the voice has no styles".into()))?;
+        .ok_or_else(|| VoiceError::Search("the voice has no styles".into()))?;
     for k in 2..=mixtures + 1 {
         let weight = 1.0 / k as f32;
         let style = Style {

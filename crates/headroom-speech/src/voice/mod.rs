@@ -24,6 +24,8 @@ pub enum VoiceError {
     TooShort { seconds: f64, needed: f64 },
     #[error("voice match cancelled")]
     Cancelled,
+    #[error("the voice match failed: {0}")]
+    Search(String),
     #[error("no candidate voice stayed intelligible (word error rate at most {bound:.2}); the best shipped style scored {best:.2}")]
     Unintelligible { bound: f64, best: f64 },
     #[error(transparent)]
