@@ -29,6 +29,10 @@ pub enum Behavior {
     EchoOrEndless(String),
     /// Streams these content pieces.
     Reply(Vec<String>),
+    /// Streams a stand-in translation of the last user message: each word of letters spelled
+    /// backwards, numbers as they are, so a translation's checks pass and the result is plainly
+    /// not the input.
+    Translate,
     /// Sends headers and the role chunk, then waits for `gate` before any content.
     SlowFirstToken(Arc<Notify>),
     /// Sends no headers until `gate` opens (like llama-server with every slot busy).
@@ -289,6 +293,24 @@ async fn chat(
             let reply = format!("clean: {}", last_user_message(&body));
             let mut items = vec![role];
             for word in reply.split_inclusive(' ') {
+                items.push(chunk(Some(word), None, None));
+            }
+            items.extend(finish_chunks());
+            sse(&shared, ok_stream(items))
+        }
+        Behavior::Translate => {
+            let reply: Vec<String> = last_user_message(&body)
+                .split(' ')
+                .map(|word| {
+                    if word.chars().any(|c| c.is_ascii_digit()) {
+                        word.to_string()
+                    } else {
+                        word.chars().rev().collect()
+                    }
+                })
+                .collect();
+            let mut items = vec![role];
+            for word in reply.join(" ").split_inclusive(' ') {
                 items.push(chunk(Some(word), None, None));
             }
             items.extend(finish_chunks());

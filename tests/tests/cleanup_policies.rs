@@ -37,7 +37,8 @@ async fn lane(up: &FakeUpstream, config: TextLaneConfig) -> TextLane {
 fn request(text: &str, policy: FailurePolicy) -> CleanupRequest {
     CleanupRequest {
         text: text.into(),
-        mode: CleanupMode::Cleanup,
+        task: CleanupMode::Cleanup.into(),
+        length_hint: None,
         policy,
         retry: RetrySettings {
             max_attempts: 3,

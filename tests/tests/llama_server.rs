@@ -136,7 +136,8 @@ async fn a_transcript_is_cleaned_by_the_real_model() {
     let lane = lane_for(&llama).await;
     let request = CleanupRequest {
         text: "um so the the meeting is, uh, on tuesday at ten".into(),
-        mode: CleanupMode::Cleanup,
+        task: CleanupMode::Cleanup.into(),
+        length_hint: None,
         policy: FailurePolicy::Reject,
         retry: RetrySettings::default(),
     };

@@ -15,11 +15,13 @@
 //! | module | for |
 //! |---|---|
 //! | [`fsutil`] | atomic, durable file writes |
+//! | [`language`] | the languages narration is translated into, with their espeak-ng voices |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
 //! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
 //! | [`redact`] | passwords and keys inside URLs kept out of what is shown |
 
 pub mod clock;
 pub mod fsutil;
+pub mod language;
 pub mod openai;
 pub mod redact;

@@ -75,7 +75,8 @@ pub async fn run(args: CleanupArgs, services: &Services) -> anyhow::Result<ExitC
     }
     let request = CleanupRequest {
         text,
-        mode: args.mode.unwrap_or(config.cleanup.mode),
+        task: args.mode.unwrap_or(config.cleanup.mode).into(),
+        length_hint: None,
         policy: args.policy.unwrap_or(config.cleanup.policy),
         retry: config.retry()?,
     };

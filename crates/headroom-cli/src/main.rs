@@ -8,6 +8,7 @@ mod cleanup;
 mod doctor;
 mod gpu;
 mod models;
+mod narrate;
 mod plan;
 mod play;
 mod progress;
@@ -78,6 +79,10 @@ enum Command {
     /// Voice profiles: reference clips, similarity, approximate voice match, cloning server.
     #[command(subcommand)]
     Voice(voice::VoiceCommand),
+    /// Narrate a project: clean up, rewrite or translate each segment on the text lane, speak it
+    /// in the chosen voice, fit each take to its segment's time, and write the narration WAV
+    /// (optionally mixed over the original) with subtitles.
+    Narrate(narrate::NarrateArgs),
 }
 
 /// Text-lane limits shared by the commands that use the lane.
@@ -184,6 +189,7 @@ fn main() -> ExitCode {
         match command {
             Command::Project(cmd) => project::run(cmd, shared.clone()).await,
             Command::Voice(cmd) => voice::run(cmd, shared.clone()).await,
+            Command::Narrate(args) => narrate::run(args, shared.clone()).await,
             Command::Cleanup(args) => cleanup::run(args, services).await,
             Command::Serve(args) => serve::run(args, services).await,
             Command::Doctor(args) => doctor::run(args, services).await,

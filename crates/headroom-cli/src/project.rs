@@ -110,6 +110,28 @@ pub enum ProjectCommand {
         #[command(flatten)]
         output: Output,
     },
+    /// Change a project's settings (those not given stay as they are) and show them.
+    Settings {
+        project: String,
+        /// Send the transcript to the text model: on or off (off: the rules only, nothing
+        /// leaves the machine).
+        #[arg(long, value_parser = parse_switch)]
+        llm_cleanup: Option<bool>,
+        /// reject, fallback or retry.
+        #[arg(long)]
+        policy: Option<headroom_core::cleanup::FailurePolicy>,
+        /// cleanup or rewrite.
+        #[arg(long)]
+        mode: Option<headroom_core::cleanup::CleanupMode>,
+        /// The text model's server for this project ("" for the app's).
+        #[arg(long)]
+        server: Option<String>,
+        /// The voice (a voice profile's name, kokoro[-STYLE], piper-joe, an espeak-ng voice).
+        #[arg(long)]
+        voice: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
     /// Export the transcript (accepted cleanups included) to stdout, or to --out.
     Export {
         project: String,
@@ -128,11 +150,28 @@ pub enum ProjectCommand {
 pub struct Output {
     /// Print JSON on stdout instead of text.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+}
+
+fn parse_switch(value: &str) -> Result<bool, String> {
+    match value {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        other => Err(format!("{other:?}: use on or off")),
+    }
+}
+
+/// A voice as projects keep it: a voice profile by name becomes `profile:<id>`, as the app
+/// keeps it; anything else (an engine voice) stays as it is.
+pub(crate) fn project_voice(ws: &Workstation, voice: String) -> String {
+    match ws.services().voice_library().open(&voice) {
+        Ok(profile) => format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
+        Err(_) => voice,
+    }
 }
 
 /// A project by its id (folder name) or, failing that, its name (case-insensitive).
-fn resolve(store: &ProjectStore, wanted: &str) -> anyhow::Result<String> {
+pub(crate) fn resolve(store: &ProjectStore, wanted: &str) -> anyhow::Result<String> {
     if store.open(wanted).is_ok() {
         return Ok(wanted.to_string());
     }
@@ -315,6 +354,36 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 }
             }
         }
+        ProjectCommand::Settings {
+            project,
+            llm_cleanup,
+            policy,
+            mode,
+            server,
+            voice,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            let shown = store.open(&id)?.settings;
+            let mut settings = shown.clone();
+            if let Some(on) = llm_cleanup {
+                settings.llm_cleanup = on;
+            }
+            if let Some(policy) = policy {
+                settings.failure_policy = policy;
+            }
+            if let Some(mode) = mode {
+                settings.cleanup_mode = mode;
+            }
+            if let Some(url) = server {
+                settings.server_url = Some(url).filter(|u| !u.trim().is_empty());
+            }
+            if let Some(voice) = voice {
+                settings.voice = Some(project_voice(&ws, voice));
+            }
+            let project = ws.update_settings(&id, settings, shown).await?;
+            print_project(&project, output);
+        }
         ProjectCommand::Speak {
             project,
             segment,
@@ -323,11 +392,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
         } => {
             let id = resolve(&store, &project)?;
             if let Some(voice) = voice {
-                // A voice profile by name is kept as `profile:<id>`, as the app keeps it.
-                let chosen = match ws.services().voice_library().open(&voice) {
-                    Ok(profile) => format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
-                    Err(_) => voice,
-                };
+                let chosen = project_voice(&ws, voice);
                 let shown = store.open(&id)?.settings;
                 let mut settings = shown.clone();
                 settings.voice = Some(chosen);
@@ -482,6 +547,9 @@ async fn resume_job(
             print_project(&project, output);
         }
         Ok(JobOutcome::Cleaned(summary)) => return cleanup_finished(id, Ok(summary), output),
+        Ok(JobOutcome::Narrated(summary)) => {
+            return crate::narrate::finished(ws, id, &summary, None, output.json)
+        }
         Ok(JobOutcome::Synthesized(take)) => {
             if output.json {
                 println!("{}", serde_json::to_string_pretty(&take)?);

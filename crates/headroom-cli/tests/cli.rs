@@ -758,3 +758,120 @@ async fn voices_from_the_command_line() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn a_project_narrated_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects_dir = dir.path().join("projects");
+    let out_dir = dir.path().join("out");
+    let env = [("HEADROOM_PROJECTS_DIR", projects_dir.to_str().unwrap())];
+    // A stand-in translator on loopback: every translation it gives passes the checks.
+    let up = FakeUpstream::start(Behavior::Translate, 4096).await;
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    assert!(headroom(&["project", "create", "Talk"], &env)
+        .await
+        .status
+        .success());
+    let out = headroom(&["project", "transcribe", "Talk", sample], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // Translation needs the text model, which is off until the project turns it on.
+    let out = headroom(&["narrate", "Talk", "--to", "es"], &env).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("LLM cleanup is off"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = headroom(
+        &[
+            "project",
+            "settings",
+            "Talk",
+            "--llm-cleanup",
+            "on",
+            "--server",
+            &up.base_url(),
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let out = headroom(
+        &[
+            "narrate",
+            "Talk",
+            "--to",
+            "Spanish",
+            "--mix",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--json",
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = &report["summary"];
+    let segments = summary["segments"].as_u64().unwrap();
+    assert!(segments >= 3, "{report}");
+    assert_eq!(summary["narrated"], segments);
+    assert_eq!(summary["settings"]["language"], "es");
+    assert_eq!(report["refused_by_reason"], serde_json::json!({}));
+    assert!(summary["timings"]["total_secs"].as_f64().unwrap() > 0.0);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{segments} of {segments} segments to narrate")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("segment 1: text done"), "{stderr}");
+    for name in [
+        "talk-narration.wav",
+        "talk-narration-mix.wav",
+        "talk-narration.es.srt",
+        "talk-narration.es.vtt",
+    ] {
+        assert!(out_dir.join(name).exists(), "{name} in --out");
+    }
+    let srt = std::fs::read_to_string(out_dir.join("talk-narration.es.srt")).unwrap();
+    assert_eq!(srt.matches(" --> ").count() as u64, segments);
+
+    // One segment again; the rest stay as they are.
+    let out = headroom(&["narrate", "Talk", "--segment", "2", "--json"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["summary"]["worked_on"], 1);
+    assert_eq!(again["summary"]["narrated"], segments);
+
+    // A server that is down: each segment is flagged with the reason, exit status 3.
+    let out = headroom(
+        &[
+            "project",
+            "settings",
+            "Talk",
+            "--server",
+            &closed_port_url(),
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = headroom(
+        &["narrate", "Talk", "--mode", "cleanup", "--policy", "reject"],
+        &env,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("segment 1: text refused (upstream_unavailable)"),
+        "{stderr}"
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("{segments} refused: upstream_unavailable")),
+        "{stdout}"
+    );
+}

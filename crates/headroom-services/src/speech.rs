@@ -278,18 +278,30 @@ impl SpeechService {
         }
     }
 
-    /// Synthesizes speech on the audio lane.
+    /// Synthesizes speech on the audio lane, as interactive work (someone is waiting).
     pub async fn synthesize(
         &self,
         text: String,
         voice: Option<String>,
         cancel: CancellationToken,
     ) -> Result<Audio, SpeechError> {
+        self.synthesize_at(text, voice, Priority::Interactive, cancel)
+            .await
+    }
+
+    /// Synthesizes speech on the audio lane at `priority` (a narration's takes are batch work).
+    pub async fn synthesize_at(
+        &self,
+        text: String,
+        voice: Option<String>,
+        priority: Priority,
+        cancel: CancellationToken,
+    ) -> Result<Audio, SpeechError> {
         let synthesizer = self.synthesizer.clone();
         let job = move |cancel: &CancellationToken| {
             synthesizer.synthesize(&text, voice.as_deref(), cancel)
         };
-        match self.lane.run(Priority::Interactive, cancel, job).await {
+        match self.lane.run(priority, cancel, job).await {
             Ok(result) => Ok(result?),
             Err(rejection) => Err(rejection.into()),
         }

@@ -8,6 +8,7 @@ use crate::speech::{AudioInput, SpeechError};
 use crate::voices::{LibraryError, VoiceMatch, VoiceProfile};
 use crate::{Services, ServicesError};
 use headroom_base::clock::unix_ms;
+use headroom_base::language::Language;
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::config::CloningSettings;
 use headroom_speech::asr::{word_error_rate, TranscribeOptions, Transcriber};
@@ -407,6 +408,12 @@ impl Voices {
 
     /// The configured cloning server, if any.
     pub fn cloning_server(&self) -> Result<Option<CloningServer>, VoiceWorkError> {
+        let language = self.services.config().cloning.language;
+        self.cloning_server_in(&language)
+    }
+
+    /// The configured cloning server, told the text is in `language` (for XTTS).
+    fn cloning_server_in(&self, language: &str) -> Result<Option<CloningServer>, VoiceWorkError> {
         let settings: CloningSettings = self.services.config().cloning;
         if settings.url.trim().is_empty() {
             return Ok(None);
@@ -418,7 +425,7 @@ impl Voices {
             kind,
             &settings.url,
             self.services.env().audio_api_key.clone(),
-            &settings.language,
+            language,
         )?))
     }
 
@@ -439,66 +446,9 @@ impl Voices {
         text: String,
         cancel: CancellationToken,
     ) -> Result<VoiceTake, VoiceWorkError> {
-        let (profile, target) = self.voice_with_target(voice)?;
-        let server = self.cloning_server()?;
-        if server.is_none() && profile.current_match().is_none() {
-            return Err(VoiceWorkError::NoMatch(profile.name.clone()));
-        }
-        let reference = profile.reference_clip().map(|clip| Reference {
-            name: profile.id.clone(),
-            clip: self.library().clip_path(&profile, clip),
-            transcript: clip.transcript.clone(),
-            server_voice: profile.server_voice.clone(),
-        });
+        let (maker, target) = self.take_maker(voice, None)?;
         self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
-            let (audio, method) = match (server, reference) {
-                (Some(server), Some(reference)) => {
-                    let audio = server.speak(&text, &reference, cancel)?;
-                    (
-                        audio,
-                        TakeMethod::Clone {
-                            server: format!("{} at {}", server.kind().label(), server.url()),
-                        },
-                    )
-                }
-                (Some(_), None) => return Err(VoiceWorkError::NoClips(profile.name.clone())),
-                (None, _) => {
-                    let matched = profile
-                        .current_match()
-                        .ok_or_else(|| VoiceWorkError::NoMatch(profile.name.clone()))?;
-                    // The closer of the two matches on held-out sentences, among those that
-                    // stay intelligible; Kokoro's needs the model installed.
-                    let kokoro_ok = models::locate(&services.env().models_dir, "kokoro").is_ok();
-                    let espeak = matched.espeak.clone().filter(|(_, score)| {
-                        score.word_error_rate <= matched.outcome.search.word_error_rate.max(0.2)
-                    });
-                    let use_espeak = match &espeak {
-                        Some((_, score)) => {
-                            !kokoro_ok || score.similarity > matched.outcome.held_out.similarity
-                        }
-                        None => false,
-                    };
-                    if use_espeak {
-                        let (setting, _) = espeak.expect("checked above");
-                        let audio = espeak_for(services, &setting)
-                            .synthesize(&text, Some(&setting.voice), cancel)
-                            .map_err(VoiceError::from)?;
-                        (
-                            audio,
-                            TakeMethod::EspeakMatch {
-                                voice: setting.voice,
-                                pitch: setting.pitch,
-                            },
-                        )
-                    } else if kokoro_ok {
-                        let kokoro = services.kokoro()?;
-                        let audio = kokoro.speak(&text, &matched.outcome.style, 1.0, cancel)?;
-                        (audio, TakeMethod::VoiceMatch)
-                    } else {
-                        return Err(VoiceWorkError::NoMatch(profile.name.clone()));
-                    }
-                }
-            };
+            let (audio, method) = maker.make(services, &text, cancel)?;
             let embedder = services.embedder()?;
             let similarity = embedder.embed(&audio)?.similarity(&target);
             let baseline = default_voice_take(services, &text)?;
@@ -513,6 +463,137 @@ impl Voices {
             })
         })
         .await
+    }
+
+    /// Speaks `text` as the voice, in `language` (its own where `None`), at `priority`, without
+    /// scoring it: narration's takes, one per segment, where the comparison would double the
+    /// work. In a language other than English a voice match speaks through espeak-ng (Kokoro's
+    /// voices here speak English only) with the matched variant and pitch.
+    pub async fn speak_unscored(
+        &self,
+        voice: &str,
+        text: String,
+        language: Option<Language>,
+        priority: Priority,
+        cancel: CancellationToken,
+    ) -> Result<(Audio, TakeMethod), VoiceWorkError> {
+        let (maker, _) = self.take_maker(voice, language)?;
+        self.on_lane(priority, cancel, move |services, cancel| {
+            maker.make(services, &text, cancel)
+        })
+        .await
+    }
+
+    /// What a take in the voice needs, gathered before it goes on the lane.
+    fn take_maker(
+        &self,
+        voice: &str,
+        language: Option<Language>,
+    ) -> Result<(TakeMaker, Embedding), VoiceWorkError> {
+        let (profile, target) = self.voice_with_target(voice)?;
+        let language = language.filter(|l| l.code != "en");
+        let server = match language {
+            Some(l) => self.cloning_server_in(l.code)?,
+            None => self.cloning_server()?,
+        };
+        if server.is_none() && profile.current_match().is_none() {
+            return Err(VoiceWorkError::NoMatch(profile.name.clone()));
+        }
+        let reference = profile.reference_clip().map(|clip| Reference {
+            name: profile.id.clone(),
+            clip: self.library().clip_path(&profile, clip),
+            transcript: clip.transcript.clone(),
+            server_voice: profile.server_voice.clone(),
+        });
+        Ok((
+            TakeMaker {
+                profile,
+                server,
+                reference,
+                language,
+            },
+            target,
+        ))
+    }
+}
+
+/// Makes takes in one voice profile (see [`Voices::speak`]).
+struct TakeMaker {
+    profile: VoiceProfile,
+    server: Option<CloningServer>,
+    reference: Option<Reference>,
+    /// A language other than English, when the take is in one.
+    language: Option<Language>,
+}
+
+impl TakeMaker {
+    fn make(
+        &self,
+        services: &Services,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(Audio, TakeMethod), VoiceWorkError> {
+        let profile = &self.profile;
+        match (&self.server, &self.reference) {
+            (Some(server), Some(reference)) => {
+                let audio = server.speak(text, reference, cancel)?;
+                let method = TakeMethod::Clone {
+                    server: format!("{} at {}", server.kind().label(), server.url()),
+                };
+                Ok((audio, method))
+            }
+            (Some(_), None) => Err(VoiceWorkError::NoClips(profile.name.clone())),
+            (None, _) => {
+                let matched = profile
+                    .current_match()
+                    .ok_or_else(|| VoiceWorkError::NoMatch(profile.name.clone()))?;
+                // The closer of the two matches on held-out sentences, among those that
+                // stay intelligible; Kokoro's needs the model installed and English.
+                let kokoro_ok = self.language.is_none()
+                    && models::locate(&services.env().models_dir, "kokoro").is_ok();
+                let espeak = matched.espeak.clone().filter(|(_, score)| {
+                    score.word_error_rate <= matched.outcome.search.word_error_rate.max(0.2)
+                });
+                let use_espeak = match &espeak {
+                    Some((_, score)) => {
+                        !kokoro_ok || score.similarity > matched.outcome.held_out.similarity
+                    }
+                    None => false,
+                };
+                if kokoro_ok && !use_espeak {
+                    let kokoro = services.kokoro()?;
+                    let audio = kokoro.speak(text, &matched.outcome.style, 1.0, cancel)?;
+                    return Ok((audio, TakeMethod::VoiceMatch));
+                }
+                let mut setting = match espeak {
+                    Some((setting, _)) => setting,
+                    None if self.language.is_some() => EspeakSetting {
+                        voice: "en-us".into(),
+                        pitch: 50,
+                    },
+                    None => return Err(VoiceWorkError::NoMatch(profile.name.clone())),
+                };
+                if let Some(language) = self.language {
+                    setting.voice = in_language(&setting.voice, &language);
+                }
+                let audio = espeak_for(services, &setting)
+                    .synthesize(text, Some(&setting.voice), cancel)
+                    .map_err(VoiceError::from)?;
+                let method = TakeMethod::EspeakMatch {
+                    voice: setting.voice,
+                    pitch: setting.pitch,
+                };
+                Ok((audio, method))
+            }
+        }
+    }
+}
+
+/// An espeak-ng voice with its variant (`en-us+m3`) moved to `language` (`es+m3`).
+fn in_language(voice: &str, language: &Language) -> String {
+    match voice.split_once('+') {
+        Some((_, variant)) => format!("{}+{variant}", language.espeak_voice),
+        None => language.espeak_voice.to_string(),
     }
 }
 

@@ -31,6 +31,14 @@ pub enum JobKind {
     Cleanup { rules_only: bool, accept: bool },
     /// Speak one segment, or the whole text.
     Synthesize { segment: Option<usize> },
+    /// Narrate the project (or narrate one segment again); what is finished is saved in the
+    /// project's narration, so a resumed job redoes only the rest.
+    Narrate {
+        #[serde(default)]
+        options: crate::narration::NarrationOptions,
+        #[serde(default)]
+        segment: Option<usize>,
+    },
 }
 
 impl JobKind {
@@ -39,6 +47,7 @@ impl JobKind {
             JobKind::Transcribe { .. } => "transcribe",
             JobKind::Cleanup { .. } => "cleanup",
             JobKind::Synthesize { .. } => "synthesize",
+            JobKind::Narrate { .. } => "narrate",
         }
     }
 }
@@ -103,6 +112,10 @@ impl JobRecord {
             ),
             JobKind::Synthesize { segment: Some(i) } => format!("speak segment {}", i + 1),
             JobKind::Synthesize { segment: None } => "speak the whole text".to_string(),
+            JobKind::Narrate {
+                segment: Some(i), ..
+            } => format!("narrate segment {} again", i + 1),
+            JobKind::Narrate { .. } => format!("narrate: {:.0}% done", p.fraction * 100.0),
         }
     }
 }
@@ -114,7 +127,7 @@ pub struct JobInfo {
     pub id: String,
     pub project: String,
     pub project_name: String,
-    /// `transcribe`, `cleanup` or `synthesize`.
+    /// `transcribe`, `cleanup`, `synthesize` or `narrate`.
     pub kind: String,
     pub description: String,
     pub fraction: f32,

@@ -230,6 +230,9 @@ pub struct Project {
     pub segments: Vec<ProjectSegment>,
     #[serde(default)]
     pub speech: Vec<SpeechTake>,
+    /// The project's narration (see [`crate::narration`]), once one was started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narration: Option<crate::narration::Narration>,
 }
 
 impl Project {
@@ -703,6 +706,7 @@ impl ProjectStore {
             duration_secs: 0.0,
             segments: Vec::new(),
             speech: Vec::new(),
+            narration: None,
         };
         let manifest = building.join(MANIFEST);
         let json = serde_json::to_vec_pretty(&project).expect("a project serializes");

@@ -12,7 +12,7 @@ use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::copy_atomic;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
-use headroom_core::admission::{Priority, RejectReason, Rejection};
+use headroom_core::admission::{Priority, Rejection};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
     PieceSource,
@@ -70,6 +70,14 @@ pub enum WorkstationError {
     NothingToExport,
     #[error("there is no text to speak")]
     NothingToSpeak,
+    #[error("there is no transcript to narrate yet: transcribe the project's audio first")]
+    NothingToNarrate,
+    #[error("translating needs a language to translate into: choose one (e.g. --to es)")]
+    NoTargetLanguage,
+    #[error(transparent)]
+    UnknownLanguage(headroom_base::language::UnknownLanguage),
+    #[error("translating needs the text model, and LLM cleanup is off for this project (so nothing leaves the machine): turn it on in the project's settings")]
+    TranslationNeedsModel,
     #[error("nothing was recorded")]
     NothingRecorded,
     #[error("{path:?} is not a file inside the project")]
@@ -169,6 +177,7 @@ pub enum JobOutcome {
     Transcribed(Project),
     Cleaned(CleanupSummary),
     Synthesized(SpeechTake),
+    Narrated(crate::narration::NarrationSummary),
 }
 
 /// Where "save a copy" writes: inside the project, or a path the user chose in the system's
@@ -536,7 +545,7 @@ impl Workstation {
 
     /// Records a job in the project (off the async threads: the store's lock may be held by
     /// another process for a moment).
-    async fn start_job(
+    pub(crate) async fn start_job(
         &self,
         project_id: &str,
         kind: JobKind,
@@ -679,23 +688,12 @@ impl Workstation {
         let segment: ProjectSegment = project.segment(index)?.clone();
         let settings = project.settings.clone();
         let output = if settings.llm_cleanup && !rules_only {
-            let url = self.server_url_for(&project);
-            let lane = self.text_lane(&url)?;
-            let destination = self.text_destination(&project);
-            if !destination.allowed {
-                // Nothing is sent; the refusal shows in the lane's history and metrics.
-                return Err(WorkstationError::Rejected(lane.record_rejection(
-                    RejectReason::RemoteNotAllowed,
-                    format!(
-                        "this project's server is {}, not this machine, and the project has not \
-                         allowed its transcript to go there",
-                        destination.host
-                    ),
-                )));
-            }
+            // Nothing is sent to a server elsewhere the project has not allowed.
+            let lane = self.permitted_text_lane(&project)?;
             let request = CleanupRequest {
                 text: segment.text.clone(),
-                mode: settings.cleanup_mode,
+                task: settings.cleanup_mode.into(),
+                length_hint: None,
                 policy: settings.failure_policy,
                 retry: self.config().retry()?,
             };
@@ -910,6 +908,17 @@ impl Workstation {
                 let result = self.run_synthesis(project_id, segment, cancel).await;
                 job.end();
                 Ok(JobOutcome::Synthesized(result?))
+            }
+            JobKind::Narrate { .. } => {
+                let report = move |event: crate::narration::NarrationEvent| {
+                    if let crate::narration::NarrationEvent::Segment { done, of, .. } = event {
+                        progress(done as f32 / of.max(1) as f32);
+                    }
+                };
+                Ok(JobOutcome::Narrated(
+                    self.run_narration(project_id, job, &report, &cancel)
+                        .await?,
+                ))
             }
         }
     }

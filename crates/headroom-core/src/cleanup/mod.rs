@@ -1,4 +1,4 @@
-//! Transcript cleanup and narration rewrite through the text lane.
+//! Transcript cleanup, narration rewrite and translation through the text lane.
 //!
 //! A document is split into chunks that fit the model's context ([`chunking`]) and sent one at
 //! a time, so a long document never holds more than one text slot. When the lane refuses a
@@ -11,7 +11,7 @@ mod prompts;
 mod reply_check;
 pub mod rules;
 
-pub use prompts::CleanupMode;
+pub use prompts::{CleanupMode, LengthHint, TextTask};
 
 use crate::admission::{RejectReason, Rejection};
 use crate::lanes::TextLane;
@@ -76,7 +76,10 @@ impl Default for RetrySettings {
 #[derive(Debug, Clone)]
 pub struct CleanupRequest {
     pub text: String,
-    pub mode: CleanupMode,
+    /// Clean up, rewrite or translate.
+    pub task: TextTask,
+    /// How long the result may be when spoken (narration); `None` leaves it to the task.
+    pub length_hint: Option<LengthHint>,
     pub policy: FailurePolicy,
     pub retry: RetrySettings,
 }
@@ -196,15 +199,20 @@ pub async fn clean_document(
     on_event: &(dyn Fn(CleanupEvent) + Send + Sync),
 ) -> Result<CleanupOutput, CleanupError> {
     let config = lane.config();
-    let system_chars = request.mode.system_prompt().chars().count();
+    let system_chars = request
+        .task
+        .system_prompt(request.length_hint)
+        .chars()
+        .count();
     // A chunk of T estimated tokens has at most 3T bytes, hence at most 3T characters.
     let char_budget = (config.max_input_chars.saturating_sub(system_chars) / 3) as u32;
     let budget = request
-        .mode
+        .task
         .chunk_budget(lane.context_tokens())
         .min(char_budget)
         .max(16);
     let chunks = chunking::split_into_chunks(&request.text, budget);
+    let total_chars = request.text.chars().count();
     on_event(CleanupEvent::Planned {
         chunks: chunks.len(),
     });
@@ -216,7 +224,16 @@ pub async fn clean_document(
         let source_and_text = if chunk.text.trim().is_empty() {
             Ok((PieceSource::Unchanged, chunk.text.clone()))
         } else {
-            clean_chunk(lane, request, index, &chunk.text, cancel, on_event).await
+            let hint = request
+                .length_hint
+                .map(|h| h.share(chunk.text.chars().count(), total_chars));
+            let ask = Ask {
+                task: request.task,
+                hint,
+                index,
+                text: &chunk.text,
+            };
+            clean_chunk(lane, request, &ask, cancel, on_event).await
         };
         let (source, text) = match source_and_text {
             Ok(done) => done,
@@ -258,20 +275,28 @@ enum ChunkFailure {
     Cancelled,
 }
 
+/// One chunk's question to the model.
+struct Ask<'a> {
+    task: TextTask,
+    hint: Option<LengthHint>,
+    index: usize,
+    text: &'a str,
+}
+
 async fn clean_chunk(
     lane: &TextLane,
     request: &CleanupRequest,
-    index: usize,
-    text: &str,
+    ask: &Ask<'_>,
     cancel: &CancellationToken,
     on_event: &(dyn Fn(CleanupEvent) + Send + Sync),
 ) -> Result<(PieceSource, String), ChunkFailure> {
+    let index = ask.index;
     let started = Instant::now();
     let mut attempt = 1;
     loop {
         on_event(CleanupEvent::ChunkStarted { index, attempt });
         let result = tokio::select! {
-            r = ask_model(lane, request.mode, index, text, on_event) => r,
+            r = ask_model(lane, ask, on_event) => r,
             _ = cancel.cancelled() => return Err(ChunkFailure::Cancelled),
         };
         let rejection = match result {
@@ -313,16 +338,18 @@ fn backoff(base: Duration, attempt: u32) -> Duration {
 
 async fn ask_model(
     lane: &TextLane,
-    mode: CleanupMode,
-    index: usize,
-    text: &str,
+    ask: &Ask<'_>,
     on_event: &(dyn Fn(CleanupEvent) + Send + Sync),
 ) -> Result<String, Rejection> {
+    let (index, text) = (ask.index, ask.text);
     let mut chat = ChatRequest::new(vec![
-        ChatMessage::new("system", mode.system_prompt()),
+        ChatMessage::new("system", ask.task.system_prompt(ask.hint)),
         ChatMessage::new("user", text),
     ]);
-    chat.max_tokens = Some(mode.reply_budget(crate::admission::estimate_tokens(text)));
+    chat.max_tokens = Some(
+        ask.task
+            .reply_budget(crate::admission::estimate_tokens(text)),
+    );
     chat.temperature = Some(0.0);
     let mut stream = lane.submit(chat).await?;
     let mut reply = String::new();
@@ -339,7 +366,8 @@ async fn ask_model(
         }
     }
     let reply = reply.trim();
-    if let Some(why) = reply_check::unusable_reply(mode, text, reply, finish_reason.as_deref()) {
+    if let Some(why) = reply_check::unusable_reply(ask.task, text, reply, finish_reason.as_deref())
+    {
         return Err(lane.record_rejection(RejectReason::UnusableReply, why));
     }
     Ok(reply.to_string())

@@ -1,6 +1,8 @@
-//! The instructions sent with each chunk. Both modes forbid adding content: the text goes back
-//! into the audio workflow and must say what the speaker said.
+//! The instructions sent with each chunk. Every task forbids adding content: the text goes back
+//! into the audio workflow and must say what the speaker said. Narration adds a length hint, so
+//! the text fits the time its segment had.
 
+use headroom_base::language::Language;
 use serde::{Deserialize, Serialize};
 
 /// What to do with the transcript.
@@ -37,34 +39,98 @@ complete, well-punctuated sentences and plain wording. Keep every fact, name, nu
 meaning and language of the original; do not add information, opinions or commentary, and do \
 not leave anything out. Reply with the narration only.";
 
-impl CleanupMode {
-    pub fn system_prompt(self) -> &'static str {
-        match self {
-            CleanupMode::Cleanup => CLEANUP,
-            CleanupMode::Rewrite => REWRITE,
+const TRANSLATE: &str = "You translate spoken transcripts into {language}, to be read aloud. Keep \
+the meaning, every name exactly as written, and every number as digits. Use natural spoken \
+{language} in complete sentences; remove filler words. Do not add, explain or comment, and do \
+not leave anything out. Reply with the {language} translation only.";
+
+/// What the text model is asked to do with the text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TextTask {
+    /// Clean up or rewrite, in the text's own language.
+    Edit(CleanupMode),
+    /// Translate into another language.
+    Translate { to: Language },
+}
+
+impl From<CleanupMode> for TextTask {
+    fn from(mode: CleanupMode) -> Self {
+        TextTask::Edit(mode)
+    }
+}
+
+/// How long the result may be: the time its segment had, and the words that fit in it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct LengthHint {
+    pub seconds: f64,
+    pub words: u32,
+}
+
+impl LengthHint {
+    /// The words of `language` that fit `seconds`.
+    pub fn for_slot(seconds: f64, language: &Language) -> LengthHint {
+        LengthHint {
+            seconds,
+            words: language.words_in(seconds),
         }
     }
 
-    /// The reply budget for a chunk of `input_tokens`: cleanup only shortens, a rewrite may
-    /// grow a little.
-    pub fn reply_budget(self, input_tokens: u32) -> u32 {
-        let scaled = match self {
-            CleanupMode::Cleanup => input_tokens.saturating_mul(5) / 4,
-            CleanupMode::Rewrite => input_tokens.saturating_mul(3) / 2,
+    /// The share of this hint a chunk of the text gets (by its share of the characters).
+    pub fn share(self, part_chars: usize, total_chars: usize) -> LengthHint {
+        let share = part_chars as f64 / total_chars.max(1) as f64;
+        LengthHint {
+            seconds: self.seconds * share,
+            words: ((self.words as f64 * share).round() as u32).max(1),
+        }
+    }
+}
+
+impl TextTask {
+    /// The system prompt, with the length hint when there is one.
+    pub fn system_prompt(self, hint: Option<LengthHint>) -> String {
+        let mut prompt = match self {
+            TextTask::Edit(CleanupMode::Cleanup) => CLEANUP.to_string(),
+            TextTask::Edit(CleanupMode::Rewrite) => REWRITE.to_string(),
+            TextTask::Translate { to } => TRANSLATE.replace("{language}", to.name),
         };
-        scaled.saturating_add(32)
+        if let Some(hint) = hint {
+            prompt.push_str(&format!(
+                " It will be spoken in {:.1} seconds: use about {} words, no more than {}.",
+                hint.seconds,
+                hint.words,
+                hint.words + hint.words.div_ceil(5)
+            ));
+        }
+        prompt
     }
 
-    /// The largest chunk (in estimated tokens) whose prompt and reply fit `context`.
+    /// Replies in quarters of the input: cleanup only shortens, a rewrite may grow a little, a
+    /// translation may take more tokens than the English it came from.
+    fn reply_quarters(self) -> u32 {
+        match self {
+            TextTask::Edit(CleanupMode::Cleanup) => 5,
+            TextTask::Edit(CleanupMode::Rewrite) => 6,
+            TextTask::Translate { .. } => 8,
+        }
+    }
+
+    /// The reply budget for a chunk of `input_tokens`.
+    pub fn reply_budget(self, input_tokens: u32) -> u32 {
+        (input_tokens.saturating_mul(self.reply_quarters()) / 4).saturating_add(32)
+    }
+
+    /// The largest chunk (in estimated tokens) whose prompt (with a length hint) and reply fit
+    /// `context`.
     pub fn chunk_budget(self, context: u32) -> u32 {
-        let fixed = crate::admission::estimate_chat_tokens([self.system_prompt(), ""]) + 32;
+        let longest_prompt = self.system_prompt(Some(LengthHint {
+            seconds: 9999.9,
+            words: 99_999,
+        }));
+        let fixed = crate::admission::estimate_chat_tokens([longest_prompt.as_str(), ""]) + 32;
         let available = context.saturating_sub(fixed);
         // chunk + reply_budget(chunk) <= available, reply_budget ~ factor * chunk
-        let per_token = match self {
-            CleanupMode::Cleanup => 9,  // 1 + 5/4, in quarters
-            CleanupMode::Rewrite => 10, // 1 + 3/2, in quarters
-        };
-        (available.saturating_mul(4) / per_token).max(16)
+        (available.saturating_mul(4) / (4 + self.reply_quarters())).max(16)
     }
 }
 
@@ -75,12 +141,24 @@ mod tests {
 
     #[test]
     fn a_chunk_at_the_budget_fits_with_its_reply() {
-        for mode in [CleanupMode::Cleanup, CleanupMode::Rewrite] {
+        let tasks = [
+            TextTask::Edit(CleanupMode::Cleanup),
+            TextTask::Edit(CleanupMode::Rewrite),
+            TextTask::Translate {
+                to: Language::find("de").unwrap(),
+            },
+        ];
+        for mode in tasks {
             for context in [2048, 4096, 32768] {
                 let budget = mode.chunk_budget(context);
                 let chunk = "abc".repeat(budget as usize);
                 assert_eq!(estimate_tokens(&chunk), budget);
-                let prompt = estimate_chat_tokens([mode.system_prompt(), chunk.as_str()]);
+                let hint = LengthHint {
+                    seconds: 12.5,
+                    words: 31,
+                };
+                let system = mode.system_prompt(Some(hint));
+                let prompt = estimate_chat_tokens([system.as_str(), chunk.as_str()]);
                 assert!(
                     prompt + mode.reply_budget(budget) <= context,
                     "{mode:?} {context}: {prompt} + {}",
@@ -88,6 +166,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_translation_names_its_language_and_the_hint_its_words() {
+        let french = Language::find("fr").unwrap();
+        let hint = LengthHint::for_slot(4.0, &french);
+        let prompt = TextTask::Translate { to: french }.system_prompt(Some(hint));
+        assert!(prompt.contains("into French") && prompt.contains("French translation only"));
+        assert!(prompt.contains("every number as digits") && prompt.contains("every name"));
+        assert!(prompt.contains("4.0 seconds: use about 11 words, no more than 14"));
+        let half = hint.share(50, 100);
+        assert_eq!((half.seconds, half.words), (2.0, 6));
+        assert!(!TextTask::from(CleanupMode::Cleanup)
+            .system_prompt(None)
+            .contains("seconds"));
     }
 
     #[test]

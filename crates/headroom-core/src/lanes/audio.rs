@@ -61,6 +61,13 @@ impl AudioActivity {
         let mut rx = self.rx.clone();
         let _ = rx.wait_for(|n| *n > 0).await;
     }
+
+    /// Resolves when no interactive audio job is running: batch text work waits here instead
+    /// of being refused by the text lane's yield gate.
+    pub async fn until_no_interactive(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
 }
 
 impl InteractiveAudio for AudioActivity {

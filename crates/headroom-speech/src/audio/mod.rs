@@ -6,6 +6,8 @@ pub mod mel;
 mod recording;
 mod resample;
 mod sniff;
+pub mod stretch;
+pub mod timeline;
 mod wav;
 
 pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};

@@ -1,0 +1,1436 @@
+//! Narration: a project's segments cleaned up, rewritten or translated on the text lane (batch,
+//! one request at a time, under the project's failure policy), spoken in the chosen voice on the
+//! audio lane (batch, so interactive work goes first), each take fitted to its segment's time
+//! slot, and laid out as one narration WAV (optionally mixed over the original, ducked) with
+//! subtitles in the narration's language.
+//!
+//! The text stage and the audio stage run side by side: while segment N is spoken, segment N+1
+//! is with the text model. Every finished step is saved in the project's manifest as it finishes
+//! (`project.narration`), the job is recorded in the project, and a run only redoes what changed:
+//! a segment whose source text, task or voice changed, one the text lane refused, one cleaned by
+//! the rules because of a refusal. A crash or a cancel loses at most the segment in progress.
+
+use crate::jobs::{JobKind, RunningJob};
+use crate::projects::{Project, ProjectError, SuggestionSource};
+use crate::workstation::{Workstation, WorkstationError, PROFILE_VOICE_PREFIX};
+use headroom_base::clock::unix_ms;
+use headroom_base::language::Language;
+use headroom_core::admission::{Priority, Rejection};
+use headroom_core::cleanup::{
+    clean_document, clean_offline, CleanupError, CleanupMode, CleanupRequest, FailurePolicy,
+    LengthHint, PieceSource, TextTask,
+};
+use headroom_core::lanes::TextLane;
+use headroom_speech::asr::export::{render, ExportFormat};
+use headroom_speech::asr::{Segment, Transcript};
+use headroom_speech::audio::timeline::{
+    duck_under, fit_to_slot, lay_out, Ducking, FitBounds, OVERFLOW_EPSILON_SECS,
+};
+use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// The narration's sample rate: Kokoro's, and above espeak-ng's and Piper's.
+const NARRATION_RATE: u32 = 24_000;
+/// Attempts at a take the audio lane refused (it was full, or interactive work kept it busy).
+const SPEECH_ATTEMPTS: u32 = 4;
+
+/// What the text model does with each segment before it is spoken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum NarrationMode {
+    #[default]
+    Cleanup,
+    Rewrite,
+    Translate,
+}
+
+impl std::str::FromStr for NarrationMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cleanup" => Ok(NarrationMode::Cleanup),
+            "rewrite" => Ok(NarrationMode::Rewrite),
+            "translate" => Ok(NarrationMode::Translate),
+            other => Err(format!(
+                "unknown mode {other:?}: use cleanup, rewrite or translate"
+            )),
+        }
+    }
+}
+
+impl From<CleanupMode> for NarrationMode {
+    fn from(mode: CleanupMode) -> Self {
+        match mode {
+            CleanupMode::Cleanup => NarrationMode::Cleanup,
+            CleanupMode::Rewrite => NarrationMode::Rewrite,
+        }
+    }
+}
+
+/// What a narration run asks for; anything left out comes from the project's last narration,
+/// else from the project's settings (cleanup mode, failure policy, voice).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(default)]
+pub struct NarrationOptions {
+    pub mode: Option<NarrationMode>,
+    /// The language to translate into (a code such as `es`, or its English name).
+    pub to: Option<String>,
+    /// A voice as projects name them (`profile:<id>`, `kokoro-<style>`, an espeak-ng voice).
+    pub voice: Option<String>,
+    pub policy: Option<FailurePolicy>,
+    /// Also mix the narration over the original audio, ducking the original.
+    pub mix: Option<bool>,
+}
+
+/// The settings a narration was made with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarrationSettings {
+    pub mode: NarrationMode,
+    /// The narration's language (the code); the source's when not translating.
+    pub language: String,
+    pub voice: Option<String>,
+    pub policy: FailurePolicy,
+    pub mix: bool,
+    /// The text model was used (the project's LLM cleanup was on); otherwise the rules only.
+    pub llm: bool,
+}
+
+impl NarrationSettings {
+    /// What the text stage does, as compared between runs.
+    fn task_key(&self) -> String {
+        let mode = match self.mode {
+            NarrationMode::Cleanup => "cleanup".to_string(),
+            NarrationMode::Rewrite => "rewrite".to_string(),
+            NarrationMode::Translate => format!("translate:{}", self.language),
+        };
+        if self.llm {
+            mode
+        } else {
+            format!("rules:{mode}")
+        }
+    }
+}
+
+/// Where the narration stopped for a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum NarrationStage {
+    Text,
+    Speech,
+}
+
+/// Why a segment has no narration: the lane's refusal (reason code and message) or a failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct SegmentRefusal {
+    pub stage: NarrationStage,
+    /// A rejection's reason code (`text_lane_full`, ...), or `failed`.
+    pub reason: String,
+    pub message: String,
+}
+
+impl SegmentRefusal {
+    fn rejected(stage: NarrationStage, rejection: &Rejection) -> SegmentRefusal {
+        SegmentRefusal {
+            stage,
+            reason: rejection.reason.code().to_string(),
+            message: rejection.message(),
+        }
+    }
+}
+
+/// A segment's fitted take.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarrationTake {
+    /// The WAV, relative to the project folder.
+    pub file: String,
+    /// The text it speaks and the voice it speaks in (as the run asked for it).
+    pub text: String,
+    pub voice: Option<String>,
+    /// The engine voice that spoke it, and how (a voice profile's method).
+    pub spoken_by: String,
+    /// The take's sound before fitting, the rate it was fitted at, and how long it lasts now.
+    pub natural_secs: f64,
+    pub rate: f64,
+    pub secs: f64,
+    /// How far past its segment's end it runs after fitting, and how much was cut where the next
+    /// segment starts.
+    pub overflow_secs: f64,
+    pub cut_secs: f64,
+}
+
+/// One segment's narration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarratedSegment {
+    pub start: f64,
+    pub end: f64,
+    /// The segment text it was made from, and the text stage's task then.
+    pub source_text: String,
+    pub task: String,
+    /// The narration text, where the text stage finished.
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub text_source: Option<SuggestionSource>,
+    /// The text's language (the source's, when a translation fell back to the rules).
+    #[serde(default)]
+    pub language: Option<String>,
+    /// Why the rules were used, or why the text is not translated.
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub refused: Option<SegmentRefusal>,
+    #[serde(default)]
+    pub take: Option<NarrationTake>,
+}
+
+/// Where a segment stands, as the timeline shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum SegmentState {
+    Waiting,
+    TextRefused { reason: String, message: String },
+    TextDone,
+    SpeechRefused { reason: String, message: String },
+    Synthesized,
+    Fitted,
+    Overflow { secs: f64, cut_secs: f64 },
+}
+
+impl NarratedSegment {
+    fn new(start: f64, end: f64) -> NarratedSegment {
+        NarratedSegment {
+            start,
+            end,
+            source_text: String::new(),
+            task: String::new(),
+            text: None,
+            text_source: None,
+            language: None,
+            note: None,
+            refused: None,
+            take: None,
+        }
+    }
+
+    /// Its take is part of the narration: there is one, of its text, and nothing refused since.
+    pub fn is_spoken(&self) -> bool {
+        self.refused.is_none()
+            && matches!((&self.take, &self.text), (Some(take), Some(text)) if &take.text == text)
+    }
+
+    /// The state its saved fields show.
+    pub fn state(&self) -> SegmentState {
+        if let Some(r) = &self.refused {
+            let (reason, message) = (r.reason.clone(), r.message.clone());
+            return match r.stage {
+                NarrationStage::Text => SegmentState::TextRefused { reason, message },
+                NarrationStage::Speech => SegmentState::SpeechRefused { reason, message },
+            };
+        }
+        match (&self.text, &self.take) {
+            (_, Some(take)) if take.overflow_secs > OVERFLOW_EPSILON_SECS => {
+                SegmentState::Overflow {
+                    secs: take.overflow_secs,
+                    cut_secs: take.cut_secs,
+                }
+            }
+            (_, Some(_)) => SegmentState::Fitted,
+            (Some(_), None) => SegmentState::TextDone,
+            (None, None) => SegmentState::Waiting,
+        }
+    }
+
+    /// The text stage must run (again): new or changed source text or task, a refusal, or
+    /// rules used only because the text model refused.
+    fn needs_text(&self, source_text: &str, task: &str) -> bool {
+        let fell_back = self.text_source == Some(SuggestionSource::RuleBased)
+            && self.note.is_some()
+            && !task.starts_with("rules:");
+        self.text.is_none()
+            || self.source_text != source_text
+            || self.task != task
+            || fell_back
+            || matches!(&self.refused, Some(r) if r.stage == NarrationStage::Text)
+    }
+
+    /// The take must be made (again): none yet, or not of this text in this voice.
+    fn needs_take(&self, voice: &Option<String>) -> bool {
+        match (&self.take, &self.text) {
+            (Some(take), Some(text)) => &take.text != text || &take.voice != voice,
+            _ => true,
+        }
+    }
+}
+
+/// The narration's files, relative to the project folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarrationOutput {
+    pub wav: String,
+    #[serde(default)]
+    pub mix: Option<String>,
+    pub srt: String,
+    pub vtt: String,
+    pub duration_secs: f64,
+    pub language: String,
+    pub created_unix_ms: u64,
+}
+
+/// A project's narration: how it was made, each segment's state, and its files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct Narration {
+    pub settings: NarrationSettings,
+    pub segments: Vec<NarratedSegment>,
+    #[serde(default)]
+    pub output: Option<NarrationOutput>,
+    /// Why the voice differs from the one asked for (the voice speaks English only).
+    #[serde(default)]
+    pub voice_note: Option<String>,
+}
+
+/// What a narration reports as it goes.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum NarrationEvent {
+    /// The run's plan: the segments it works on (the others are unchanged).
+    Planned {
+        project: String,
+        segments: usize,
+        to_do: Vec<usize>,
+    },
+    /// A segment moved on.
+    Segment {
+        project: String,
+        index: usize,
+        state: SegmentState,
+        segment: Box<NarratedSegment>,
+        /// Segments of this run finished so far, out of `of` (the plan's).
+        done: usize,
+        of: usize,
+    },
+    /// The narration's files are written.
+    Assembled {
+        project: String,
+        output: NarrationOutput,
+    },
+}
+
+/// A refused segment in a summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct RefusedNarration {
+    pub segment: usize,
+    #[serde(flatten)]
+    pub refusal: SegmentRefusal,
+}
+
+/// A segment whose take did not fit its slot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct Overflowed {
+    pub segment: usize,
+    pub secs: f64,
+    pub cut_secs: f64,
+}
+
+/// Where a run's time went. The stages overlap, so `total_secs` is below the sum of the parts
+/// when the pipeline works.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarrationTimings {
+    pub total_secs: f64,
+    /// Text requests (or the rules), summed.
+    pub text_secs: f64,
+    /// Takes on the audio lane, waiting included, summed.
+    pub speech_secs: f64,
+    /// Fitting the takes to their slots, summed.
+    pub fit_secs: f64,
+    /// Laying out the WAV, the mix and the subtitles.
+    pub assemble_secs: f64,
+}
+
+impl NarrationTimings {
+    pub fn sum_of_parts(&self) -> f64 {
+        self.text_secs + self.speech_secs + self.fit_secs + self.assemble_secs
+    }
+}
+
+/// What a narration run did.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarrationSummary {
+    pub job: String,
+    pub settings: NarrationSettings,
+    pub segments: usize,
+    /// Segments with a take now.
+    pub narrated: usize,
+    /// Segments this run worked on; the others were unchanged since the last run.
+    pub worked_on: usize,
+    pub unchanged: usize,
+    pub refused: Vec<RefusedNarration>,
+    pub overflowed: Vec<Overflowed>,
+    pub output: Option<NarrationOutput>,
+    pub voice_note: Option<String>,
+    pub timings: NarrationTimings,
+}
+
+/// The voice a segment is spoken in.
+#[derive(Debug, Clone)]
+enum SpeakingVoice {
+    Profile(String),
+    Engine(Option<String>),
+}
+
+/// The voice that speaks `language`: `voice` where it can, else espeak-ng's voice for the
+/// language (Kokoro's and Piper's voices here speak English only), with a note saying so.
+fn voice_for(voice: Option<&str>, language: &Language) -> (SpeakingVoice, Option<String>) {
+    if let Some(profile) = voice.and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX)) {
+        return (SpeakingVoice::Profile(profile.to_string()), None);
+    }
+    if language.code == "en" {
+        return (SpeakingVoice::Engine(voice.map(str::to_string)), None);
+    }
+    let speaks = |v: &str| {
+        let base = v.split('+').next().unwrap_or(v);
+        let code = base.split('-').next().unwrap_or(base);
+        code == language.code
+    };
+    let in_language = SpeakingVoice::Engine(Some(language.espeak_voice.to_string()));
+    match voice {
+        Some(v) if speaks(v) => (SpeakingVoice::Engine(Some(v.to_string())), None),
+        Some(v) => (
+            in_language,
+            Some(format!(
+                "{v} speaks English only: the {} narration is spoken by espeak-ng's {} voice",
+                language.name, language.espeak_voice
+            )),
+        ),
+        None => (in_language, None),
+    }
+}
+
+/// The language a project's transcript is in (Whisper's guess), English when unknown.
+fn source_language(project: &Project) -> Language {
+    project
+        .language
+        .as_deref()
+        .and_then(|l| Language::find(l).ok())
+        .unwrap_or_else(english)
+}
+
+fn english() -> Language {
+    Language::find("en").expect("English is in the table")
+}
+
+/// One segment's text as the text stage left it.
+struct TextDone {
+    text: String,
+    source: SuggestionSource,
+    note: Option<String>,
+    language: Language,
+}
+
+/// What the text stage hands the audio stage.
+struct SpeakOrder {
+    index: usize,
+    text: String,
+    language: Language,
+}
+
+/// The run's shared state: the job record, the counts and the timings.
+struct RunState {
+    job: RunningJob,
+    done: usize,
+    to_do: usize,
+    timings: NarrationTimings,
+}
+
+/// The stage runs that report through `on_event`.
+type OnEvent<'a> = &'a (dyn Fn(NarrationEvent) + Send + Sync);
+
+impl Workstation {
+    /// Narrates a project end to end (see the module's documentation), as a job recorded in
+    /// the project. `options` left out come from the last narration, else the project.
+    pub async fn narrate(
+        &self,
+        project_id: &str,
+        options: NarrationOptions,
+        on_event: OnEvent<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<NarrationSummary, WorkstationError> {
+        let job = self
+            .start_job(
+                project_id,
+                JobKind::Narrate {
+                    options,
+                    segment: None,
+                },
+            )
+            .await?;
+        self.run_narration(project_id, job, on_event, cancel).await
+    }
+
+    /// Narrates one segment again (its text and its take), with the narration's settings, and
+    /// lays out the narration's files again.
+    pub async fn narrate_segment(
+        &self,
+        project_id: &str,
+        index: usize,
+        on_event: OnEvent<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<NarrationSummary, WorkstationError> {
+        self.store().open(project_id)?.segment(index)?;
+        let job = self
+            .start_job(
+                project_id,
+                JobKind::Narrate {
+                    options: NarrationOptions::default(),
+                    segment: Some(index),
+                },
+            )
+            .await?;
+        self.run_narration(project_id, job, on_event, cancel).await
+    }
+
+    /// The settings a run uses: `options`, else the last narration's, else the project's.
+    fn narration_settings(
+        &self,
+        project: &Project,
+        options: &NarrationOptions,
+    ) -> Result<NarrationSettings, WorkstationError> {
+        let last = project.narration.as_ref().map(|n| &n.settings);
+        let mode = options
+            .mode
+            .or(last.map(|s| s.mode))
+            .unwrap_or_else(|| project.settings.cleanup_mode.into());
+        let source = source_language(project);
+        let language = match mode {
+            NarrationMode::Translate => {
+                let named = options
+                    .to
+                    .clone()
+                    .or_else(|| last.filter(|s| s.mode == mode).map(|s| s.language.clone()))
+                    .ok_or(WorkstationError::NoTargetLanguage)?;
+                Language::find(&named).map_err(WorkstationError::UnknownLanguage)?
+            }
+            _ => source,
+        };
+        if mode == NarrationMode::Translate && !project.settings.llm_cleanup {
+            return Err(WorkstationError::TranslationNeedsModel);
+        }
+        Ok(NarrationSettings {
+            mode,
+            language: language.code.to_string(),
+            voice: options
+                .voice
+                .clone()
+                .or_else(|| last.and_then(|s| s.voice.clone()))
+                .or_else(|| project.settings.voice.clone())
+                .filter(|v| !v.trim().is_empty()),
+            policy: options
+                .policy
+                .or(last.map(|s| s.policy))
+                .unwrap_or(project.settings.failure_policy),
+            mix: options.mix.or(last.map(|s| s.mix)).unwrap_or(false),
+            llm: project.settings.llm_cleanup,
+        })
+    }
+
+    pub(crate) async fn run_narration(
+        &self,
+        project_id: &str,
+        job: RunningJob,
+        on_event: OnEvent<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<NarrationSummary, WorkstationError> {
+        let started = Instant::now();
+        let JobKind::Narrate { options, segment } = job.record().kind.clone() else {
+            unreachable!("run_narration runs narration jobs")
+        };
+        let state = Arc::new(Mutex::new(RunState {
+            job,
+            done: 0,
+            to_do: 0,
+            timings: NarrationTimings::default(),
+        }));
+        let result = self
+            .narration_pipeline(project_id, &options, segment, &state, on_event, cancel)
+            .await;
+        let RunState { job, timings, .. } = Arc::try_unwrap(state)
+            .ok()
+            .expect("the stages are done")
+            .into_inner()
+            .expect("run state lock");
+        let job_id = job.id().to_string();
+        // Finished, cancelled or failed: what was done is in the manifest; nothing to resume
+        // (a crash leaves the record instead).
+        job.end();
+        let (project, worked_on) = result?;
+        let narration = project
+            .narration
+            .clone()
+            .expect("the pipeline saved a narration");
+        let mut timings = timings;
+        timings.total_secs = started.elapsed().as_secs_f64();
+        let refused = narration
+            .segments
+            .iter()
+            .enumerate()
+            .filter_map(|(segment, s)| {
+                s.refused
+                    .clone()
+                    .map(|refusal| RefusedNarration { segment, refusal })
+            })
+            .collect();
+        let overflowed = narration
+            .segments
+            .iter()
+            .enumerate()
+            .filter_map(|(segment, s)| match s.state() {
+                SegmentState::Overflow { secs, cut_secs } => Some(Overflowed {
+                    segment,
+                    secs,
+                    cut_secs,
+                }),
+                _ => None,
+            })
+            .collect();
+        let summary = NarrationSummary {
+            job: job_id,
+            segments: narration.segments.len(),
+            narrated: narration
+                .segments
+                .iter()
+                .filter(|s| s.take.is_some())
+                .count(),
+            worked_on,
+            unchanged: narration.segments.len() - worked_on,
+            refused,
+            overflowed,
+            output: narration.output.clone(),
+            voice_note: narration.voice_note.clone(),
+            settings: narration.settings,
+            timings,
+        };
+        tracing::info!(
+            project = project_id,
+            narrated = summary.narrated,
+            refused = summary.refused.len(),
+            total_secs = summary.timings.total_secs,
+            "narration finished"
+        );
+        Ok(summary)
+    }
+
+    /// Plans the run, runs the text and audio stages side by side, and lays out the files.
+    /// Returns the project as saved and how many segments the run worked on.
+    async fn narration_pipeline(
+        &self,
+        project_id: &str,
+        options: &NarrationOptions,
+        only: Option<usize>,
+        state: &Arc<Mutex<RunState>>,
+        on_event: OnEvent<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<(Project, usize), WorkstationError> {
+        let project = self.store().open(project_id)?;
+        if project.segments.is_empty() {
+            return Err(WorkstationError::NothingToNarrate);
+        }
+        let settings = self.narration_settings(&project, options)?;
+        let lane = if settings.llm {
+            Some(self.permitted_text_lane(&project)?)
+        } else {
+            None
+        };
+        let language =
+            Language::find(&settings.language).map_err(WorkstationError::UnknownLanguage)?;
+        let (_, voice_note) = voice_for(settings.voice.as_deref(), &language);
+        // The manifest's narration, brought in line with the transcript and these settings.
+        let task = settings.task_key();
+        let plan_settings = settings.clone();
+        let (project, plan) = self
+            .update_project(project_id, move |p| {
+                let mut narration = p.narration.take().unwrap_or(Narration {
+                    settings: plan_settings.clone(),
+                    segments: Vec::new(),
+                    output: None,
+                    voice_note: None,
+                });
+                let old = std::mem::take(&mut narration.segments);
+                narration.segments = p
+                    .segments
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| match old.get(i) {
+                        Some(n) if n.start == s.start && n.end == s.end => n.clone(),
+                        _ => NarratedSegment::new(s.start, s.end),
+                    })
+                    .collect();
+                narration.settings = plan_settings.clone();
+                narration.voice_note = voice_note;
+                let mut plan = Vec::new();
+                for (i, (segment, narrated)) in
+                    p.segments.iter().zip(&narration.segments).enumerate()
+                {
+                    let source = segment.speech_text().trim().to_string();
+                    let forced = only == Some(i);
+                    let text = forced || narrated.needs_text(&source, &task);
+                    let take = text || narrated.needs_take(&plan_settings.voice);
+                    if (only.is_none() || forced) && (text || take) && !source.is_empty() {
+                        plan.push((i, text));
+                    }
+                }
+                p.narration = Some(narration);
+                Ok(plan)
+            })
+            .await?;
+        let to_do: Vec<usize> = plan.iter().map(|(i, _)| *i).collect();
+        state.lock().expect("run state").to_do = to_do.len();
+        on_event(NarrationEvent::Planned {
+            project: project_id.to_string(),
+            segments: project.segments.len(),
+            to_do: to_do.clone(),
+        });
+        for &(index, text) in &plan {
+            if text {
+                self.save_segment(
+                    project_id,
+                    index,
+                    state,
+                    on_event,
+                    Some(SegmentState::Waiting),
+                    |s| s.refused = None,
+                )
+                .await?;
+            }
+        }
+
+        let (orders, mut incoming) = tokio::sync::mpsc::channel::<SpeakOrder>(2);
+        let text_stage = async {
+            let mut deferred = Vec::new();
+            for &(index, needs_text) in &plan {
+                let order = if needs_text {
+                    match self
+                        .text_step(
+                            project_id,
+                            &project,
+                            lane.as_ref(),
+                            &settings,
+                            index,
+                            state,
+                            on_event,
+                            cancel,
+                        )
+                        .await?
+                    {
+                        Some(order) => order,
+                        None => {
+                            deferred.push(index);
+                            continue;
+                        }
+                    }
+                } else {
+                    let stored = self.store().open(project_id)?;
+                    let n = &stored.narration.as_ref().expect("planned").segments[index];
+                    SpeakOrder {
+                        index,
+                        text: n.text.clone().unwrap_or_default(),
+                        language: n
+                            .language
+                            .as_deref()
+                            .and_then(|l| Language::find(l).ok())
+                            .unwrap_or(language),
+                    }
+                };
+                if orders.send(order).await.is_err() {
+                    break;
+                }
+            }
+            // Retry policy: a segment refused in the first pass is tried once more at the end,
+            // when the burst that refused it has usually passed.
+            if settings.policy == FailurePolicy::Retry {
+                for index in deferred {
+                    if let Some(order) = self
+                        .text_step(
+                            project_id,
+                            &project,
+                            lane.as_ref(),
+                            &settings,
+                            index,
+                            state,
+                            on_event,
+                            cancel,
+                        )
+                        .await?
+                    {
+                        if orders.send(order).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            drop(orders);
+            Ok::<(), WorkstationError>(())
+        };
+        let audio_stage = async {
+            while let Some(order) = incoming.recv().await {
+                self.speech_step(
+                    project_id, &project, &settings, order, state, on_event, cancel,
+                )
+                .await?;
+            }
+            Ok::<(), WorkstationError>(())
+        };
+        let (text, audio) = tokio::join!(text_stage, audio_stage);
+        text?;
+        audio?;
+        if cancel.is_cancelled() {
+            return Err(WorkstationError::Cancelled);
+        }
+        let assembling = Instant::now();
+        let project = self.assemble_narration(project_id, on_event).await?;
+        state.lock().expect("run state").timings.assemble_secs = assembling.elapsed().as_secs_f64();
+        Ok((project, to_do.len()))
+    }
+
+    /// The text lane for a project's text model, refusing (visibly, in the lane's history) when
+    /// the server is on another machine the project has not allowed.
+    pub(crate) fn permitted_text_lane(
+        &self,
+        project: &Project,
+    ) -> Result<TextLane, WorkstationError> {
+        let lane = self.text_lane(&self.server_url_for(project))?;
+        let destination = self.text_destination(project);
+        if !destination.allowed {
+            return Err(WorkstationError::Rejected(lane.record_rejection(
+                headroom_core::admission::RejectReason::RemoteNotAllowed,
+                format!(
+                    "this project's server is {}, not this machine, and the project has not \
+                     allowed its transcript to go there",
+                    destination.host
+                ),
+            )));
+        }
+        Ok(lane)
+    }
+
+    /// Saves a change to one narrated segment and reports its new state.
+    async fn save_segment(
+        &self,
+        project_id: &str,
+        index: usize,
+        state: &Arc<Mutex<RunState>>,
+        on_event: OnEvent<'_>,
+        shown: Option<SegmentState>,
+        change: impl FnOnce(&mut NarratedSegment) + Send + 'static,
+    ) -> Result<NarratedSegment, WorkstationError> {
+        let (_, segment) = self
+            .update_project(project_id, move |p| {
+                let narration = p
+                    .narration
+                    .as_mut()
+                    .ok_or(ProjectError::NoSuchSegment { index, count: 0 })?;
+                let count = narration.segments.len();
+                let segment = narration
+                    .segments
+                    .get_mut(index)
+                    .ok_or(ProjectError::NoSuchSegment { index, count })?;
+                change(segment);
+                Ok(segment.clone())
+            })
+            .await?;
+        let (done, of) = state.lock().map(|s| (s.done, s.to_do)).expect("run state");
+        on_event(NarrationEvent::Segment {
+            project: project_id.to_string(),
+            index,
+            state: shown.unwrap_or_else(|| segment.state()),
+            segment: Box::new(segment.clone()),
+            done,
+            of,
+        });
+        Ok(segment)
+    }
+
+    /// Cleans, rewrites or translates one segment; `None` when the text lane refused it (saved
+    /// and reported as refused).
+    #[allow(clippy::too_many_arguments)]
+    async fn text_step(
+        &self,
+        project_id: &str,
+        project: &Project,
+        lane: Option<&TextLane>,
+        settings: &NarrationSettings,
+        index: usize,
+        state: &Arc<Mutex<RunState>>,
+        on_event: OnEvent<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<SpeakOrder>, WorkstationError> {
+        if cancel.is_cancelled() {
+            return Err(WorkstationError::Cancelled);
+        }
+        let segment = project.segment(index)?;
+        let source = segment.speech_text().trim().to_string();
+        let language =
+            Language::find(&settings.language).map_err(WorkstationError::UnknownLanguage)?;
+        let started = Instant::now();
+        let result = match lane {
+            None => Ok(rules_text(&source, settings, &language)),
+            Some(lane) => {
+                let task = match settings.mode {
+                    NarrationMode::Cleanup => TextTask::Edit(CleanupMode::Cleanup),
+                    NarrationMode::Rewrite => TextTask::Edit(CleanupMode::Rewrite),
+                    NarrationMode::Translate => TextTask::Translate { to: language },
+                };
+                let request = CleanupRequest {
+                    text: source.clone(),
+                    task,
+                    length_hint: Some(LengthHint::for_slot(segment.end - segment.start, &language)),
+                    policy: settings.policy,
+                    retry: self.config().retry()?,
+                };
+                // Batch work: wait for the person's audio work to end rather than be refused
+                // by the text lane's yield gate (which still refuses if some starts meanwhile).
+                let activity = self.services().audio_lane().activity();
+                tokio::select! {
+                    _ = activity.until_no_interactive() => {}
+                    _ = cancel.cancelled() => return Err(WorkstationError::Cancelled),
+                }
+                match clean_document(lane, &request, cancel, &|_| {}).await {
+                    Ok(output) => {
+                        let fell_back: Vec<String> =
+                            output.fallbacks().map(|r| r.message()).collect();
+                        let rule_based = output
+                            .pieces
+                            .iter()
+                            .any(|p| matches!(p.source, PieceSource::RuleBased { .. }));
+                        Ok(if rule_based && settings.mode == NarrationMode::Translate {
+                            // The rules cannot translate: the segment keeps its own language.
+                            TextDone {
+                                text: clean_offline(&source).text(),
+                                source: SuggestionSource::RuleBased,
+                                note: Some(format!(
+                                    "Not translated: {} The original, cleaned by the rules, is \
+                                     spoken.",
+                                    fell_back.join(" ")
+                                )),
+                                language: source_language(project),
+                            }
+                        } else {
+                            TextDone {
+                                text: output.text(),
+                                source: if rule_based {
+                                    SuggestionSource::RuleBased
+                                } else {
+                                    SuggestionSource::Llm
+                                },
+                                note: (!fell_back.is_empty()).then(|| {
+                                    format!("Cleaned by the rules: {}", fell_back.join(" "))
+                                }),
+                                language,
+                            }
+                        })
+                    }
+                    Err(CleanupError::Rejected { rejection, .. }) => Err(rejection),
+                    Err(CleanupError::Cancelled { .. }) => return Err(WorkstationError::Cancelled),
+                }
+            }
+        };
+        state.lock().expect("run state").timings.text_secs += started.elapsed().as_secs_f64();
+        let task = settings.task_key();
+        match result {
+            Ok(done) => {
+                let order = SpeakOrder {
+                    index,
+                    text: done.text.clone(),
+                    language: done.language,
+                };
+                self.save_segment(project_id, index, state, on_event, None, move |s| {
+                    s.source_text = source;
+                    s.task = task;
+                    s.text = Some(done.text);
+                    s.text_source = Some(done.source);
+                    s.language = Some(done.language.code.to_string());
+                    s.note = done.note;
+                    s.refused = None;
+                })
+                .await?;
+                Ok(Some(order))
+            }
+            Err(rejection) => {
+                let refusal = SegmentRefusal::rejected(NarrationStage::Text, &rejection);
+                tracing::info!(project = project_id, segment = index, reason = %refusal.reason, "narration text refused");
+                self.finish_segment(state);
+                self.save_segment(project_id, index, state, on_event, None, move |s| {
+                    s.source_text = source;
+                    s.task = task;
+                    s.refused = Some(refusal);
+                })
+                .await?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn finish_segment(&self, state: &Arc<Mutex<RunState>>) {
+        let mut state = state.lock().expect("run state");
+        state.done += 1;
+        let fraction = (state.done as f32 / state.to_do.max(1) as f32).min(1.0);
+        if let Err(e) = state.job.checkpoint(|p| p.fraction = fraction) {
+            tracing::warn!(error = %e, "a narration checkpoint was not saved");
+        }
+    }
+
+    /// Speaks one segment's text (batch work on the audio lane), fits the take to its slot and
+    /// saves it.
+    #[allow(clippy::too_many_arguments)]
+    async fn speech_step(
+        &self,
+        project_id: &str,
+        project: &Project,
+        settings: &NarrationSettings,
+        order: SpeakOrder,
+        state: &Arc<Mutex<RunState>>,
+        on_event: OnEvent<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<(), WorkstationError> {
+        let index = order.index;
+        let (voice, _) = voice_for(settings.voice.as_deref(), &order.language);
+        let started = Instant::now();
+        let spoken = self.speak_take(&voice, &order, cancel).await;
+        state.lock().expect("run state").timings.speech_secs += started.elapsed().as_secs_f64();
+        let (audio, spoken_by) = match spoken {
+            Ok(done) => done,
+            Err(WorkstationError::Cancelled) => return Err(WorkstationError::Cancelled),
+            Err(e) => {
+                let refusal = match e.rejection() {
+                    Some(r) => SegmentRefusal::rejected(NarrationStage::Speech, r),
+                    None => SegmentRefusal {
+                        stage: NarrationStage::Speech,
+                        reason: "failed".into(),
+                        message: e.to_string(),
+                    },
+                };
+                self.finish_segment(state);
+                self.save_segment(project_id, index, state, on_event, None, move |s| {
+                    s.refused = Some(refusal);
+                })
+                .await?;
+                return Ok(());
+            }
+        };
+        let segment = project.segment(index)?;
+        let synthesized = NarratedSegment {
+            text: Some(order.text.clone()),
+            ..NarratedSegment::new(segment.start, segment.end)
+        };
+        let (done, of) = state.lock().map(|s| (s.done, s.to_do)).expect("run state");
+        on_event(NarrationEvent::Segment {
+            project: project_id.to_string(),
+            index,
+            state: SegmentState::Synthesized,
+            segment: Box::new(synthesized),
+            done,
+            of,
+        });
+        let slot = segment.end - segment.start;
+        let room = project
+            .segments
+            .get(index + 1)
+            .map(|next| next.start - segment.start)
+            .unwrap_or(f64::INFINITY);
+        let fitting = Instant::now();
+        let fitted = tokio::task::spawn_blocking(move || {
+            fit_to_slot(&audio, slot, room, FitBounds::default())
+        })
+        .await
+        .map_err(WorkstationError::TaskFailed)?;
+        state.lock().expect("run state").timings.fit_secs += fitting.elapsed().as_secs_f64();
+        let file = format!("speech/narration/segment-{}-{}.wav", index + 1, unix_ms());
+        self.store()
+            .write_file(project, &file, &wav_bytes(&fitted.audio))?;
+        let take = NarrationTake {
+            file,
+            text: order.text,
+            voice: settings.voice.clone(),
+            spoken_by,
+            natural_secs: fitted.natural_secs,
+            rate: fitted.rate,
+            secs: fitted.audio.duration_secs(),
+            overflow_secs: fitted.overflow_secs,
+            cut_secs: fitted.cut_secs,
+        };
+        self.finish_segment(state);
+        let replaced = Arc::new(Mutex::new(None));
+        let old = replaced.clone();
+        self.save_segment(project_id, index, state, on_event, None, move |s| {
+            *old.lock().expect("old take") = s.take.replace(take).map(|t| t.file);
+            s.refused = None;
+        })
+        .await?;
+        // The take it replaces is no longer part of the narration.
+        if let Some(old) = replaced.lock().expect("old take").take() {
+            if let Ok(path) = self.project_file(project_id, &old) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes a take, waiting and trying again when the audio lane refuses it (a narration is
+    /// batch work: interactive work may keep the lane busy for a while).
+    async fn speak_take(
+        &self,
+        voice: &SpeakingVoice,
+        order: &SpeakOrder,
+        cancel: &CancellationToken,
+    ) -> Result<(Audio, String), WorkstationError> {
+        let mut attempt = 1;
+        loop {
+            let result = match voice {
+                SpeakingVoice::Profile(profile) => self
+                    .services()
+                    .voices()
+                    .speak_unscored(
+                        profile,
+                        order.text.clone(),
+                        Some(order.language),
+                        Priority::Normal,
+                        cancel.clone(),
+                    )
+                    .await
+                    .map(|(audio, method)| (audio, method.label()))
+                    .map_err(WorkstationError::from),
+                SpeakingVoice::Engine(voice) => {
+                    let (service, engine_voice) =
+                        self.services().speech_for_voice(voice.as_deref())?;
+                    let name = engine_voice
+                        .clone()
+                        .unwrap_or_else(|| "espeak-ng en-us".into());
+                    service
+                        .synthesize_at(
+                            order.text.clone(),
+                            engine_voice,
+                            Priority::Normal,
+                            cancel.clone(),
+                        )
+                        .await
+                        .map(|audio| (audio, name))
+                        .map_err(WorkstationError::from)
+                }
+            };
+            if cancel.is_cancelled() {
+                return Err(WorkstationError::Cancelled);
+            }
+            match result {
+                Err(e)
+                    if attempt < SPEECH_ATTEMPTS
+                        && e.rejection().is_some_and(|r| r.is_retryable()) =>
+                {
+                    let wait = Duration::from_millis(500 << attempt);
+                    tracing::info!(
+                        segment = order.index,
+                        attempt,
+                        "the audio lane refused a narration take; waiting"
+                    );
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = cancel.cancelled() => return Err(WorkstationError::Cancelled),
+                    }
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Lays out the narration WAV from the segments' takes (each at its segment's start), the
+    /// mix over the original when asked, and the subtitles; saves where they are.
+    async fn assemble_narration(
+        &self,
+        project_id: &str,
+        on_event: OnEvent<'_>,
+    ) -> Result<Project, WorkstationError> {
+        let project = self.store().open(project_id)?;
+        let narration = project
+            .narration
+            .clone()
+            .ok_or(WorkstationError::NothingToNarrate)?;
+        let folder = self.store().folder(project_id)?;
+        let source_audio = project.source_audio.clone();
+        let duration = project.duration_secs;
+        let mix = narration.settings.mix;
+        // A refused segment keeps its earlier take on disk, but the narration leaves it out:
+        // it no longer says what the segment says now.
+        let takes: Vec<(f64, String)> = narration
+            .segments
+            .iter()
+            .filter(|s| s.is_spoken())
+            .filter_map(|s| s.take.as_ref().map(|t| (s.start, t.file.clone())))
+            .collect();
+        if takes.is_empty() {
+            // Nothing was spoken (every segment refused): no files that would look finished.
+            let (project, ()) = self
+                .update_project(project_id, |p| {
+                    if let Some(n) = p.narration.as_mut() {
+                        n.output = None;
+                    }
+                    Ok(())
+                })
+                .await?;
+            return Ok(project);
+        }
+        let built = tokio::task::spawn_blocking(
+            move || -> Result<(Audio, Option<Audio>), WorkstationError> {
+                let mut decoded = Vec::new();
+                for (start, file) in &takes {
+                    decoded.push((
+                        *start,
+                        decode_file(&folder.join(file), DecodeLimits::default())?,
+                    ));
+                }
+                let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
+                let track = lay_out(&placed, duration, NARRATION_RATE)?;
+                let mixed = match (mix, source_audio) {
+                    (true, Some(source)) => {
+                        let original = decode_file(&folder.join(source), DecodeLimits::default())?;
+                        Some(duck_under(&track, &original, Ducking::default())?)
+                    }
+                    _ => None,
+                };
+                Ok((track, mixed))
+            },
+        )
+        .await
+        .map_err(WorkstationError::TaskFailed)??;
+        let (track, mixed) = built;
+        let language = narration.settings.language.clone();
+        let base = format!("exports/{}-narration", project.id);
+        let wav = format!("{base}.wav");
+        self.store()
+            .write_file(&project, &wav, &wav_bytes(&track))?;
+        let mix_file = match &mixed {
+            Some(audio) => {
+                let name = format!("{base}-mix.wav");
+                self.store()
+                    .write_file(&project, &name, &wav_bytes(audio))?;
+                Some(name)
+            }
+            None => None,
+        };
+        let subtitles = narration_subtitles(&narration, track.duration_secs());
+        let srt = format!("{base}.{language}.srt");
+        let vtt = format!("{base}.{language}.vtt");
+        self.store().write_file(
+            &project,
+            &srt,
+            render(&subtitles, ExportFormat::Srt).as_bytes(),
+        )?;
+        self.store().write_file(
+            &project,
+            &vtt,
+            render(&subtitles, ExportFormat::Vtt).as_bytes(),
+        )?;
+        let output = NarrationOutput {
+            wav,
+            mix: mix_file,
+            srt,
+            vtt,
+            duration_secs: track.duration_secs(),
+            language,
+            created_unix_ms: unix_ms(),
+        };
+        let stored = output.clone();
+        let (project, ()) = self
+            .update_project(project_id, move |p| {
+                if let Some(n) = p.narration.as_mut() {
+                    n.output = Some(stored);
+                }
+                Ok(())
+            })
+            .await?;
+        on_event(NarrationEvent::Assembled {
+            project: project_id.to_string(),
+            output,
+        });
+        Ok(project)
+    }
+}
+
+/// The rules' version of a segment (the project's LLM cleanup is off): they clean, and a rewrite
+/// becomes a cleanup, said in the note. (Translation needs the model; it is refused earlier.)
+fn rules_text(source: &str, settings: &NarrationSettings, language: &Language) -> TextDone {
+    TextDone {
+        text: clean_offline(source).text(),
+        source: SuggestionSource::RuleBased,
+        note: (settings.mode == NarrationMode::Rewrite).then(|| {
+            "LLM cleanup is off for this project: the rules cleaned the text instead of rewriting it"
+                .to_string()
+        }),
+        language: *language,
+    }
+}
+
+/// Subtitles of the narration: one cue per spoken segment, from its start for as long as its
+/// take sounds (never into the next cue).
+fn narration_subtitles(narration: &Narration, duration: f64) -> Transcript {
+    let spoken: Vec<&NarratedSegment> = narration
+        .segments
+        .iter()
+        .filter(|s| s.is_spoken())
+        .collect();
+    let segments = spoken
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let take = s.take.as_ref().expect("filtered");
+            let next = spoken.get(i + 1).map(|n| n.start).unwrap_or(f64::INFINITY);
+            Segment {
+                start: s.start,
+                end: (s.start + take.secs.max(0.3)).min(next),
+                text: s.text.clone().expect("filtered"),
+            }
+        })
+        .collect();
+    Transcript {
+        language: Some(narration.settings.language.clone()),
+        duration,
+        segments,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spanish() -> Language {
+        Language::find("es").unwrap()
+    }
+
+    #[test]
+    fn a_voice_that_speaks_english_only_gives_way_to_espeak_in_another_language() {
+        let (voice, note) = voice_for(Some("kokoro-jf_alpha"), &spanish());
+        assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es"));
+        assert!(note.unwrap().contains("espeak-ng's es voice"));
+        let (voice, note) = voice_for(Some("es+m3"), &spanish());
+        assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es+m3"));
+        assert!(note.is_none());
+        let (voice, note) = voice_for(None, &english());
+        assert!(matches!(voice, SpeakingVoice::Engine(None)) && note.is_none());
+        let (voice, _) = voice_for(Some("profile:ada"), &spanish());
+        assert!(matches!(voice, SpeakingVoice::Profile(p) if p == "ada"));
+    }
+
+    fn settings(mode: NarrationMode, llm: bool) -> NarrationSettings {
+        NarrationSettings {
+            mode,
+            language: "es".into(),
+            voice: None,
+            policy: FailurePolicy::Reject,
+            mix: false,
+            llm,
+        }
+    }
+
+    #[test]
+    fn only_changed_refused_or_fallen_back_segments_are_done_again() {
+        let task = settings(NarrationMode::Translate, true).task_key();
+        assert_eq!(task, "translate:es");
+        assert_eq!(
+            settings(NarrationMode::Cleanup, false).task_key(),
+            "rules:cleanup"
+        );
+        let mut s = NarratedSegment::new(0.0, 2.0);
+        assert!(s.needs_text("hola", &task), "new");
+        s.source_text = "hello".into();
+        s.task = task.clone();
+        s.text = Some("hola".into());
+        s.text_source = Some(SuggestionSource::Llm);
+        assert!(!s.needs_text("hello", &task));
+        assert!(s.needs_text("hello there", &task), "its source changed");
+        assert!(s.needs_text("hello", "translate:fr"), "its task changed");
+        s.text_source = Some(SuggestionSource::RuleBased);
+        s.note = Some("Not translated: the text lane was full.".into());
+        assert!(
+            s.needs_text("hello", &task),
+            "the rules stood in for the model"
+        );
+        s.text_source = Some(SuggestionSource::Llm);
+        s.note = None;
+        s.refused = Some(SegmentRefusal {
+            stage: NarrationStage::Text,
+            reason: "text_lane_full".into(),
+            message: "full".into(),
+        });
+        assert!(s.needs_text("hello", &task), "refused");
+        assert!(
+            matches!(s.state(), SegmentState::TextRefused { reason, .. } if reason == "text_lane_full")
+        );
+        s.refused = None;
+        assert_eq!(s.state(), SegmentState::TextDone);
+        assert!(s.needs_take(&None));
+        s.take = Some(NarrationTake {
+            file: "speech/narration/segment-1.wav".into(),
+            text: "hola".into(),
+            voice: None,
+            spoken_by: "es".into(),
+            natural_secs: 2.4,
+            rate: 1.2,
+            secs: 2.0,
+            overflow_secs: 0.0,
+            cut_secs: 0.0,
+        });
+        assert_eq!(s.state(), SegmentState::Fitted);
+        assert!(!s.needs_take(&None));
+        assert!(s.needs_take(&Some("es+f2".into())), "another voice");
+        s.take.as_mut().unwrap().overflow_secs = 0.4;
+        assert!(matches!(s.state(), SegmentState::Overflow { secs, .. } if secs == 0.4));
+    }
+
+    #[test]
+    fn subtitles_follow_the_takes_and_never_overlap() {
+        let mut narration = Narration {
+            settings: settings(NarrationMode::Translate, true),
+            segments: vec![
+                NarratedSegment::new(0.5, 2.0),
+                NarratedSegment::new(2.2, 4.0),
+                NarratedSegment::new(4.5, 6.0),
+            ],
+            output: None,
+            voice_note: None,
+        };
+        for (i, secs) in [(0usize, 1.9), (2, 1.0)] {
+            let s = &mut narration.segments[i];
+            s.text = Some(format!("texto {i}"));
+            s.take = Some(NarrationTake {
+                file: String::new(),
+                text: format!("texto {i}"),
+                voice: None,
+                spoken_by: String::new(),
+                natural_secs: secs,
+                rate: 1.0,
+                secs,
+                overflow_secs: 0.0,
+                cut_secs: 0.0,
+            });
+        }
+        let subs = narration_subtitles(&narration, 6.0);
+        assert_eq!(subs.segments.len(), 2, "the refused segment has no cue");
+        assert_eq!((subs.segments[0].start, subs.segments[0].end), (0.5, 2.4));
+        assert_eq!(subs.segments[1].text, "texto 2");
+        assert_eq!(subs.language.as_deref(), Some("es"));
+    }
+}
