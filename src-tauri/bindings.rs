@@ -27,13 +27,18 @@ use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, MatchProgress, Score};
 use headroom_speech::voice::{ClipReport, Finding, Severity};
 use headroom_workstation::jobs::{JobInfo, RefusedSegment};
+use headroom_workstation::narration::{
+    LanguageView, NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
+    NarrationSettings, NarrationStage, NarrationSummary, NarrationTake, NarrationTimings,
+    NarrationView, Overflowed, RefusedNarration, SegmentRefusal, SegmentState,
+};
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
     SuggestionSource, VersionInfo,
 };
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    BenchmarkRun, CleanupSummary, JobOutcome, ModelView, SegmentOutcome, TextDestination,
+    BenchmarkRun, CleanupSummary, JobOutcome, ModelView, SegmentOutcome, TextDestination, Waveform,
 };
 use ts_rs::{Config as TsConfig, TS};
 
@@ -59,6 +64,10 @@ pub fn typescript() -> String {
         // Projects.
         Decision, SuggestionSource, Suggestion, ProjectSegment, SpeechTake, ProjectSettings,
         Project, ProjectEntry, TextDestination, VersionInfo,
+        // Narration.
+        NarrationMode, NarrationOptions, NarrationSettings, NarrationStage, SegmentRefusal,
+        NarrationTake, NarratedSegment, SegmentState, NarrationOutput, Narration,
+        RefusedNarration, Overflowed, NarrationTimings, NarrationSummary, NarrationView, LanguageView, Waveform,
         // Jobs.
         JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
         // Settings, servers, models, voices.

@@ -13,6 +13,9 @@ use headroom_speech::cloning::Health;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::MatchProgress;
 use headroom_workstation::jobs::JobInfo;
+use headroom_workstation::narration::{
+    languages, LanguageView, NarrationEvent, NarrationOptions, NarrationSummary, NarrationView,
+};
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectError, ProjectSettings, SpeechTake, Suggestion,
     VersionInfo,
@@ -20,7 +23,7 @@ use headroom_workstation::projects::{
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
     BenchmarkRun, CleanAllEvent, CleanupSummary, JobOutcome, ModelView, SaveDestination,
-    SegmentOutcome, TextDestination, Workstation, WorkstationError,
+    SegmentOutcome, TextDestination, Waveform, Workstation, WorkstationError,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -412,6 +415,83 @@ pub async fn synthesize(
     Ok(shell
         .workstation
         .synthesize(&project, segment, guard.cancel.clone())
+        .await?)
+}
+
+/// Narrates the project (see `headroom_workstation::narration`); each segment's state comes as
+/// `narration` events.
+#[tauri::command]
+pub async fn narrate(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    project: String,
+    options: NarrationOptions,
+    job: String,
+) -> Reply<NarrationSummary> {
+    let guard = shell.jobs.start(&job);
+    let on_event = move |event: NarrationEvent| {
+        let _ = app.emit(events::NARRATION, &event);
+    };
+    Ok(shell
+        .workstation
+        .narrate(&project, options, &on_event, &guard.cancel)
+        .await?)
+}
+
+/// Narrates one segment again and lays out the narration's files again.
+#[tauri::command]
+pub async fn narrate_segment(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    project: String,
+    index: usize,
+    job: String,
+) -> Reply<NarrationSummary> {
+    let guard = shell.jobs.start(&job);
+    let on_event = move |event: NarrationEvent| {
+        let _ = app.emit(events::NARRATION, &event);
+    };
+    Ok(shell
+        .workstation
+        .narrate_segment(&project, index, &on_event, &guard.cancel)
+        .await?)
+}
+
+#[tauri::command]
+pub async fn narration(shell: State<'_, Shell>, project: String) -> Reply<NarrationView> {
+    blocking(&shell, move |w| Ok(w.narration(&project)?)).await
+}
+
+#[tauri::command]
+pub async fn narration_languages() -> Reply<Vec<LanguageView>> {
+    Ok(languages())
+}
+
+/// A project file's waveform (peaks per bucket) for the timelines.
+#[tauri::command]
+pub async fn waveform(
+    shell: State<'_, Shell>,
+    project: String,
+    file: String,
+    buckets: usize,
+) -> Reply<Waveform> {
+    Ok(shell.workstation.waveform(&project, &file, buckets).await?)
+}
+
+/// Plays a stretch of a project file (a segment of the source, or of the narration).
+#[tauri::command]
+pub async fn play_range(
+    shell: State<'_, Shell>,
+    project: String,
+    file: String,
+    start: f64,
+    end: f64,
+    job: String,
+) -> Reply<()> {
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .play_range(&project, &file, start, end, guard.cancel.clone())
         .await?)
 }
 

@@ -54,6 +54,8 @@ events! {
     BENCH = "bench" => commands::BenchProgress,
     /// A step of an approximate voice match.
     VOICE_MATCH_PROGRESS = "voice-match-progress" => commands::VoiceMatchProgress,
+    /// A narration's plan, each segment's new state, and its files once laid out.
+    NARRATION = "narration" => headroom_workstation::narration::NarrationEvent,
 }
 
 /// Declares the commands once: the handler Tauri dispatches by, and the names the TypeScript
@@ -93,6 +95,12 @@ commands![
     export_transcript,
     list_voices,
     synthesize,
+    narration,
+    narrate,
+    narrate_segment,
+    narration_languages,
+    waveform,
+    play_range,
     play,
     choose_save_path,
     save_copy,

@@ -3,7 +3,8 @@
 //! whole workflow in one app session (the app owns one window and one WebDriver port):
 //! projects, transcription and SRT export, cleanup off (nothing sent), a flooded text lane
 //! (the rejection and its reason on screen), cleanup on against the real llama-server
-//! (streamed, accepted), the GPU panel's no-GPU state, synthesis and a saved WAV, the
+//! (streamed, accepted), the GPU panel's no-GPU state, synthesis and a saved WAV, a voice
+//! profile, the project narrated (timeline states, waveform A/B, a segment re-run), the
 //! benchmark run from the app; then a second session on a replayed GPU trace: the memory
 //! chart with baseline and peak, and a `gpu_memory_pressure` refusal at the segment.
 //! A screenshot of each view lands in `target/ui-screenshots/`; cold start and idle memory
@@ -670,6 +671,84 @@ async fn the_desktop_workflow_end_to_end() {
         })
         .await;
     assert!(similarity.contains("default voice"), "{similarity}");
+
+    // --- Narration: the project narrated in its voice (cleaned by llama-server, the rules
+    // standing in where its reply is unusable), every segment's state on the timeline, the
+    // files laid out; a segment of the original and of the narration played from the
+    // waveform (A/B), one segment re-run.
+    ui.click("nav-narration").await;
+    ui.find("narration-waveform").await;
+    ui.find("narration-policy")
+        .await
+        .select_by_value("fallback")
+        .await
+        .unwrap();
+    ui.click("narration-mix").await;
+    ui.click("narration-start").await;
+    let summary = ui
+        .until_text("narration-summary", LONG_WAIT, |t| t.contains("narrated"))
+        .await;
+    let rows = ui
+        .client
+        .find_all(Locator::Css("li[data-testid^='narration-segment-']"))
+        .await
+        .unwrap();
+    assert!(rows.len() >= 3, "{summary}");
+    assert!(
+        summary.starts_with(&format!("{n} of {n} segments narrated", n = rows.len())),
+        "{summary}"
+    );
+    for row in &rows {
+        let state = row.attr("data-state").await.unwrap().unwrap_or_default();
+        assert!(state == "fitted" || state == "overflow", "{state}");
+    }
+    let files = ui.text("narration-files").await;
+    assert!(files.contains("interview-narration.en.srt"), "{files}");
+    for name in [
+        "interview-narration.wav",
+        "interview-narration-mix.wav",
+        "interview-narration.en.vtt",
+    ] {
+        assert!(
+            projects.join("interview/exports").join(name).exists(),
+            "{name}"
+        );
+    }
+    // Which side a row last played ("original" or "narration"); the highlight itself lasts
+    // only as long as the segment plays, which on the null device is a moment.
+    let played = |testid: &'static str, side: &'static str| {
+        let ui = &ui;
+        async move {
+            let deadline = Instant::now() + WAIT;
+            loop {
+                let row = ui.find(testid).await;
+                if row.attr("data-last-played").await.unwrap().as_deref() == Some(side) {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "{testid} never played {side}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    ui.click("narration-waveform-region-0").await;
+    played("narration-segment-0", "original").await;
+    ui.click("narration-ab-narration").await;
+    ui.click("narration-waveform-region-1").await;
+    played("narration-segment-1", "narration").await;
+    ui.click("narration-rerun-0").await;
+    ui.until_text("narration-summary", LONG_WAIT, |t| t.contains("(1 redone"))
+        .await;
+    ui.screenshot("05c-narration").await;
+    assert!(
+        ui.gone("rejection-narration").await,
+        "no error in the Narration view"
+    );
+    assert!(ui.gone("rejection-narration-play").await, "playback worked");
+    // The Transcribe view's waveform plays a segment and highlights it in the text.
+    ui.click("nav-transcribe").await;
+    ui.click("transcribe-waveform-region-0").await;
+    played("segment-0", "original").await;
+    assert!(ui.gone("rejection-transcribe-play").await);
 
     // --- Settings: test the connection and discover the model.
     ui.click("nav-settings").await;

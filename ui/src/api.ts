@@ -30,6 +30,11 @@ import type {
   ClipAdded,
   VoiceTakeView,
   Health,
+  LanguageView,
+  NarrationOptions,
+  NarrationSummary,
+  NarrationView,
+  Waveform,
 } from "./bindings";
 
 export type {
@@ -65,6 +70,18 @@ export type {
   Voice,
 } from "./bindings";
 export type { VoiceProfile, ClipAdded, VoiceTakeView, Health, MatchProgress, ClipReport } from "./bindings";
+export type {
+  LanguageView,
+  NarratedSegment,
+  Narration,
+  NarrationEvent,
+  NarrationMode,
+  NarrationOptions,
+  NarrationSummary,
+  NarrationView,
+  SegmentState,
+  Waveform,
+} from "./bindings";
 export type { Config as Settings, ProjectSegment as Segment, SamplerStatus as GpuStatus } from "./bindings";
 export type { SegmentCleanupEvent as CleanupEvent } from "./bindings";
 
@@ -123,6 +140,17 @@ export const api = {
   synthesize: (project: string, segment: number | null, job: string) =>
     call<SpeechTake>("synthesize", { project, segment, job }),
   play: (project: string, file: string, job: string) => call<void>("play", { project, file, job }),
+  /** Plays seconds `start` to `end` of a project file. */
+  playRange: (project: string, file: string, start: number, end: number, job: string) =>
+    call<void>("play_range", { project, file, start, end, job }),
+  waveform: (project: string, file: string, buckets: number) => call<Waveform>("waveform", { project, file, buckets }),
+  narrationLanguages: () => call<LanguageView[]>("narration_languages"),
+  narration: (project: string) => call<NarrationView>("narration", { project }),
+  /** Narrates the project; each segment's state comes as `narration` events. */
+  narrate: (project: string, options: NarrationOptions, job: string) =>
+    call<NarrationSummary>("narrate", { project, options, job }),
+  narrateSegment: (project: string, index: number, job: string) =>
+    call<NarrationSummary>("narrate_segment", { project, index, job }),
   chooseSavePath: (fileName: string) => call<string | null>("choose_save_path", { fileName }),
   saveCopy: (project: string, file: string, destination: string) =>
     call<string>("save_copy", { project, file, destination }),

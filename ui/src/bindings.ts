@@ -110,7 +110,11 @@ id: string, name: string, created_unix_ms: number, modified_unix_ms: number, set
 /**
  * The audio the transcript came from, relative to the project folder.
  */
-source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, speech: Array<SpeechTake>, };
+source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, speech: Array<SpeechTake>, 
+/**
+ * The project's narration (see [`crate::narration`]), once one was started.
+ */
+narration?: Narration | null, };
 export type ProjectEntry = { "state": "ok", id: string, name: string, modified_unix_ms: number, segments: number, } | { "state": "unreadable", id: string, error: string, };
 export type TextDestination = { 
 /**
@@ -130,9 +134,123 @@ on_this_machine: boolean,
  */
 allowed: boolean, };
 export type VersionInfo = { id: string, saved_unix_ms: number, reason: string, segments: number, };
+export type NarrationMode = "cleanup" | "rewrite" | "translate";
+export type NarrationOptions = { mode: NarrationMode | null, 
+/**
+ * The language to translate into (a code such as `es`, or its English name).
+ */
+to: string | null, 
+/**
+ * A voice as projects name them (`profile:<id>`, `kokoro-<style>`, an espeak-ng voice).
+ */
+voice: string | null, policy: FailurePolicy | null, 
+/**
+ * Also mix the narration over the original audio, ducking the original.
+ */
+mix: boolean | null, };
+export type NarrationSettings = { mode: NarrationMode, 
+/**
+ * The narration's language (the code); the source's when not translating.
+ */
+language: string, voice: string | null, policy: FailurePolicy, mix: boolean, 
+/**
+ * The text model was used (the project's LLM cleanup was on); otherwise the rules only.
+ */
+llm: boolean, };
+export type NarrationStage = "text" | "speech";
+export type SegmentRefusal = { stage: NarrationStage, 
+/**
+ * A rejection's reason code (`text_lane_full`, ...), or `failed`.
+ */
+reason: string, message: string, };
+export type NarrationTake = { 
+/**
+ * The WAV, relative to the project folder.
+ */
+file: string, 
+/**
+ * The text it speaks and the voice it speaks in (as the run asked for it).
+ */
+text: string, voice: string | null, 
+/**
+ * The engine voice that spoke it, and how (a voice profile's method).
+ */
+spoken_by: string, 
+/**
+ * The take's sound before fitting, the rate it was fitted at, and how long it lasts now.
+ */
+natural_secs: number, rate: number, secs: number, 
+/**
+ * How far past its segment's end it runs after fitting, and how much was cut where the next
+ * segment starts.
+ */
+overflow_secs: number, cut_secs: number, };
+export type NarratedSegment = { start: number, end: number, 
+/**
+ * The segment text it was made from, and the text stage's task then.
+ */
+source_text: string, task: string, 
+/**
+ * The narration text, where the text stage finished.
+ */
+text: string | null, text_source: SuggestionSource | null, 
+/**
+ * The text's language (the source's, when a translation fell back to the rules).
+ */
+language: string | null, 
+/**
+ * Why the rules were used, or why the text is not translated.
+ */
+note: string | null, refused: SegmentRefusal | null, take: NarrationTake | null, };
+export type SegmentState = { "state": "waiting" } | { "state": "text_refused", reason: string, message: string, } | { "state": "text_done" } | { "state": "speech_refused", reason: string, message: string, } | { "state": "synthesized" } | { "state": "fitted" } | { "state": "overflow", secs: number, cut_secs: number, };
+export type NarrationOutput = { wav: string, mix: string | null, srt: string, vtt: string, duration_secs: number, language: string, created_unix_ms: number, };
+export type Narration = { settings: NarrationSettings, segments: Array<NarratedSegment>, output: NarrationOutput | null, 
+/**
+ * Why the voice differs from the one asked for (the voice speaks English only).
+ */
+voice_note: string | null, };
+export type RefusedNarration = { segment: number, stage: NarrationStage, 
+/**
+ * A rejection's reason code (`text_lane_full`, ...), or `failed`.
+ */
+reason: string, message: string, };
+export type Overflowed = { segment: number, secs: number, cut_secs: number, };
+export type NarrationTimings = { total_secs: number, 
+/**
+ * Text requests (or the rules), summed.
+ */
+text_secs: number, 
+/**
+ * Takes on the audio lane, waiting included, summed.
+ */
+speech_secs: number, 
+/**
+ * Fitting the takes to their slots, summed.
+ */
+fit_secs: number, 
+/**
+ * Laying out the WAV, the mix and the subtitles.
+ */
+assemble_secs: number, };
+export type NarrationSummary = { job: string, settings: NarrationSettings, segments: number, 
+/**
+ * Segments with a take now.
+ */
+narrated: number, 
+/**
+ * Segments this run worked on; the others were unchanged since the last run.
+ */
+worked_on: number, unchanged: number, refused: Array<RefusedNarration>, overflowed: Array<Overflowed>, output: NarrationOutput | null, voice_note: string | null, timings: NarrationTimings, };
+export type NarrationView = { narration: Narration | null, states: Array<SegmentState>, 
+/**
+ * The project's text model is on (cleanup and rewrite use it; translation needs it).
+ */
+llm: boolean, };
+export type LanguageView = { code: string, name: string, };
+export type Waveform = { duration_secs: number, peaks: Array<number>, };
 export type JobInfo = { id: string, project: string, project_name: string, 
 /**
- * `transcribe`, `cleanup` or `synthesize`.
+ * `transcribe`, `cleanup`, `synthesize` or `narrate`.
  */
 kind: string, description: string, fraction: number, created_unix_ms: number, updated_unix_ms: number, 
 /**
@@ -150,7 +268,7 @@ refused: Array<RefusedSegment>,
  * This run's segments.
  */
 outcomes: Array<SegmentOutcome>, };
-export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake };
+export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake } | { "kind": "narrated", "result": NarrationSummary };
 export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, cloning: CloningSettings, };
 export type LlmSettings = { 
 /**
@@ -180,7 +298,11 @@ export type AudioLaneSettings = {
 /**
  * Heavy audio jobs at once.
  */
-max_in_flight: number, max_waiting: number, queue_wait_secs: number, };
+max_in_flight: number, 
+/**
+ * Further slots only interactive work may take, beside running batch work.
+ */
+interactive_reserve: number, max_waiting: number, queue_wait_secs: number, };
 export type CleanupSettings = { mode: CleanupMode, policy: FailurePolicy, retry_attempts: number, };
 export type ServerSettings = { 
 /**
@@ -387,6 +509,11 @@ export type RecordLevel = { job: string, dbfs: number, };
 export type GpuEvent = { status: SamplerStatus, latest: MemorySample | null, };
 export type BenchProgress = { line: string, };
 export type VoiceMatchProgress = { job: string, progress: MatchProgress, };
+export type NarrationEvent = { "event": "planned", project: string, segments: number, to_do: Array<number>, } | { "event": "segment", project: string, index: number, state: SegmentState, segment: NarratedSegment, 
+/**
+ * Segments of this run finished so far, out of `of` (the plan's).
+ */
+done: number, of: number, } | { "event": "assembled", project: string, output: NarrationOutput, };
 
 /** Every command the shell accepts. */
 export const COMMANDS = [
@@ -413,6 +540,12 @@ export const COMMANDS = [
   "export_transcript",
   "list_voices",
   "synthesize",
+  "narration",
+  "narrate",
+  "narrate_segment",
+  "narration_languages",
+  "waveform",
+  "play_range",
   "play",
   "choose_save_path",
   "save_copy",
@@ -451,5 +584,6 @@ export type EventPayloads = {
   "gpu": GpuEvent;
   "bench": BenchProgress;
   "voice-match-progress": VoiceMatchProgress;
+  "narration": NarrationEvent;
 };
 export type EventName = keyof EventPayloads;

@@ -19,19 +19,21 @@ import { InterruptedJobs } from "./panels/jobs";
 import { LanesPanel } from "./panels/lanes";
 import { ErrorNotice } from "./rejection";
 import { CleanupView } from "./views/cleanup";
+import { NarrationView } from "./views/narration";
 import { ProjectsView } from "./views/projects";
 import { SettingsView } from "./views/settings";
 import { SynthesizeView } from "./views/synthesize";
 import { TranscribeView } from "./views/transcribe";
 import { VoicesView } from "./views/voices";
 
-type View = "projects" | "transcribe" | "cleanup" | "synthesize" | "voices" | "settings";
+type View = "projects" | "transcribe" | "cleanup" | "synthesize" | "narration" | "voices" | "settings";
 
 const VIEWS: { id: View; label: string; needsProject: boolean }[] = [
   { id: "projects", label: "Projects", needsProject: false },
   { id: "transcribe", label: "Transcribe", needsProject: true },
   { id: "cleanup", label: "Clean up", needsProject: true },
   { id: "synthesize", label: "Synthesize", needsProject: true },
+  { id: "narration", label: "Narration", needsProject: true },
   { id: "voices", label: "Voices", needsProject: false },
   { id: "settings", label: "Settings", needsProject: false },
 ];
@@ -158,6 +160,7 @@ function App() {
           <CleanupView project={project} onProject={onProject} onOpenSettings={() => setView("settings")} />
         )}
         {view === "synthesize" && project && <SynthesizeView project={project} onProject={onProject} />}
+        {view === "narration" && project && <NarrationView project={project} onProject={onProject} />}
         {view === "voices" && <VoicesView />}
         {view === "settings" && <SettingsView info={info} onSaved={refreshLanes} />}
       </main>

@@ -105,7 +105,7 @@ fn bench_request(model: Option<String>, max_tokens: u32) -> ChatRequest {
 }
 
 /// Times one interactive transcription of `clip`; returns the time and the audio's length.
-pub(crate) async fn time_transcription(
+pub async fn time_transcription(
     speech: &SpeechService,
     clip: &AudioInput,
     model: &str,

@@ -44,6 +44,9 @@ pub enum BenchCommand {
     /// The embedded voices (real-time factor, WER) and the approximate voice match against
     /// target speakers made at run time (similarity on held-out sentences, WER, time).
     Voices(crate::bench_voices::VoicesBenchArgs),
+    /// Interactive audio latency idle vs while a project is narrated (the ratio), and the
+    /// narration's total time vs the sum of its stages.
+    Narration(crate::bench_narration::NarrationBenchArgs),
     /// Time to first token through `headroom serve` vs directly, same server, same run.
     Ttft {
         #[command(flatten)]
@@ -141,6 +144,9 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
     };
     match cmd {
         BenchCommand::Run(args) => return run_harness(args, services).await,
+        BenchCommand::Narration(_) => {
+            unreachable!("run by bench_narration, with the shared services")
+        }
         BenchCommand::Voices(args) => {
             crate::bench_voices::run(args, services).await?;
             return Ok(ExitCode::SUCCESS);

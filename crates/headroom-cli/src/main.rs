@@ -3,6 +3,7 @@
 //! hands each command a borrow of it.
 
 mod bench;
+mod bench_narration;
 mod bench_voices;
 mod cleanup;
 mod doctor;
@@ -193,6 +194,11 @@ fn main() -> ExitCode {
             Command::Cleanup(args) => cleanup::run(args, services).await,
             Command::Serve(args) => serve::run(args, services).await,
             Command::Doctor(args) => doctor::run(args, services).await,
+            Command::Bench(bench::BenchCommand::Narration(args)) => {
+                bench_narration::run(args, shared.clone())
+                    .await
+                    .map(|()| ExitCode::SUCCESS)
+            }
             Command::Bench(cmd) => bench::run(cmd, services).await,
             Command::Transcribe(args) => transcribe::run(args, services).await,
             Command::Speak(args) => speak::run(args, shared.clone()).await,

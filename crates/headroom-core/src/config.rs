@@ -138,6 +138,8 @@ impl Default for ServerSettings {
 pub struct AudioLaneSettings {
     /// Heavy audio jobs at once.
     pub max_in_flight: usize,
+    /// Further slots only interactive work may take, beside running batch work.
+    pub interactive_reserve: usize,
     pub max_waiting: usize,
     pub queue_wait_secs: f64,
 }
@@ -147,6 +149,7 @@ impl Default for AudioLaneSettings {
         let lane = AudioLaneConfig::default();
         AudioLaneSettings {
             max_in_flight: lane.max_in_flight,
+            interactive_reserve: lane.interactive_reserve,
             max_waiting: lane.max_waiting,
             queue_wait_secs: lane.queue_wait.as_secs_f64(),
         }
@@ -384,6 +387,7 @@ impl Config {
             });
         AudioLaneConfig {
             max_in_flight: a.max_in_flight.max(1),
+            interactive_reserve: a.interactive_reserve,
             max_waiting: a.max_waiting,
             queue_wait,
         }

@@ -27,6 +27,7 @@ use headroom_speech::audio::timeline::{
     duck_under, fit_to_slot, lay_out, Ducking, FitBounds, OVERFLOW_EPSILON_SECS,
 };
 use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+use headroom_speech::tts::{join_clips, sentences};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,6 +35,8 @@ use tokio_util::sync::CancellationToken;
 
 /// The narration's sample rate: Kokoro's, and above espeak-ng's and Piper's.
 const NARRATION_RATE: u32 = 24_000;
+/// The pause between a take's sentences (as Kokoro and Piper leave between theirs).
+const SENTENCE_PAUSE_MS: u32 = 200;
 /// Attempts at a take the audio lane refused (it was full, or interactive work kept it busy).
 const SPEECH_ATTEMPTS: u32 = 4;
 
@@ -387,6 +390,35 @@ pub struct NarrationSummary {
     pub timings: NarrationTimings,
 }
 
+/// A project's narration with each segment's state, as the Narration view shows it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct NarrationView {
+    pub narration: Option<Narration>,
+    pub states: Vec<SegmentState>,
+    /// The project's text model is on (cleanup and rewrite use it; translation needs it).
+    pub llm: bool,
+}
+
+/// A language narration can be translated into, as the app lists them.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct LanguageView {
+    pub code: String,
+    pub name: String,
+}
+
+/// Every language on offer, English first.
+pub fn languages() -> Vec<LanguageView> {
+    headroom_base::language::LANGUAGES
+        .iter()
+        .map(|l| LanguageView {
+            code: l.code.to_string(),
+            name: l.name.to_string(),
+        })
+        .collect()
+}
+
 /// The voice a segment is spoken in.
 #[derive(Debug, Clone)]
 enum SpeakingVoice {
@@ -481,6 +513,21 @@ impl Workstation {
             )
             .await?;
         self.run_narration(project_id, job, on_event, cancel).await
+    }
+
+    /// The project's narration and each segment's state.
+    pub fn narration(&self, project_id: &str) -> Result<NarrationView, WorkstationError> {
+        let project = self.store().open(project_id)?;
+        let states = project
+            .narration
+            .as_ref()
+            .map(|n| n.segments.iter().map(NarratedSegment::state).collect())
+            .unwrap_or_default();
+        Ok(NarrationView {
+            narration: project.narration,
+            states,
+            llm: project.settings.llm_cleanup,
+        })
     }
 
     /// Narrates one segment again (its text and its take), with the narration's settings, and
@@ -1090,12 +1137,34 @@ impl Workstation {
         Ok(())
     }
 
-    /// Makes a take, waiting and trying again when the audio lane refuses it (a narration is
-    /// batch work: interactive work may keep the lane busy for a while).
+    /// Makes a take sentence by sentence, each sentence its own batch job on the audio lane:
+    /// interactive work that arrives meanwhile waits for one sentence at most, not a segment.
     async fn speak_take(
         &self,
         voice: &SpeakingVoice,
         order: &SpeakOrder,
+        cancel: &CancellationToken,
+    ) -> Result<(Audio, String), WorkstationError> {
+        let mut clips = Vec::new();
+        let mut spoken_by = String::new();
+        for sentence in sentences(&order.text) {
+            let (clip, by) = self.speak_piece(voice, order, sentence, cancel).await?;
+            clips.push(clip);
+            spoken_by = by;
+        }
+        if clips.is_empty() {
+            return Err(WorkstationError::NothingToSpeak);
+        }
+        Ok((join_clips(&clips, SENTENCE_PAUSE_MS), spoken_by))
+    }
+
+    /// Speaks one piece of a take, waiting and trying again when the audio lane refuses it (a
+    /// narration is batch work: interactive work may keep the lane busy for a while).
+    async fn speak_piece(
+        &self,
+        voice: &SpeakingVoice,
+        order: &SpeakOrder,
+        text: String,
         cancel: &CancellationToken,
     ) -> Result<(Audio, String), WorkstationError> {
         let mut attempt = 1;
@@ -1106,7 +1175,7 @@ impl Workstation {
                     .voices()
                     .speak_unscored(
                         profile,
-                        order.text.clone(),
+                        text.clone(),
                         Some(order.language),
                         Priority::Normal,
                         cancel.clone(),
@@ -1121,12 +1190,7 @@ impl Workstation {
                         .clone()
                         .unwrap_or_else(|| "espeak-ng en-us".into());
                     service
-                        .synthesize_at(
-                            order.text.clone(),
-                            engine_voice,
-                            Priority::Normal,
-                            cancel.clone(),
-                        )
+                        .synthesize_at(text.clone(), engine_voice, Priority::Normal, cancel.clone())
                         .await
                         .map(|audio| (audio, name))
                         .map_err(WorkstationError::from)

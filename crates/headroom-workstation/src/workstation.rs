@@ -1102,6 +1102,65 @@ impl Workstation {
         Ok(())
     }
 
+    /// Plays `[start, end)` seconds of a project file (a segment of the source audio, say) on
+    /// the default output device, as interactive audio work.
+    pub async fn play_range(
+        &self,
+        project_id: &str,
+        relative: &str,
+        start: f64,
+        end: f64,
+        cancel: CancellationToken,
+    ) -> Result<(), WorkstationError> {
+        let path = self.project_file(project_id, relative)?;
+        let audio = decode_file(&path, DecodeLimits::default())?;
+        let rate = audio.sample_rate as f64;
+        let from = ((start.max(0.0) * rate) as usize).min(audio.samples.len());
+        let to = ((end.max(start) * rate).ceil() as usize).clamp(from, audio.samples.len());
+        let slice = headroom_speech::audio::Audio {
+            samples: audio.samples[from..to].to_vec(),
+            sample_rate: audio.sample_rate,
+        };
+        if slice.samples.is_empty() {
+            return Ok(());
+        }
+        self.services
+            .audio_lane()
+            .run(Priority::Interactive, cancel, move |cancel| {
+                device::play(&slice, cancel)
+            })
+            .await
+            .map_err(WorkstationError::Rejected)??;
+        Ok(())
+    }
+
+    /// A project file's waveform for display: the loudest sample in each of `buckets` equal
+    /// slices (decoded off the async threads).
+    pub async fn waveform(
+        &self,
+        project_id: &str,
+        relative: &str,
+        buckets: usize,
+    ) -> Result<Waveform, WorkstationError> {
+        let path = self.project_file(project_id, relative)?;
+        let buckets = buckets.clamp(1, 4096);
+        tokio::task::spawn_blocking(move || {
+            let audio = decode_file(&path, DecodeLimits::default())?;
+            let per = audio.samples.len().div_ceil(buckets).max(1);
+            let peaks = audio
+                .samples
+                .chunks(per)
+                .map(|c| c.iter().fold(0.0f32, |m, s| m.max(s.abs())))
+                .collect();
+            Ok(Waveform {
+                duration_secs: audio.duration_secs(),
+                peaks,
+            })
+        })
+        .await
+        .map_err(WorkstationError::TaskFailed)?
+    }
+
     /// Records from the default input until `cancel` (or `max_seconds`), saves the WAV in the
     /// project's `audio/` folder and returns its path relative to the project.
     pub async fn record(
@@ -1196,6 +1255,14 @@ impl Workstation {
             json,
         })
     }
+}
+
+/// A file's waveform, for the timeline: peaks in 0..=1, evenly spread over its duration.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct Waveform {
+    pub duration_secs: f64,
+    pub peaks: Vec<f32>,
 }
 
 /// A finished benchmark and where its report is.

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asUiError, type Project, type UiError, type VersionInfo } from "../api";
 import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
+import { usePlayer, Waveform } from "../waveform";
 
 /** How long a pause in typing saves a segment's edit. */
 const EDIT_SAVE_DELAY_MS = 800;
@@ -27,6 +28,8 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const [error, setError] = useState<UiError | null>(null);
   const [format, setFormat] = useState("srt");
   const [exported, setExported] = useState<string | null>(null);
+  const player = usePlayer(project.id);
+  const playingIndex = player.playing === null ? null : Number(player.playing);
 
   useEvent("job-progress", (p) => {
     if (p.job === job) setProgress(p.progress);
@@ -208,9 +211,29 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               Saved <code>{exported}</code>
             </p>
           )}
+          {project.source_audio && (
+            <Waveform
+              testid="transcribe-waveform"
+              project={project.id}
+              file={project.source_audio}
+              regions={project.segments}
+              playing={playingIndex}
+              onRegion={(i) => {
+                const s = project.segments[i];
+                player.play(String(i), project.source_audio ?? "", s.start, s.end);
+              }}
+            />
+          )}
+          {player.error && <ErrorNotice scope="transcribe-play" error={player.error} onDismiss={player.clearError} />}
           <ol class="segments" data-testid="segment-list">
             {project.segments.map((s, i) => (
-              <li key={`${i}-${s.start}`} data-testid={`segment-${i}`}>
+              <li
+                key={`${i}-${s.start}`}
+                data-testid={`segment-${i}`}
+                data-playing={playingIndex === i ? "true" : "false"}
+                data-last-played={player.last === String(i) ? "original" : ""}
+                class={playingIndex === i ? "playing" : undefined}
+              >
                 <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
                   {formatTime(s.start)} – {formatTime(s.end)}
                 </label>

@@ -4,6 +4,11 @@
 //! (interactive audio) are served before lower ones, first come first served within a
 //! priority. A [`Permit`] is an owned value the caller keeps for as long as the work runs (for a
 //! stream: until it ends or is dropped), not until a response future resolves.
+//!
+//! A limit may keep slots in reserve for interactive work ([`CapacityLimit::with_interactive_reserve`]):
+//! an interactive job then starts beside the batch jobs filling the limit instead of waiting
+//! for one of them to end, and never beside more interactive jobs than the limit and the
+//! reserve allow.
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -43,6 +48,27 @@ struct State {
     occupancy: Occupancy,
     waiters: BTreeMap<WaiterKey, oneshot::Sender<()>>,
     next_seq: u64,
+    /// Slots beyond `occupancy.limit` only interactive work may take.
+    reserve: usize,
+    interactive_in_flight: usize,
+}
+
+impl State {
+    /// Whether work of `priority` may take a slot now.
+    fn may_start(&self, priority: Priority) -> bool {
+        let o = &self.occupancy;
+        o.in_flight < o.limit
+            || (priority == Priority::Interactive
+                && self.interactive_in_flight < self.reserve
+                && o.in_flight < o.limit + self.reserve)
+    }
+
+    fn start(&mut self, priority: Priority) {
+        self.occupancy.in_flight += 1;
+        if priority == Priority::Interactive {
+            self.interactive_in_flight += 1;
+        }
+    }
 }
 
 struct Shared {
@@ -61,23 +87,26 @@ impl Shared {
         }
     }
 
-    /// Gives a freed slot to the first waiter still waiting, or frees it.
-    fn release_slot(&self) {
+    /// Frees a slot held by work of `priority` and gives it to the first waiter still waiting
+    /// that may take it.
+    fn release_slot(&self, priority: Priority) {
         let now = {
             let mut st = self.lock();
-            loop {
-                match st.waiters.pop_first() {
-                    Some((_, waiter)) => {
-                        st.occupancy.waiting -= 1;
-                        if waiter.send(()).is_ok() {
-                            // The slot passes to the waiter: in_flight is unchanged.
-                            break;
-                        }
-                    }
-                    None => {
-                        st.occupancy.in_flight -= 1;
-                        break;
-                    }
+            st.occupancy.in_flight -= 1;
+            if priority == Priority::Interactive {
+                st.interactive_in_flight -= 1;
+            }
+            // Waiters are in priority order: when the first may not start, none behind it may.
+            while let Some((&key, _)) = st.waiters.first_key_value() {
+                let waiting = key.0 .0;
+                if !st.may_start(waiting) {
+                    break;
+                }
+                let waiter = st.waiters.remove(&key).expect("the first waiter is there");
+                st.occupancy.waiting -= 1;
+                if waiter.send(()).is_ok() {
+                    st.start(waiting);
+                    break;
                 }
             }
             st.occupancy
@@ -118,10 +147,18 @@ impl CapacityLimit {
                     },
                     waiters: BTreeMap::new(),
                     next_seq: 0,
+                    reserve: 0,
+                    interactive_in_flight: 0,
                 }),
                 observer,
             }),
         }
+    }
+
+    /// Keeps `reserve` slots beyond the limit for interactive work (see the module's notes).
+    pub fn with_interactive_reserve(self, reserve: usize) -> Self {
+        self.shared.lock().reserve = reserve;
+        self
     }
 
     pub fn occupancy(&self) -> Occupancy {
@@ -136,13 +173,14 @@ impl CapacityLimit {
     /// [`CapacityLimit::try_enter`] with a queue priority.
     pub fn try_enter_with(&self, priority: Priority) -> Result<Entry, Full> {
         let mut st = self.shared.lock();
-        if st.occupancy.in_flight < st.occupancy.limit {
-            st.occupancy.in_flight += 1;
+        if st.may_start(priority) {
+            st.start(priority);
             let now = st.occupancy;
             drop(st);
             self.shared.notify(now);
             return Ok(Entry::Admitted(Permit {
                 shared: self.shared.clone(),
+                priority,
             }));
         }
         if st.occupancy.waiting >= st.occupancy.wait_limit {
@@ -188,6 +226,7 @@ impl QueueTicket {
         self.granted = None;
         Permit {
             shared: self.shared.clone(),
+            priority: self.key.0 .0,
         }
     }
 }
@@ -208,7 +247,7 @@ impl Drop for QueueTicket {
         match removed {
             Some(now) => self.shared.notify(now),
             // Granted a slot just as it left: hand the slot on.
-            None if rx.try_recv().is_ok() => self.shared.release_slot(),
+            None if rx.try_recv().is_ok() => self.shared.release_slot(self.key.0 .0),
             None => {}
         }
     }
@@ -217,11 +256,12 @@ impl Drop for QueueTicket {
 /// A held slot; dropping it frees the slot for the next waiter.
 pub struct Permit {
     shared: Arc<Shared>,
+    priority: Priority,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.shared.release_slot();
+        self.shared.release_slot(self.priority);
     }
 }
 
@@ -235,6 +275,43 @@ mod tests {
             Ok(Entry::Admitted(p)) => p,
             _ => panic!("expected a slot"),
         }
+    }
+
+    #[tokio::test]
+    async fn interactive_work_starts_beside_batch_work_in_the_reserve_and_only_there() {
+        let cap = CapacityLimit::new(1, 4, None).with_interactive_reserve(1);
+        let batch = admitted(cap.try_enter_with(Priority::Normal));
+        // A second batch job waits; an interactive one starts at once beside the first.
+        let Ok(Entry::Queued(batch_ticket)) = cap.try_enter_with(Priority::Normal) else {
+            panic!("batch work beyond the limit waits")
+        };
+        let first = admitted(cap.try_enter_with(Priority::Interactive));
+        assert_eq!(cap.occupancy().in_flight, 2);
+        // Never two interactive jobs beyond the limit and the reserve.
+        let Ok(Entry::Queued(second)) = cap.try_enter_with(Priority::Interactive) else {
+            panic!("the reserve holds one")
+        };
+        // The interactive job ends: the next interactive one takes the reserve, not the batch.
+        drop(first);
+        let second = second.wait().await;
+        assert_eq!(cap.occupancy().in_flight, 2);
+        drop(second);
+        assert_eq!(
+            cap.occupancy().in_flight,
+            1,
+            "the batch waiter may not take the reserve"
+        );
+        assert_eq!(cap.occupancy().waiting, 1);
+        drop(batch);
+        let _next = batch_ticket.wait().await;
+        assert_eq!((cap.occupancy().in_flight, cap.occupancy().waiting), (1, 0));
+        // Without a reserve, interactive work waits like any other.
+        let plain = CapacityLimit::new(1, 4, None);
+        let _held = admitted(plain.try_enter_with(Priority::Normal));
+        assert!(matches!(
+            plain.try_enter_with(Priority::Interactive),
+            Ok(Entry::Queued(_))
+        ));
     }
 
     #[test]

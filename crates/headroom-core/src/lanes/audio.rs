@@ -19,6 +19,9 @@ const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
 #[serde(default)]
 pub struct AudioLaneConfig {
     pub max_in_flight: usize,
+    /// Slots beyond `max_in_flight` kept for interactive work: a person's job starts beside a
+    /// running batch job (a narration's take, a voice match's) instead of waiting for it.
+    pub interactive_reserve: usize,
     pub max_waiting: usize,
     /// Longest wait for a slot before a job is refused.
     pub queue_wait: Duration,
@@ -28,6 +31,7 @@ impl Default for AudioLaneConfig {
     fn default() -> Self {
         AudioLaneConfig {
             max_in_flight: 1,
+            interactive_reserve: 1,
             max_waiting: 8,
             queue_wait: Duration::from_secs(60),
         }
@@ -102,7 +106,8 @@ impl AudioLane {
             config.max_in_flight.max(1),
             config.max_waiting,
             Some(monitor.occupancy_observer()),
-        );
+        )
+        .with_interactive_reserve(config.interactive_reserve);
         let deadlines = Deadlines {
             queue_wait: config.queue_wait,
             // Audio jobs report progress and are cancelled by the user; no wall-clock cap.
@@ -215,6 +220,7 @@ mod tests {
         AudioLane::new(
             AudioLaneConfig {
                 max_in_flight: limit,
+                interactive_reserve: 0,
                 max_waiting: waiting,
                 queue_wait: Duration::from_secs(30),
             },
