@@ -36,9 +36,10 @@ use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
     SuggestionSource, VersionInfo,
 };
+use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    BenchmarkRun, CleanupSummary, JobOutcome, ModelView, SegmentOutcome, TextDestination, Waveform,
+    BenchmarkRun, CleanupSummary, ModelView, SegmentOutcome, TextDestination, Waveform,
 };
 use ts_rs::{Config as TsConfig, TS};
 

@@ -20,10 +20,11 @@ use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectError, ProjectSettings, SpeechTake, Suggestion,
     VersionInfo,
 };
+use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    BenchmarkRun, CleanAllEvent, CleanupSummary, JobOutcome, ModelView, SaveDestination,
-    SegmentOutcome, TextDestination, Waveform, Workstation, WorkstationError,
+    BenchmarkRun, CleanAllEvent, CleanupSummary, ModelView, SaveDestination, SegmentOutcome,
+    TextDestination, Waveform, Workstation, WorkstationError,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -418,6 +419,13 @@ pub async fn synthesize(
         .await?)
 }
 
+/// A narration's events, as `narration` events.
+fn forward_narration(app: AppHandle) -> impl Fn(NarrationEvent) + Send + Sync {
+    move |event| {
+        let _ = app.emit(events::NARRATION, &event);
+    }
+}
+
 /// Narrates the project (see `headroom_workstation::narration`); each segment's state comes as
 /// `narration` events.
 #[tauri::command]
@@ -429,9 +437,7 @@ pub async fn narrate(
     job: String,
 ) -> Reply<NarrationSummary> {
     let guard = shell.jobs.start(&job);
-    let on_event = move |event: NarrationEvent| {
-        let _ = app.emit(events::NARRATION, &event);
-    };
+    let on_event = forward_narration(app);
     Ok(shell
         .workstation
         .narrate(&project, options, &on_event, &guard.cancel)
@@ -448,9 +454,7 @@ pub async fn narrate_segment(
     job: String,
 ) -> Reply<NarrationSummary> {
     let guard = shell.jobs.start(&job);
-    let on_event = move |event: NarrationEvent| {
-        let _ = app.emit(events::NARRATION, &event);
-    };
+    let on_event = forward_narration(app);
     Ok(shell
         .workstation
         .narrate_segment(&project, index, &on_event, &guard.cancel)

@@ -13,7 +13,8 @@ use headroom_workstation::narration::{
     NarrationEvent, NarrationMode, NarrationOptions, NarrationStage, NarrationSummary, SegmentState,
 };
 use headroom_workstation::projects::{Project, ProjectStore, SuggestionSource};
-use headroom_workstation::workstation::{JobOutcome, Workstation};
+use headroom_workstation::resume::JobOutcome;
+use headroom_workstation::workstation::Workstation;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;

@@ -564,7 +564,7 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
     use headroom_services::speech::{AudioInput, Resume};
     use headroom_speech::asr::Segment;
     use headroom_workstation::jobs::JobKind;
-    use headroom_workstation::workstation::JobOutcome;
+    use headroom_workstation::resume::JobOutcome;
     use std::sync::Mutex;
 
     let dir = scratch("resume-transcription");
@@ -682,7 +682,8 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
 #[tokio::test]
 async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
     use headroom_workstation::jobs::JobKind;
-    use headroom_workstation::workstation::{CleanAllEvent, JobOutcome, SegmentOutcome};
+    use headroom_workstation::resume::JobOutcome;
+    use headroom_workstation::workstation::{CleanAllEvent, SegmentOutcome};
     use std::sync::Mutex;
 
     let dir = scratch("resume-cleanup");

@@ -112,7 +112,7 @@ id: string, name: string, created_unix_ms: number, modified_unix_ms: number, set
  */
 source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, speech: Array<SpeechTake>, 
 /**
- * The project's narration (see [`crate::narration`]), once one was started.
+ * The project's narration (see `crate::narration`), once one was started.
  */
 narration?: Narration | null, };
 export type ProjectEntry = { "state": "ok", id: string, name: string, modified_unix_ms: number, segments: number, } | { "state": "unreadable", id: string, error: string, };

@@ -10,8 +10,9 @@ use headroom_base::fsutil::write_atomic;
 use headroom_services::Services;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_workstation::projects::{Project, ProjectEntry, ProjectStore};
+use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::workstation::{
-    CleanAllEvent, CleanupSummary, JobOutcome, SegmentOutcome, Workstation, WorkstationError,
+    CleanAllEvent, CleanupSummary, SegmentOutcome, Workstation, WorkstationError,
     PROFILE_VOICE_PREFIX,
 };
 use serde_json::json;

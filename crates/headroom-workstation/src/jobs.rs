@@ -35,7 +35,7 @@ pub enum JobKind {
     /// project's narration, so a resumed job redoes only the rest.
     Narrate {
         #[serde(default)]
-        options: crate::narration::NarrationOptions,
+        options: crate::projects::NarrationOptions,
         #[serde(default)]
         segment: Option<usize>,
     },

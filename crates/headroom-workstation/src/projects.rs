@@ -13,6 +13,12 @@ use headroom_speech::audio::repair_partial;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod narrated;
+pub use narrated::{
+    NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
+    NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState,
+};
+
 const MANIFEST: &str = "project.json";
 const FORMAT_VERSION: u32 = 1;
 const MAX_NAME_CHARS: usize = 80;
@@ -230,9 +236,9 @@ pub struct Project {
     pub segments: Vec<ProjectSegment>,
     #[serde(default)]
     pub speech: Vec<SpeechTake>,
-    /// The project's narration (see [`crate::narration`]), once one was started.
+    /// The project's narration (see `crate::narration`), once one was started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub narration: Option<crate::narration::Narration>,
+    pub narration: Option<Narration>,
 }
 
 impl Project {

@@ -169,17 +169,6 @@ pub struct CleanupSummary {
     pub outcomes: Vec<SegmentOutcome>,
 }
 
-/// What a resumed job produced.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
-#[serde(tag = "kind", content = "result", rename_all = "snake_case")]
-pub enum JobOutcome {
-    Transcribed(Project),
-    Cleaned(CleanupSummary),
-    Synthesized(SpeechTake),
-    Narrated(crate::narration::NarrationSummary),
-}
-
 /// Where "save a copy" writes: inside the project, or a path the user chose in the system's
 /// Save dialog. A path typed in the web view outside the project is neither.
 #[derive(Debug, Clone, PartialEq)]
@@ -559,7 +548,7 @@ impl Workstation {
 
     /// Runs a transcription job from its checkpoint; each finished window is saved in the job
     /// record as it finishes.
-    async fn run_transcription(
+    pub(crate) async fn run_transcription(
         &self,
         project_id: &str,
         job: RunningJob,
@@ -749,7 +738,7 @@ impl Workstation {
         self.run_cleanup(project_id, job, on_event, cancel).await
     }
 
-    async fn run_cleanup(
+    pub(crate) async fn run_cleanup(
         &self,
         project_id: &str,
         mut job: RunningJob,
@@ -883,46 +872,6 @@ impl Workstation {
         Ok(self.store.discard_job(project_id, job_id)?)
     }
 
-    /// Resumes an interrupted job from its checkpoint: a transcription from its last finished
-    /// window, a cleanup from its first unfinished segment, a synthesis from the start.
-    /// Refused while another process runs it.
-    pub async fn resume_job(
-        &self,
-        project_id: &str,
-        job_id: &str,
-        progress: Arc<dyn Fn(f32) + Send + Sync>,
-        on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
-        cancel: CancellationToken,
-    ) -> Result<JobOutcome, WorkstationError> {
-        let job = self.store.claim_job(project_id, job_id)?;
-        tracing::info!(project = project_id, job = job_id, "resuming a job");
-        match job.record().kind.clone() {
-            JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(
-                self.run_transcription(project_id, job, progress, cancel)
-                    .await?,
-            )),
-            JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(
-                self.run_cleanup(project_id, job, on_event, &cancel).await?,
-            )),
-            JobKind::Synthesize { segment } => {
-                let result = self.run_synthesis(project_id, segment, cancel).await;
-                job.end();
-                Ok(JobOutcome::Synthesized(result?))
-            }
-            JobKind::Narrate { .. } => {
-                let report = move |event: crate::narration::NarrationEvent| {
-                    if let crate::narration::NarrationEvent::Segment { done, of, .. } = event {
-                        progress(done as f32 / of.max(1) as f32);
-                    }
-                };
-                Ok(JobOutcome::Narrated(
-                    self.run_narration(project_id, job, &report, &cancel)
-                        .await?,
-                ))
-            }
-        }
-    }
-
     /// Writes the transcript (as edited) to `exports/<project>.<ext>` and returns the path.
     pub async fn export(
         &self,
@@ -956,7 +905,7 @@ impl Workstation {
         result
     }
 
-    async fn run_synthesis(
+    pub(crate) async fn run_synthesis(
         &self,
         project_id: &str,
         segment: Option<usize>,

@@ -191,6 +191,12 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
         <legend>Audio lane</legend>
         <div class="grid">
           <NumberField id="settings-audio-in-flight" label="Heavy jobs at once" min={1} value={settings.audio_lane.max_in_flight} onChange={(v) => setAudio({ max_in_flight: v })} />
+          <NumberField
+            id="settings-audio-interactive-reserve"
+            label="Extra for interactive work"
+            value={settings.audio_lane.interactive_reserve}
+            onChange={(v) => setAudio({ interactive_reserve: v })}
+          />
           <NumberField id="settings-audio-waiting" label="Wait slots" value={settings.audio_lane.max_waiting} onChange={(v) => setAudio({ max_waiting: v })} />
         </div>
         <p class="muted">Audio lane limits apply after a restart.</p>

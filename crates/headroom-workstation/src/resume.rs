@@ -1,0 +1,65 @@
+//! Resuming an interrupted job: each kind continues from its checkpoint (a transcription
+//! from its last finished window, a cleanup from its first unfinished segment, a narration with
+//! the segments it had not finished, a synthesis from the start).
+
+use crate::jobs::JobKind;
+use crate::narration::{NarrationEvent, NarrationSummary};
+use crate::projects::{Project, SpeechTake};
+use crate::workstation::{CleanAllEvent, CleanupSummary, Workstation, WorkstationError};
+use serde::Serialize;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a resumed job produced.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "kind", content = "result", rename_all = "snake_case")]
+pub enum JobOutcome {
+    Transcribed(Project),
+    Cleaned(CleanupSummary),
+    Synthesized(SpeechTake),
+    Narrated(NarrationSummary),
+}
+
+impl Workstation {
+    /// Resumes an interrupted job from its checkpoint: a transcription from its last finished
+    /// window, a cleanup from its first unfinished segment, a narration with what it had not finished, a synthesis from the
+    /// start.
+    /// Refused while another process runs it.
+    pub async fn resume_job(
+        &self,
+        project_id: &str,
+        job_id: &str,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
+        cancel: CancellationToken,
+    ) -> Result<JobOutcome, WorkstationError> {
+        let job = self.store().claim_job(project_id, job_id)?;
+        tracing::info!(project = project_id, job = job_id, "resuming a job");
+        match job.record().kind.clone() {
+            JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(
+                self.run_transcription(project_id, job, progress, cancel)
+                    .await?,
+            )),
+            JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(
+                self.run_cleanup(project_id, job, on_event, &cancel).await?,
+            )),
+            JobKind::Synthesize { segment } => {
+                let result = self.run_synthesis(project_id, segment, cancel).await;
+                job.end();
+                Ok(JobOutcome::Synthesized(result?))
+            }
+            JobKind::Narrate { .. } => {
+                let report = move |event: NarrationEvent| {
+                    if let NarrationEvent::Segment { done, of, .. } = event {
+                        progress(done as f32 / of.max(1) as f32);
+                    }
+                };
+                Ok(JobOutcome::Narrated(
+                    self.run_narration(project_id, job, &report, &cancel)
+                        .await?,
+                ))
+            }
+        }
+    }
+}
