@@ -42,7 +42,12 @@ detail: string | null,
  * True when some output had already been delivered before the failure.
  */
 after_output: boolean, };
-export type Occupancy = { in_flight: number, limit: number, waiting: number, wait_limit: number, };
+export type Occupancy = { in_flight: number, limit: number, waiting: number, wait_limit: number, 
+/**
+ * Slots beyond `limit` that only interactive work may take (so `in_flight` may exceed
+ * `limit` by this much).
+ */
+reserved: number, };
 export type RejectionRecord = { at_unix_ms: number, rejection: Rejection, };
 export type LaneSnapshot = { lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
 export type LaneView = { server_url: string | null, lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };

@@ -226,6 +226,7 @@ mod tests {
                 limit: 2,
                 waiting: 1,
                 wait_limit: 1,
+                reserved: 0,
             },
         );
         m.observe_ttft(Lane::Text, Duration::from_millis(120));

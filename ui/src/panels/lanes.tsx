@@ -29,6 +29,12 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
               <span>
                 In flight <b data-testid={`lane-${id}-in-flight`}>{l.occupancy.in_flight}</b> /{" "}
                 <span data-testid={`lane-${id}-limit`}>{l.occupancy.limit}</span>
+                {l.occupancy.reserved > 0 && (
+                  <span class="muted" data-testid={`lane-${id}-reserved`} title="Kept for interactive work">
+                    {" "}
+                    +{l.occupancy.reserved} interactive
+                  </span>
+                )}
               </span>
               <span>
                 Waiting <b data-testid={`lane-${id}-waiting`}>{l.occupancy.waiting}</b> /{" "}
@@ -36,7 +42,11 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
               </span>
             </div>
             <div class="lane-meter" aria-hidden="true">
-              <div style={{ width: `${(100 * l.occupancy.in_flight) / Math.max(1, l.occupancy.limit)}%` }} />
+              <div
+                style={{
+                  width: `${(100 * l.occupancy.in_flight) / Math.max(1, l.occupancy.limit + l.occupancy.reserved)}%`,
+                }}
+              />
             </div>
             <div class="lane-totals">
               admitted {l.admitted_total} · rejected <span data-testid={`lane-${id}-rejected`}>{rejected}</span>

@@ -24,6 +24,10 @@ pub struct Occupancy {
     pub limit: usize,
     pub waiting: usize,
     pub wait_limit: usize,
+    /// Slots beyond `limit` that only interactive work may take (so `in_flight` may exceed
+    /// `limit` by this much).
+    #[serde(default)]
+    pub reserved: usize,
 }
 
 /// Called with the new occupancy after every change (admission, queueing, release).
@@ -48,8 +52,6 @@ struct State {
     occupancy: Occupancy,
     waiters: BTreeMap<WaiterKey, oneshot::Sender<()>>,
     next_seq: u64,
-    /// Slots beyond `occupancy.limit` only interactive work may take.
-    reserve: usize,
     interactive_in_flight: usize,
 }
 
@@ -59,8 +61,8 @@ impl State {
         let o = &self.occupancy;
         o.in_flight < o.limit
             || (priority == Priority::Interactive
-                && self.interactive_in_flight < self.reserve
-                && o.in_flight < o.limit + self.reserve)
+                && self.interactive_in_flight < o.reserved
+                && o.in_flight < o.limit + o.reserved)
     }
 
     fn start(&mut self, priority: Priority) {
@@ -144,10 +146,10 @@ impl CapacityLimit {
                         limit,
                         waiting: 0,
                         wait_limit,
+                        reserved: 0,
                     },
                     waiters: BTreeMap::new(),
                     next_seq: 0,
-                    reserve: 0,
                     interactive_in_flight: 0,
                 }),
                 observer,
@@ -157,7 +159,7 @@ impl CapacityLimit {
 
     /// Keeps `reserve` slots beyond the limit for interactive work (see the module's notes).
     pub fn with_interactive_reserve(self, reserve: usize) -> Self {
-        self.shared.lock().reserve = reserve;
+        self.shared.lock().occupancy.reserved = reserve;
         self
     }
 
@@ -286,7 +288,8 @@ mod tests {
             panic!("batch work beyond the limit waits")
         };
         let first = admitted(cap.try_enter_with(Priority::Interactive));
-        assert_eq!(cap.occupancy().in_flight, 2);
+        assert_eq!((cap.occupancy().in_flight, cap.occupancy().limit), (2, 1));
+        assert_eq!(cap.occupancy().reserved, 1, "the snapshot says why 2 of 1 is allowed");
         // Never two interactive jobs beyond the limit and the reserve.
         let Ok(Entry::Queued(second)) = cap.try_enter_with(Priority::Interactive) else {
             panic!("the reserve holds one")
@@ -329,7 +332,8 @@ mod tests {
                 in_flight: 2,
                 limit: 2,
                 waiting: 0,
-                wait_limit: 0
+                wait_limit: 0,
+                reserved: 0
             }
         );
     }
@@ -367,7 +371,8 @@ mod tests {
                 in_flight: 1,
                 limit: 1,
                 waiting: 1,
-                wait_limit: 2
+                wait_limit: 2,
+                reserved: 0
             }
         );
         drop(second);
@@ -415,7 +420,8 @@ mod tests {
                 in_flight: 1,
                 limit: 1,
                 waiting: 0,
-                wait_limit: 2
+                wait_limit: 2,
+                reserved: 0
             }
         );
         drop(second);

@@ -195,6 +195,7 @@ mod tests {
             limit,
             waiting,
             wait_limit: 4,
+            reserved: 0,
         }
     }
 
