@@ -76,7 +76,7 @@ pub enum WorkstationError {
     NoTargetLanguage,
     #[error(transparent)]
     UnknownLanguage(headroom_base::language::UnknownLanguage),
-    #[error("translating needs the text model, and LLM cleanup is off for this project (so nothing leaves the machine): turn it on in the project's settings")]
+    #[error("translating needs the text model, and LLM cleanup is off for this project (so nothing leaves the machine): turn it on in the Clean up view, or with `headroom project settings PROJECT --llm-cleanup on`")]
     TranslationNeedsModel,
     #[error("nothing was recorded")]
     NothingRecorded,

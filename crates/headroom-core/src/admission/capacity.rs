@@ -289,7 +289,11 @@ mod tests {
         };
         let first = admitted(cap.try_enter_with(Priority::Interactive));
         assert_eq!((cap.occupancy().in_flight, cap.occupancy().limit), (2, 1));
-        assert_eq!(cap.occupancy().reserved, 1, "the snapshot says why 2 of 1 is allowed");
+        assert_eq!(
+            cap.occupancy().reserved,
+            1,
+            "the snapshot says why 2 of 1 is allowed"
+        );
         // Never two interactive jobs beyond the limit and the reserve.
         let Ok(Entry::Queued(second)) = cap.try_enter_with(Priority::Interactive) else {
             panic!("the reserve holds one")
