@@ -1,6 +1,6 @@
 // Clean up: per-project cleanup settings, streamed cleanup per segment, side-by-side diff,
 // accept or reject per segment or all, and rejections shown at the segment they hit.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import {
   api,
   asUiError,
@@ -151,8 +151,11 @@ export function CleanupView(props: {
   const [streams, setStreams] = useState<Record<number, string>>({});
   const [running, setRunning] = useState<Record<number, string>>({});
   const [errors, setErrors] = useState<Record<number, UiError>>({});
-  // The clean-all job's id while it runs.
+  // The clean-all job's id while it runs. Also kept in a ref, set before the job starts: its
+  // first segment may be refused (GPU pressure, a full lane) before the view renders again,
+  // and that refusal must not be dropped as belonging to no job.
   const [batch, setBatch] = useState<string | null>(null);
+  const batchRef = useRef<string | null>(null);
 
   useEvent("cleanup", (e) => {
     if (e.project !== project.id) return;
@@ -195,6 +198,7 @@ export function CleanupView(props: {
   // refused segment shows its reason where it happened and the job goes on.
   const cleanAll = async () => {
     const job = jobId("cleanup-all");
+    batchRef.current = job;
     setBatch(job);
     setErrors({});
     setRunning({ 0: job });
@@ -205,6 +209,7 @@ export function CleanupView(props: {
       const error = asUiError(e);
       if (error.kind !== "cancelled") setErrors((errs) => ({ ...errs, [-1]: error }));
     } finally {
+      batchRef.current = null;
       setBatch(null);
       setRunning({});
       props.onProject(await api.openProject(project.id));
@@ -212,9 +217,10 @@ export function CleanupView(props: {
   };
 
   useEvent("cleanup-progress", (p) => {
-    if (p.project !== project.id || !batch) return;
+    const current = batchRef.current;
+    if (p.project !== project.id || !current) return;
     const next = p.segment + 1;
-    setRunning(next < p.count ? { [next]: batch } : {});
+    setRunning(next < p.count ? { [next]: current } : {});
     setStreams((s) => (next < p.count ? { ...s, [next]: "" } : s));
     if (p.error) {
       const error = p.error;
