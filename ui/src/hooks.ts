@@ -1,7 +1,7 @@
 // Small hooks that keep plumbing out of the views: subscribing to a shell event for as long as
 // a component is mounted, and running a cancellable job.
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { api, jobId, on } from "./api";
+import { api, asUiError, jobId, on, type UiError } from "./api";
 import type { EventName, EventPayloads } from "./bindings";
 
 /** Calls `handler` with each `event` payload while the component is mounted. The latest
@@ -37,4 +37,19 @@ export function useJob(kind: string) {
     if (running) api.cancelJob(running);
   }, [running]);
   return { running, run, cancel };
+}
+
+/** A view's error and `guard`, which runs an action and shows what it threw (clearing the last
+ * error first). */
+export function useGuarded() {
+  const [error, setError] = useState<UiError | null>(null);
+  const guard = useCallback(async (f: () => Promise<void>) => {
+    setError(null);
+    try {
+      await f();
+    } catch (e) {
+      setError(asUiError(e));
+    }
+  }, []);
+  return { error, setError, guard };
 }

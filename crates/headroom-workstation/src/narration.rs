@@ -16,13 +16,13 @@ pub use crate::projects::{
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState,
 };
 use crate::projects::{Project, ProjectError, SuggestionSource};
-use crate::workstation::{Workstation, WorkstationError, PROFILE_VOICE_PREFIX};
+use crate::workstation::{suggestion_from, Workstation, WorkstationError, PROFILE_VOICE_PREFIX};
 use headroom_base::clock::unix_ms;
 use headroom_base::language::Language;
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupMode, CleanupRequest, FailurePolicy,
-    LengthHint, PieceSource, TextTask,
+    LengthHint, TextTask,
 };
 use headroom_core::lanes::TextLane;
 use headroom_speech::asr::export::{render, ExportFormat};
@@ -685,38 +685,33 @@ impl Workstation {
                 }
                 match clean_document(lane, &request, cancel, &|_| {}).await {
                     Ok(output) => {
-                        let fell_back: Vec<String> =
-                            output.fallbacks().map(|r| r.message()).collect();
-                        let rule_based = output
-                            .pieces
-                            .iter()
-                            .any(|p| matches!(p.source, PieceSource::RuleBased { .. }));
-                        Ok(if rule_based && settings.mode == NarrationMode::Translate {
-                            // The rules cannot translate: the segment keeps its own language.
-                            TextDone {
-                                text: clean_offline(&source).text(),
-                                source: SuggestionSource::RuleBased,
-                                note: Some(format!(
-                                    "Not translated: {} The original, cleaned by the rules, is \
-                                     spoken.",
-                                    fell_back.join(" ")
-                                )),
-                                language: source_language(project),
-                            }
-                        } else {
-                            TextDone {
-                                text: output.text(),
-                                source: if rule_based {
-                                    SuggestionSource::RuleBased
-                                } else {
-                                    SuggestionSource::Llm
-                                },
-                                note: (!fell_back.is_empty()).then(|| {
-                                    format!("Cleaned by the rules: {}", fell_back.join(" "))
-                                }),
-                                language,
-                            }
-                        })
+                        let made = suggestion_from(&output);
+                        Ok(
+                            if made.source == SuggestionSource::RuleBased
+                                && settings.mode == NarrationMode::Translate
+                            {
+                                // The rules cannot translate: the segment keeps its language.
+                                let why: Vec<String> =
+                                    output.fallbacks().map(|r| r.message()).collect();
+                                TextDone {
+                                    text: clean_offline(&source).text(),
+                                    source: SuggestionSource::RuleBased,
+                                    note: Some(format!(
+                                        "Not translated: {} The original, cleaned by the rules, \
+                                         is spoken.",
+                                        why.join(" ")
+                                    )),
+                                    language: source_language(project),
+                                }
+                            } else {
+                                TextDone {
+                                    text: made.text,
+                                    source: made.source,
+                                    note: made.note,
+                                    language,
+                                }
+                            },
+                        )
                     }
                     Err(CleanupError::Rejected { rejection, .. }) => Err(rejection),
                     Err(CleanupError::Cancelled { .. }) => return Err(WorkstationError::Cancelled),

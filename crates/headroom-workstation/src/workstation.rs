@@ -1039,16 +1039,8 @@ impl Workstation {
         relative: &str,
         cancel: CancellationToken,
     ) -> Result<(), WorkstationError> {
-        let path = self.project_file(project_id, relative)?;
-        let audio = decode_file(&path, DecodeLimits::default())?;
-        self.services
-            .audio_lane()
-            .run(Priority::Interactive, cancel, move |cancel| {
-                device::play(&audio, cancel)
-            })
+        self.play_range(project_id, relative, 0.0, f64::INFINITY, cancel)
             .await
-            .map_err(WorkstationError::Rejected)??;
-        Ok(())
     }
 
     /// Plays `[start, end)` seconds of a project file (a segment of the source audio, say) on
@@ -1225,7 +1217,7 @@ pub struct BenchmarkRun {
 
 /// Turns a cleanup's pieces into one suggestion: from the model when every piece came from it,
 /// else rule-based with the reason.
-fn suggestion_from(output: &CleanupOutput) -> Suggestion {
+pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
     let fallback_reasons: Vec<String> = output.fallbacks().map(|r| r.message()).collect();
     let rule_based = output
         .pieces

@@ -14,10 +14,9 @@ import {
   type NarrationView,
   type Project,
   type SegmentState,
-  type UiError,
   type Voice,
 } from "../api";
-import { useEvent, useJob } from "../hooks";
+import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
@@ -59,7 +58,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   const [mix, setMix] = useState(false);
   const [progress, setProgress] = useState<{ done: number; of: number } | null>(null);
   const [summary, setSummary] = useState<NarrationSummary | null>(null);
-  const [error, setError] = useState<UiError | null>(null);
+  const { error, setError, guard } = useGuarded();
   const [side, setSide] = useState<Side>("original");
   const [exported, setExported] = useState<string | null>(null);
   const narration = useJob("narrate");
@@ -109,14 +108,6 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
     }
   });
 
-  const guard = async (f: () => Promise<void>) => {
-    setError(null);
-    try {
-      await f();
-    } catch (e) {
-      setError(asUiError(e));
-    }
-  };
 
   const run = (work: (job: string) => Promise<NarrationSummary>) =>
     guard(async () => {

@@ -1,8 +1,8 @@
 // Synthesize: choose a voice, speak a segment or everything (accepted cleanups first), play,
 // and save the WAV.
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, jobId, type Project, type UiError, type Voice } from "../api";
-import { useJob } from "../hooks";
+import { api, asUiError, jobId, type Project, type Voice } from "../api";
+import { useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
 export function SynthesizeView(props: { project: Project; onProject: (p: Project) => void }) {
@@ -10,7 +10,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
   const [voices, setVoices] = useState<Voice[]>([]);
   const synthesis = useJob("synthesize");
   const job = synthesis.running;
-  const [error, setError] = useState<UiError | null>(null);
+  const { error, setError, guard } = useGuarded();
   const [saveTo, setSaveTo] = useState<Record<string, string>>({});
   const [saved, setSaved] = useState<Record<string, string>>({});
 
@@ -18,14 +18,6 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
     api.listVoices().then(setVoices, (e) => setError(asUiError(e)));
   }, []);
 
-  const guard = async (f: () => Promise<void>) => {
-    setError(null);
-    try {
-      await f();
-    } catch (e) {
-      setError(asUiError(e));
-    }
-  };
 
   const speak = (segment: number | null) =>
     guard(async () => {

@@ -13,11 +13,10 @@ import {
   type Health,
   type MatchProgress,
   type Settings,
-  type UiError,
   type VoiceProfile,
   type VoiceTakeView,
 } from "../api";
-import { useEvent, useJob } from "../hooks";
+import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
 function Bar(props: { label: string; value: number; testid: string }) {
@@ -66,7 +65,7 @@ export function VoicesView() {
   const [transcripts, setTranscripts] = useState<Record<string, string>>({});
   const [settings, setSettings] = useState<Settings | null>(null);
   const [health, setHealth] = useState<Health | null>(null);
-  const [error, setError] = useState<UiError | null>(null);
+  const { error, setError, guard } = useGuarded();
   const adding = useJob("voice-clip");
   const matching = useJob("voice-match");
   const speaking = useJob("voice-speak");
@@ -86,14 +85,6 @@ export function VoicesView() {
     };
   }, []);
 
-  const guard = async (f: () => Promise<void>) => {
-    setError(null);
-    try {
-      await f();
-    } catch (e) {
-      setError(asUiError(e));
-    }
-  };
   const voice = voices.find((v) => v.id === selected) ?? null;
   const replace = (v: VoiceProfile) => setVoices((all) => all.map((x) => (x.id === v.id ? v : x)));
   const current = voice?.matched && voice.matched.clip_ids.join() === voice.clips.map((c) => c.id).join() ? voice.matched : null;
