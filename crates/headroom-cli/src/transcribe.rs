@@ -6,8 +6,9 @@ use headroom_base::fsutil::write_atomic;
 use headroom_core::admission::Priority;
 use headroom_services::speech::{AudioInput, SpeechError};
 use headroom_services::Services;
-use headroom_speech::asr::export::{render, ExportFormat};
-use headroom_speech::asr::{AsrError, TranscribeOptions};
+use headroom_speech::asr::export::{render, render_words, ExportFormat};
+use headroom_speech::asr::whisper::Precision;
+use headroom_speech::asr::{AsrError, DecodingGuards, TranscribeOptions};
 use headroom_speech::models::DEFAULT_MODEL;
 use headroom_speech::remote::RemoteTranscriber;
 use std::path::PathBuf;
@@ -28,6 +29,27 @@ pub struct TranscribeArgs {
     /// txt, srt, vtt or json.
     #[arg(long, default_value = "txt")]
     format: ExportFormat,
+    /// Time each word: words with start, end and probability in JSON, and with --format srt
+    /// or vtt one subtitle cue per word.
+    #[arg(long)]
+    words: bool,
+    /// Beam search with this many beams (5 is Whisper's usual); 1 decodes greedily.
+    #[arg(long, default_value_t = 1)]
+    beam: usize,
+    /// Names and vocabulary the model should expect and spell so (an initial prompt).
+    #[arg(long)]
+    prompt: Option<String>,
+    /// Decode once at temperature 0, without the compression-ratio, log-probability and
+    /// no-speech checks.
+    #[arg(long)]
+    no_guards: bool,
+    /// Transcribe silence too, in fixed 30 s windows, instead of only the speech the voice
+    /// activity detector (the silero-vad model, when installed) finds.
+    #[arg(long)]
+    keep_silence: bool,
+    /// How the model's weights are held: int8 (faster, the default) or float32.
+    #[arg(long, default_value = "int8")]
+    precision: Precision,
     /// Write here (atomically) instead of to stdout.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -60,6 +82,16 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
     let started = std::time::Instant::now();
     let options = TranscribeOptions {
         language: args.language.clone(),
+        beam_size: args.beam,
+        initial_prompt: args.prompt.clone(),
+        word_timestamps: args.words,
+        guards: if args.no_guards {
+            DecodingGuards::off()
+        } else {
+            DecodingGuards::default()
+        },
+        skip_silence: !args.keep_silence,
+        precision: args.precision,
     };
     let transcript = match speech
         .transcribe(
@@ -90,7 +122,11 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         args.model,
         transcript.language.as_deref().unwrap_or("unknown")
     ));
-    let text = render(&transcript, args.format);
+    let text = if args.words {
+        render_words(&transcript, args.format)
+    } else {
+        render(&transcript, args.format)
+    };
     match &args.out {
         Some(path) => write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?,

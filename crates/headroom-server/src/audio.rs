@@ -197,7 +197,7 @@ async fn transcriptions(
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
     let input = AudioInput::from_temporary(upload, PathBuf::from(file_name));
-    let options = TranscribeOptions { language };
+    let options = TranscribeOptions::in_language(language);
     let model = transcription_model(model.as_deref());
     let transcript = state
         .speech

@@ -4,7 +4,8 @@
 
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::lanes::AudioLane;
-use headroom_speech::asr::whisper::WhisperEngine;
+use headroom_speech::asr::vad::{SileroVad, VadParams, VadTranscriber};
+use headroom_speech::asr::whisper::{Precision, WhisperEngine};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
 use headroom_speech::audio::{Audio, AudioError, Decode, DecodeLimits};
 use headroom_speech::models::{self, ModelError};
@@ -87,6 +88,8 @@ impl AudioInput {
 }
 
 type EngineCache = Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>;
+/// The voice activity detector, loaded on first use.
+type VadCache = Arc<Mutex<Option<Arc<SileroVad>>>>;
 
 /// Where a transcription job gets its engine: decided before the job queues, loaded (for an
 /// embedded model) on the worker thread.
@@ -97,6 +100,24 @@ enum EngineSource {
         model: String,
         dir: PathBuf,
     },
+}
+
+/// Where a transcription's voice activity detector comes from, when it hears only speech.
+struct VadSource {
+    cache: VadCache,
+    dir: PathBuf,
+}
+
+impl VadSource {
+    fn load(&self) -> Result<Arc<SileroVad>, SpeechError> {
+        let mut cached = self.cache.lock().expect("VAD cache lock");
+        if let Some(vad) = &*cached {
+            return Ok(vad.clone());
+        }
+        let vad = Arc::new(SileroVad::load(&self.dir).map_err(AsrError::model)?);
+        *cached = Some(vad.clone());
+        Ok(vad)
+    }
 }
 
 /// Where a transcription starts, and who hears of each window as it finishes: a job resuming
@@ -122,6 +143,7 @@ impl Resume {
 pub struct SpeechService {
     lane: AudioLane,
     transcribers: EngineCache,
+    vad: VadCache,
     synthesizer: Arc<dyn Synthesizer>,
     limits: DecodeLimits,
     models_dir: PathBuf,
@@ -136,6 +158,7 @@ impl SpeechService {
         SpeechService {
             lane,
             transcribers: Arc::new(Mutex::new(HashMap::new())),
+            vad: Arc::new(Mutex::new(None)),
             synthesizer,
             limits: DecodeLimits::default(),
             models_dir,
@@ -173,15 +196,17 @@ impl SpeechService {
         cache: &Mutex<HashMap<String, Arc<WhisperEngine>>>,
         model: &str,
         dir: &std::path::Path,
+        precision: Precision,
     ) -> Result<Arc<WhisperEngine>, SpeechError> {
-        if let Some(engine) = cache.lock().expect("model cache lock").get(model) {
+        let key = format!("{model}@{}", precision.name());
+        if let Some(engine) = cache.lock().expect("model cache lock").get(&key) {
             return Ok(engine.clone());
         }
-        let engine = Arc::new(WhisperEngine::load(dir, model)?);
+        let engine = Arc::new(WhisperEngine::load_at(dir, model, precision)?);
         cache
             .lock()
             .expect("model cache lock")
-            .insert(model.to_string(), engine.clone());
+            .insert(key, engine.clone());
         Ok(engine)
     }
 
@@ -192,7 +217,12 @@ impl SpeechService {
         model: &str,
         dir: &Path,
     ) -> Result<Arc<dyn Transcriber>, SpeechError> {
-        Ok(Self::transcriber(&self.transcribers, model, dir)?)
+        Ok(Self::transcriber(
+            &self.transcribers,
+            model,
+            dir,
+            Precision::Int8,
+        )?)
     }
 
     /// Decodes, resamples and transcribes on the audio lane. `progress` gets 0.0..=1.0.
@@ -248,6 +278,20 @@ impl SpeechService {
                 }
             }
         };
+        // Only speech, when asked and the detector is installed.
+        let vad = options.skip_silence.then(|| {
+            models::locate(&self.models_dir, models::VAD_MODEL)
+                .inspect_err(|_| {
+                    tracing::info!(
+                        "transcribing silence too: the silero-vad model is not installed"
+                    )
+                })
+                .ok()
+                .map(|dir| VadSource {
+                    cache: self.vad.clone(),
+                    dir,
+                })
+        });
         let limits = self.limits;
         let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
             // Resampled to 16 kHz while decoding, so a long file is never held at its own rate.
@@ -260,8 +304,16 @@ impl SpeechService {
             let engine: Arc<dyn Transcriber> = match source {
                 EngineSource::Remote(remote) => remote,
                 EngineSource::Embedded { cache, model, dir } => {
-                    Self::transcriber(&cache, &model, &dir)?
+                    Self::transcriber(&cache, &model, &dir, options.precision)?
                 }
+            };
+            let engine: Arc<dyn Transcriber> = match vad.flatten() {
+                Some(vad) => Arc::new(VadTranscriber::new(
+                    engine,
+                    vad.load()?,
+                    VadParams::default(),
+                )),
+                None => engine,
             };
             Ok(engine.transcribe_from(
                 &audio.samples,

@@ -191,9 +191,7 @@ impl Judge for TakeJudge {
             transcriber
                 .transcribe(
                     &audio.samples,
-                    &TranscribeOptions {
-                        language: Some("en".into()),
-                    },
+                    &TranscribeOptions::in_language(Some("en".into())),
                     &|_| {},
                     &CancellationToken::new(),
                 )

@@ -223,7 +223,33 @@ pub const MODELS: &[ModelSpec] = &[
             },
         ],
     },
+    ModelSpec {
+        name: "silero-vad",
+        description: "Silero VAD v6: finds speech, so transcription skips silence and cuts long audio at pauses",
+        licence: "MIT",
+        wheels: &[
+            Wheel { package: "faster-whisper", version: "1.2.1" },
+            Wheel { package: "onnxruntime", version: "1.32.0" },
+        ],
+        files: &[
+            ModelFile {
+                name: "silero_vad.onnx",
+                parts: &[(0, "faster_whisper/assets/silero_vad_v6.onnx")],
+                sha256: "4cbf549b8326f60f80f2536d9eefeb450a9abe83365a098031c89719f1be17d2",
+                bytes: 1_245_151,
+            },
+            ModelFile {
+                name: "libonnxruntime.so",
+                parts: &[(1, "onnxruntime/capi/libonnxruntime.so.1.32.0")],
+                sha256: "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+                bytes: 34_824_680,
+            },
+        ],
+    },
 ];
+
+/// The voice activity detector transcription uses when it is installed.
+pub const VAD_MODEL: &str = "silero-vad";
 
 /// The model that measures voice similarity.
 pub const EMBEDDER_MODEL: &str = "speaker-embedder";
@@ -531,7 +557,9 @@ mod tests {
         assert!(spec(DEFAULT_MODEL).is_ok());
         let err = spec("whisper-huge").unwrap_err().to_string();
         assert!(
-            err.contains("whisper-tiny.en, whisper-base, piper-joe, kokoro, speaker-embedder"),
+            err.contains(
+                "whisper-tiny.en, whisper-base, piper-joe, kokoro, speaker-embedder, silero-vad"
+            ),
             "{err}"
         );
     }

@@ -168,6 +168,7 @@ impl Transcriber for RemoteTranscriber {
                     start: s["start"].as_f64().unwrap_or(0.0),
                     end: s["end"].as_f64().unwrap_or(duration),
                     text: s["text"].as_str().unwrap_or("").trim().to_string(),
+                    words: Vec::new(),
                 })
                 .collect(),
             // A server that only answers `text`: one segment for the whole clip.
@@ -175,6 +176,7 @@ impl Transcriber for RemoteTranscriber {
                 start: 0.0,
                 end: duration,
                 text: body["text"].as_str().unwrap_or("").trim().to_string(),
+                words: Vec::new(),
             }],
         };
         Ok(Transcript {

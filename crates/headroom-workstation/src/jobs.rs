@@ -397,6 +397,7 @@ mod tests {
                 start: 0.0,
                 end: 2.0,
                 text: "hello".into(),
+                words: Vec::new(),
             });
         })
         .unwrap();

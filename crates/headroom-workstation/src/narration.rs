@@ -1088,6 +1088,7 @@ fn narration_subtitles(narration: &Narration, duration: f64) -> Transcript {
                 start: s.start,
                 end: (s.start + take.secs.max(0.3)).min(next),
                 text: s.text.clone().expect("filtered"),
+                words: Vec::new(),
             }
         })
         .collect();

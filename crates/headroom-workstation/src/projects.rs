@@ -289,6 +289,7 @@ impl Project {
                     start: s.start,
                     end: s.end,
                     text: s.text.clone(),
+                    words: Vec::new(),
                 })
                 .collect(),
         }
@@ -862,11 +863,13 @@ mod tests {
                     start: 0.0,
                     end: 2.0,
                     text: " um hello there".into(),
+                    words: Vec::new(),
                 },
                 Segment {
                     start: 2.0,
                     end: 4.0,
                     text: " second part".into(),
+                    words: Vec::new(),
                 },
             ],
         }

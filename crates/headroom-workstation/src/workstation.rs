@@ -583,7 +583,7 @@ impl Workstation {
                         tracing::warn!(error = %e, "a transcription checkpoint was not saved");
                     }
                 });
-                let options = TranscribeOptions { language };
+                let options = TranscribeOptions::in_language(language);
                 self.services
                     .speech()
                     .transcribe_from(

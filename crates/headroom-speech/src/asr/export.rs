@@ -52,6 +52,56 @@ fn timestamp(seconds: f64, separator: char) -> String {
     )
 }
 
+/// Renders a transcript with one subtitle cue per word (SubRip and WebVTT; the words' times
+/// must have been asked for). Other formats, and segments without word times, render as
+/// [`render`] does.
+pub fn render_words(transcript: &Transcript, format: ExportFormat) -> String {
+    if !matches!(format, ExportFormat::Srt | ExportFormat::Vtt) {
+        return render(transcript, format);
+    }
+    let cues: Vec<(f64, f64, &str)> = transcript
+        .segments
+        .iter()
+        .flat_map(|s| {
+            if s.words.is_empty() {
+                vec![(s.start, s.end, s.text.trim())]
+            } else {
+                s.words
+                    .iter()
+                    .map(|w| (w.start, w.end, w.text.as_str()))
+                    .collect()
+            }
+        })
+        .collect();
+    cue_list(&cues, format)
+}
+
+fn cue_list(cues: &[(f64, f64, &str)], format: ExportFormat) -> String {
+    let mut out = String::new();
+    if format == ExportFormat::Vtt {
+        out.push_str("WEBVTT\n\n");
+    }
+    for (i, (start, end, text)) in cues.iter().enumerate() {
+        if format == ExportFormat::Srt {
+            out.push_str(&format!(
+                "{}\n{} --> {}\n{}\n\n",
+                i + 1,
+                timestamp(*start, ','),
+                timestamp(*end, ','),
+                text.trim()
+            ));
+        } else {
+            out.push_str(&format!(
+                "{} --> {}\n{}\n\n",
+                timestamp(*start, '.'),
+                timestamp(*end, '.'),
+                text.trim()
+            ));
+        }
+    }
+    out
+}
+
 /// Renders a transcript in a format.
 pub fn render(transcript: &Transcript, format: ExportFormat) -> String {
     match format {
@@ -65,31 +115,13 @@ pub fn render(transcript: &Transcript, format: ExportFormat) -> String {
             out.push('\n');
             out
         }
-        ExportFormat::Srt => transcript
-            .segments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                format!(
-                    "{}\n{} --> {}\n{}\n\n",
-                    i + 1,
-                    timestamp(s.start, ','),
-                    timestamp(s.end, ','),
-                    s.text.trim()
-                )
-            })
-            .collect(),
-        ExportFormat::Vtt => {
-            let mut out = String::from("WEBVTT\n\n");
-            for s in &transcript.segments {
-                out.push_str(&format!(
-                    "{} --> {}\n{}\n\n",
-                    timestamp(s.start, '.'),
-                    timestamp(s.end, '.'),
-                    s.text.trim()
-                ));
-            }
-            out
+        ExportFormat::Srt | ExportFormat::Vtt => {
+            let cues: Vec<(f64, f64, &str)> = transcript
+                .segments
+                .iter()
+                .map(|s| (s.start, s.end, s.text.trim()))
+                .collect();
+            cue_list(&cues, format)
         }
         ExportFormat::Json => {
             let mut out =
@@ -114,11 +146,13 @@ mod tests {
                     start: 0.0,
                     end: 2.5,
                     text: " Hello there.".into(),
+                    words: Vec::new(),
                 },
                 Segment {
                     start: 3723.004,
                     end: 3725.5,
                     text: "Goodbye.".into(),
+                    words: Vec::new(),
                 },
             ],
         }
@@ -137,6 +171,40 @@ mod tests {
     fn vtt_has_its_header_and_dots() {
         let vtt = render(&sample(), ExportFormat::Vtt);
         assert!(vtt.starts_with("WEBVTT\n\n00:00:00.000 --> 00:00:02.500\nHello there.\n"));
+    }
+
+    #[test]
+    fn word_cues_come_from_the_words_and_json_keeps_them() {
+        let mut t = sample();
+        t.segments[0].words = vec![
+            crate::asr::Word {
+                start: 0.1,
+                end: 0.6,
+                text: "Hello".into(),
+                probability: 0.9,
+            },
+            crate::asr::Word {
+                start: 0.6,
+                end: 1.2,
+                text: "there.".into(),
+                probability: 0.8,
+            },
+        ];
+        let srt = render_words(&t, ExportFormat::Srt);
+        assert!(srt.starts_with(
+            "1\n00:00:00,100 --> 00:00:00,600\nHello\n\n2\n00:00:00,600 --> 00:00:01,200\nthere.\n\n3\n01:02:03,004"
+        ), "{srt}");
+        let vtt = render_words(&t, ExportFormat::Vtt);
+        assert!(
+            vtt.starts_with("WEBVTT\n\n00:00:00.100 --> 00:00:00.600\nHello\n"),
+            "{vtt}"
+        );
+        let json: Transcript = serde_json::from_str(&render(&t, ExportFormat::Json)).unwrap();
+        assert_eq!(json.segments[0].words, t.segments[0].words);
+        assert!(
+            !render(&sample(), ExportFormat::Json).contains("words"),
+            "no words, no key"
+        );
     }
 
     #[test]

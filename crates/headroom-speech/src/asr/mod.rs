@@ -1,6 +1,7 @@
 //! Speech recognition: the [`Transcriber`] trait, the embedded Whisper engine, and exports.
 
 pub mod export;
+pub mod vad;
 mod wer;
 pub mod whisper;
 
@@ -15,6 +16,32 @@ pub struct Segment {
     pub start: f64,
     pub end: f64,
     pub text: String,
+    /// The words with their times, when word timestamps were asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<Word>,
+}
+
+impl Segment {
+    /// A segment without word times.
+    pub fn new(start: f64, end: f64, text: impl Into<String>) -> Segment {
+        Segment {
+            start,
+            end,
+            text: text.into(),
+            words: Vec::new(),
+        }
+    }
+}
+
+/// One word of a segment, timed by aligning the decoder's attention to the audio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Word {
+    pub start: f64,
+    pub end: f64,
+    /// The word with its punctuation, without surrounding spaces.
+    pub text: String,
+    /// The mean probability of the word's tokens as the model chose them.
+    pub probability: f32,
 }
 
 /// A transcription.
@@ -38,10 +65,87 @@ impl Transcript {
 }
 
 /// Choices for one transcription.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TranscribeOptions {
     /// A language code (`en`, `de`, ...); detected when `None` (multilingual models).
     pub language: Option<String>,
+    /// Beam search with this many beams; 0 or 1 decodes greedily.
+    pub beam_size: usize,
+    /// Text the model reads before each window: names and vocabulary it should spell so.
+    pub initial_prompt: Option<String>,
+    /// Time each word (cross-attention alignment), not only each segment.
+    pub word_timestamps: bool,
+    /// When to distrust a window's text and decode it again, or call it silence.
+    pub guards: DecodingGuards,
+    /// Transcribe only the speech voice activity detection finds (when its model is
+    /// installed): silence is skipped and long audio is cut at pauses.
+    pub skip_silence: bool,
+    /// How the embedded engine holds its weights (int8, the default, or float32); an engine
+    /// is loaded once per model and precision.
+    pub precision: whisper::Precision,
+}
+
+impl Default for TranscribeOptions {
+    fn default() -> Self {
+        TranscribeOptions {
+            language: None,
+            beam_size: 1,
+            initial_prompt: None,
+            word_timestamps: false,
+            guards: DecodingGuards::default(),
+            skip_silence: true,
+            precision: whisper::Precision::Int8,
+        }
+    }
+}
+
+/// Whisper's guards against its own failure modes, as in the reference decoder: a window
+/// whose text repeats itself (compresses too well) or that the model is unsure of (low mean
+/// log-probability) is decoded again at the next temperature; a window the model thinks has
+/// no speech, and is unsure of, yields no text at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodingGuards {
+    /// Temperatures to try in order; the first is used unless the text fails a check.
+    pub temperatures: Vec<f32>,
+    /// Text longer than this many times its zlib-compressed size is a repetition loop.
+    pub compression_ratio_threshold: Option<f32>,
+    /// Text whose mean token log-probability is below this is a guess.
+    pub log_prob_threshold: Option<f32>,
+    /// A window whose no-speech probability is above this (and whose text is a guess) is silence.
+    pub no_speech_threshold: Option<f32>,
+}
+
+impl Default for DecodingGuards {
+    fn default() -> Self {
+        DecodingGuards {
+            temperatures: vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+            compression_ratio_threshold: Some(2.4),
+            log_prob_threshold: Some(-1.0),
+            no_speech_threshold: Some(0.6),
+        }
+    }
+}
+
+impl DecodingGuards {
+    /// Plain greedy decoding: one temperature, no checks.
+    pub fn off() -> Self {
+        DecodingGuards {
+            temperatures: vec![0.0],
+            compression_ratio_threshold: None,
+            log_prob_threshold: None,
+            no_speech_threshold: None,
+        }
+    }
+}
+
+impl TranscribeOptions {
+    /// The defaults, in `language`.
+    pub fn in_language(language: Option<String>) -> Self {
+        TranscribeOptions {
+            language,
+            ..Default::default()
+        }
+    }
 }
 
 /// Why a transcription failed.
@@ -147,11 +251,7 @@ mod tests {
             Ok(Transcript {
                 language: None,
                 duration: secs,
-                segments: vec![Segment {
-                    start: 0.0,
-                    end: secs,
-                    text: format!("{secs} s"),
-                }],
+                segments: vec![Segment::new(0.0, secs, format!("{secs} s"))],
             })
         }
     }

@@ -6,6 +6,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
 /// A problem with a model file, naming the file.
@@ -29,64 +30,118 @@ pub enum Ct2Error {
 }
 
 /// The variables of a model: tensors (as f32) and integer scalars.
+/// The variables of a CTranslate2 model file, held as the file stores them (often float16)
+/// until the model takes each one: loading never holds the whole file and a float32 copy of
+/// it at once.
 pub struct Ct2Model {
-    pub tensors: HashMap<String, Tensor>,
+    vars: HashMap<String, Var>,
+    /// Alias → the variable it names.
+    aliases: HashMap<String, String>,
     pub scalars: HashMap<String, i64>,
 }
 
-struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
+struct Var {
+    dtype: DType,
+    dims: Vec<usize>,
+    raw: Vec<u8>,
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.data.len())
-            .ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
-        let bytes = &self.data[self.pos..end];
-        self.pos = end;
+impl Var {
+    /// The elements as float32, straight from the file's bytes.
+    fn values(&self) -> Vec<f32> {
+        match self.dtype {
+            DType::F16 => self
+                .raw
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            DType::BF16 => self
+                .raw
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            _ => self
+                .raw
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        }
+    }
+
+    fn to_f32(&self) -> Result<Tensor, String> {
+        Tensor::from_raw_buffer(&self.raw, self.dtype, &self.dims, &Device::Cpu)
+            .and_then(|t| t.to_dtype(DType::F32))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Reads the file's fields in order, never past its known length.
+struct Reader<R> {
+    source: R,
+    pos: u64,
+    len: u64,
+}
+
+impl<R: Read> Reader<R> {
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        // Checked before allocating: a crafted size must not cost memory.
+        if n as u64 > self.len - self.pos {
+            return Err(format!("truncated at byte {} (wanted {n} more)", self.pos));
+        }
+        let mut bytes = vec![0; n];
+        self.source
+            .read_exact(&mut bytes)
+            .map_err(|e| format!("unreadable at byte {}: {e}", self.pos))?;
+        self.pos += n as u64;
         Ok(bytes)
     }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
     fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
+        Ok(self.array::<1>()?[0])
     }
     fn u16(&mut self) -> Result<u16, String> {
-        Ok(u16::from_le_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
+        Ok(u16::from_le_bytes(self.array()?))
     }
     fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+        Ok(u32::from_le_bytes(self.array()?))
     }
     fn string(&mut self) -> Result<String, String> {
         let len = self.u16()? as usize;
         let bytes = self.take(len)?;
-        let text = std::str::from_utf8(bytes).map_err(|e| format!("a name is not UTF-8: {e}"))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| format!("a name is not UTF-8: {e}"))?;
         Ok(text.trim_end_matches('\0').to_string())
     }
 }
 
 impl Ct2Model {
+    /// Reads a model file variable by variable.
     pub fn load(path: &Path) -> Result<Ct2Model, Ct2Error> {
         let shown = path.display().to_string();
-        let data = std::fs::read(path).map_err(|source| Ct2Error::Read {
+        let read_error = |source| Ct2Error::Read {
             path: shown.clone(),
             source,
-        })?;
-        Self::parse(&data, &shown)
+        };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let len = file.metadata().map_err(read_error)?.len();
+        Self::read(std::io::BufReader::new(file), len, &shown)
     }
 
     pub fn parse(data: &[u8], shown: &str) -> Result<Ct2Model, Ct2Error> {
+        Self::read(data, data.len() as u64, shown)
+    }
+
+    fn read(source: impl Read, len: u64, shown: &str) -> Result<Ct2Model, Ct2Error> {
         let format = |reason: String| Ct2Error::Format {
             path: shown.to_string(),
             reason,
         };
-        let mut r = Reader { data, pos: 0 };
+        let mut r = Reader {
+            source,
+            pos: 0,
+            len,
+        };
         let version = r.u32().map_err(format)?;
         if !(5..=6).contains(&version) {
             return Err(format(format!("unknown format version {version}")));
@@ -94,7 +149,7 @@ impl Ct2Model {
         let _spec = r.string().map_err(format)?;
         let _revision = r.u32().map_err(format)?;
         let count = r.u32().map_err(format)?;
-        let mut tensors = HashMap::new();
+        let mut vars = HashMap::new();
         let mut scalars = HashMap::new();
         for _ in 0..count {
             let name = r.string().map_err(format)?;
@@ -110,7 +165,7 @@ impl Ct2Model {
                 let value = match (dtype, raw.len()) {
                     (1, 1) => raw[0] as i8 as i64,
                     (2, 2) => i16::from_le_bytes([raw[0], raw[1]]) as i64,
-                    (3, 4) => i32::from_le_bytes(raw.try_into().expect("4 bytes")) as i64,
+                    (3, 4) => i32::from_le_bytes(raw[..].try_into().expect("4 bytes")) as i64,
                     _ => continue, // float scalars (e.g. scales) are not used by Whisper
                 };
                 scalars.insert(name, value);
@@ -149,34 +204,72 @@ impl Ct2Model {
                     ),
                 });
             }
-            let tensor = Tensor::from_raw_buffer(raw, candle_dtype, &dims, &Device::Cpu)
-                .and_then(|t| t.to_dtype(DType::F32))
-                .map_err(|e| Ct2Error::Tensor {
-                    path: shown.to_string(),
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?;
-            tensors.insert(name, tensor);
+            vars.insert(
+                name,
+                Var {
+                    dtype: candle_dtype,
+                    dims,
+                    raw,
+                },
+            );
         }
-        if version >= 5 {
-            if let Ok(aliases) = r.u32() {
-                for _ in 0..aliases {
-                    let alias = r.string().map_err(format)?;
-                    let target = r.string().map_err(format)?;
-                    if let Some(t) = tensors.get(&target).cloned() {
-                        tensors.insert(alias, t);
-                    }
-                }
+        let mut aliases = HashMap::new();
+        if let Ok(count) = r.u32() {
+            for _ in 0..count {
+                let alias = r.string().map_err(format)?;
+                let target = r.string().map_err(format)?;
+                aliases.insert(alias, target);
             }
         }
-        Ok(Ct2Model { tensors, scalars })
+        Ok(Ct2Model {
+            vars,
+            aliases,
+            scalars,
+        })
     }
 
-    /// A tensor by name, or an error naming what is missing.
+    fn resolve<'a>(&'a self, name: &'a str) -> &'a str {
+        self.aliases.get(name).map_or(name, String::as_str)
+    }
+
+    /// Whether the model has a variable (or alias) of this name.
+    pub fn has(&self, name: &str) -> bool {
+        self.vars.contains_key(self.resolve(name))
+    }
+
+    /// A variable as float32, or an error naming what is missing.
     pub fn tensor(&self, name: &str) -> Result<Tensor, String> {
-        self.tensors
-            .get(name)
-            .cloned()
+        self.vars
+            .get(self.resolve(name))
+            .ok_or_else(|| format!("the model has no variable {name}"))?
+            .to_f32()
+            .map_err(|e| format!("variable {name}: {e}"))
+    }
+
+    /// As [`Ct2Model::tensor`], giving the variable's memory back: each is taken once.
+    pub fn take(&mut self, name: &str) -> Result<Tensor, String> {
+        self.take_var(name)?
+            .to_f32()
+            .map_err(|e| format!("variable {name}: {e}"))
+    }
+
+    /// As [`Ct2Model::take`], in the type the file stores it in.
+    pub fn take_stored(&mut self, name: &str) -> Result<Tensor, String> {
+        let var = self.take_var(name)?;
+        Tensor::from_raw_buffer(&var.raw, var.dtype, &var.dims, &Device::Cpu)
+            .map_err(|e| format!("variable {name}: {e}"))
+    }
+
+    /// A variable's shape and float32 elements, taken as [`Ct2Model::take`] does.
+    pub fn take_values(&mut self, name: &str) -> Result<(Vec<usize>, Vec<f32>), String> {
+        let var = self.take_var(name)?;
+        Ok((var.dims.clone(), var.values()))
+    }
+
+    fn take_var(&mut self, name: &str) -> Result<Var, String> {
+        let key = self.resolve(name).to_string();
+        self.vars
+            .remove(&key)
             .ok_or_else(|| format!("the model has no variable {name}"))
     }
 }

@@ -1,4 +1,5 @@
-//! Greedy decoding with timestamps, window by window over long audio.
+//! Decoding with timestamps, window by window over long audio: greedy or beam search, with
+//! temperature fallback when a window's text fails Whisper's checks.
 //!
 //! Timestamp rules (as in Whisper's reference decoder): a window's output starts with a
 //! timestamp; timestamps come in pairs that bracket text (except right before the end);
@@ -7,9 +8,14 @@
 //! window starts at the last complete segment's end, so speech cut by a window edge is heard
 //! again in full.
 
+use super::align;
+use super::kernels;
 use super::mel::{self, MelFrontend, HOP, WINDOW_FRAMES};
 use super::model::Whisper;
-use crate::asr::{AsrError, Segment, WindowDone};
+use super::text_decoder::{Capture, CrossKv, Scratch, SelfCache};
+use crate::asr::{AsrError, DecodingGuards, Segment, TranscribeOptions, WindowDone};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::io::Write;
 use tokenizers::Tokenizer;
 use tokio_util::sync::CancellationToken;
 
@@ -21,12 +27,16 @@ const FRAMES_PER_SECOND: f64 = (mel::SAMPLE_RATE / HOP) as f64;
 const MAX_WINDOW_TOKENS: usize = 224;
 /// Latest allowed first timestamp in a window, in timestamp steps (1 s).
 const MAX_INITIAL_TIMESTAMP: u32 = 50;
+/// Prompt tokens kept from the initial prompt at most (half the text context, less one).
+const MAX_PROMPT_TOKENS: usize = 223;
 
 /// Special token ids, looked up from the tokenizer by name.
 #[derive(Debug, Clone)]
 pub struct SpecialTokens {
     pub eot: u32,
     pub sot: u32,
+    /// `<|startofprev|>`: what comes before it is context, not transcript.
+    pub sot_prev: Option<u32>,
     pub transcribe: u32,
     pub no_timestamps: u32,
     pub timestamp_begin: u32,
@@ -55,6 +65,7 @@ impl SpecialTokens {
         Ok(SpecialTokens {
             eot: id("<|endoftext|>")?,
             sot: id("<|startoftranscript|>")?,
+            sot_prev: tok.token_to_id("<|startofprev|>"),
             transcribe: id("<|transcribe|>")?,
             no_timestamps,
             timestamp_begin: no_timestamps + 1,
@@ -89,6 +100,8 @@ pub struct Decoding<'a> {
     pub mel: &'a MelFrontend,
     pub suppress: &'a [u32],
     pub suppress_at_begin: &'a [u32],
+    /// (decoder block, head) pairs whose cross-attention follows the audio in time.
+    pub alignment_heads: &'a [(usize, usize)],
 }
 
 /// What a transcription found.
@@ -97,23 +110,87 @@ pub struct Decoded {
     pub language: Option<String>,
 }
 
+/// In place: `logits` become log-probabilities.
+fn log_softmax_in_place(logits: &mut [f32]) {
+    let lse = logsumexp(logits);
+    for l in logits.iter_mut() {
+        *l -= lse;
+    }
+}
+
+#[cfg(test)]
 fn log_softmax(logits: &[f32]) -> Vec<f32> {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
-    let lse = max + sum.ln();
-    logits.iter().map(|l| l - lse).collect()
+    let mut out = logits.to_vec();
+    log_softmax_in_place(&mut out);
+    out
 }
 
 fn logsumexp(values: &[f32]) -> f32 {
-    let max = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    if max == f32::NEG_INFINITY {
-        return max;
+    kernels::log_sum_exp(values)
+}
+
+fn argmax(values: &[f32]) -> u32 {
+    values
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, _)| i as u32)
+        .expect("non-empty vocabulary")
+}
+
+/// How many times longer `text` is than its zlib compression: repetition loops compress well.
+pub fn compression_ratio(text: &str) -> f32 {
+    if text.is_empty() {
+        return 0.0;
     }
-    max + values.iter().map(|v| (v - max).exp()).sum::<f32>().ln()
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    let compressed = z
+        .write_all(text.as_bytes())
+        .and_then(|_| z.finish())
+        .map(|c| c.len())
+        .unwrap_or(text.len());
+    text.len() as f32 / compressed.max(1) as f32
+}
+
+/// One decoding of a window: the tokens chosen (timestamps included, end of text not) and
+/// the log-probability of each.
+#[derive(Debug, Clone, Default)]
+struct Candidate {
+    tokens: Vec<u32>,
+    logprobs: Vec<f32>,
+    /// Including the end of text.
+    sum_logprob: f32,
+}
+
+/// A window decoded and checked.
+struct WindowDecoding {
+    chosen: Candidate,
+    avg_logprob: f32,
+    no_speech_prob: f32,
+    temperature: f32,
+    compression_ratio: f32,
+}
+
+/// A segment of a window, before its text is decoded.
+struct RawSegment {
+    start: f64,
+    end: f64,
+    tokens: Vec<u32>,
+    logprobs: Vec<f32>,
+}
+
+/// One window's decoder inputs: the audio keys and values, and the prompt already fed.
+struct Window<'w> {
+    cross: &'w CrossKv,
+    prompt: &'w SelfCache,
+    /// Logits after the prompt, before any rule.
+    first_logits: &'w [f32],
+    /// Timestamps past this one lie beyond the window's audio.
+    max_timestamp: u32,
 }
 
 impl Decoding<'_> {
-    /// Transcribes 16 kHz mono samples from `from_secs` on. `language`: a code for
+    /// Transcribes 16 kHz mono samples from `from_secs` on. `options.language`: a code for
     /// multilingual models, or `None` to detect it from the first window. `window_done` gets
     /// each window's segments and the seconds done; `progress` the fraction of audio done.
     /// The log-mel is computed over the whole audio (Whisper scales it by its overall
@@ -122,7 +199,7 @@ impl Decoding<'_> {
     pub fn transcribe(
         &self,
         samples: &[f32],
-        language: Option<&str>,
+        options: &TranscribeOptions,
         from_secs: f64,
         window_done: &mut dyn FnMut(WindowDone<'_>),
         progress: &dyn Fn(f32),
@@ -133,39 +210,44 @@ impl Decoding<'_> {
         let mut padded = samples.to_vec();
         padded.resize(samples.len() + mel::WINDOW_SAMPLES, 0.0);
         let (mel, total_frames) = self.mel.log_mel(&padded);
+        drop(padded);
         let n_mels = self.mel.n_mels();
-        let mut language_token = None;
-        let mut language_code = None;
-        if self.special.multilingual() {
-            let code = match language {
-                Some(code) => code.to_string(),
-                None => {
-                    let first = mel::window(&mel, n_mels, total_frames, 0, 0.0);
-                    self.detect_language(&first)?
-                }
-            };
-            let token = self
-                .special
-                .languages
-                .iter()
-                .find(|(c, _)| *c == code)
-                .map(|(_, id)| *id)
-                .ok_or_else(|| AsrError::UnknownLanguage(code.clone()))?;
-            language_token = Some(token);
-            language_code = Some(code);
-        } else if let Some(code) = language.filter(|c| *c != "en") {
-            return Err(AsrError::UnknownLanguage(format!(
-                "{code} (this model is English-only)"
-            )));
+        let language = options.language.as_deref();
+        if !self.special.multilingual() {
+            if let Some(code) = language.filter(|c| *c != "en") {
+                return Err(AsrError::UnknownLanguage(format!(
+                    "{code} (this model is English-only)"
+                )));
+            }
         }
-        let mut prompt = vec![self.special.sot];
-        if let Some(lang) = language_token {
-            prompt.push(lang);
-            prompt.push(self.special.transcribe);
+        // A multilingual model without a language detects it from the first window it
+        // encodes, and decodes that same encoding.
+        let mut language_code = language.map(str::to_string);
+        let mut language_token = match &language_code {
+            Some(code) if self.special.multilingual() => Some(self.language_token(code)?),
+            _ => None,
+        };
+        let mut prompt_tokens = Vec::new();
+        if let (Some(text), Some(prev)) = (
+            options.initial_prompt.as_deref().map(str::trim),
+            self.special.sot_prev,
+        ) {
+            if !text.is_empty() {
+                let encoded = self
+                    .tokenizer
+                    .encode(format!(" {text}"), false)
+                    .map_err(AsrError::model)?;
+                let ids = encoded.get_ids();
+                let kept = &ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..];
+                prompt_tokens.push(prev);
+                prompt_tokens.extend(kept.iter().copied().filter(|&t| t < self.special.eot));
+            }
         }
+        let sot_index = prompt_tokens.len();
         let mut segments = Vec::new();
         let mut seek =
             ((from_secs.max(0.0) * FRAMES_PER_SECOND).round() as usize).min(content_frames);
+        let mut scratch = Scratch::default();
         while seek < content_frames {
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
@@ -173,8 +255,81 @@ impl Decoding<'_> {
             let window = mel::window(&mel, n_mels, total_frames, seek, 0.0);
             let window_frames = (content_frames - seek).min(WINDOW_FRAMES);
             let offset = seek as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
-            let tokens = self.decode_window(&window, &prompt, window_frames, cancel)?;
-            let (found, consumed) = self.segments_of(&tokens, offset, window_frames);
+            let started = std::time::Instant::now();
+            let cross = self
+                .model
+                .encode(&window, WINDOW_FRAMES)
+                .map_err(AsrError::model)?;
+            drop(window);
+            let encoded = started.elapsed();
+            if self.special.multilingual() && language_token.is_none() {
+                let code = self.detect_language(&cross, &mut scratch);
+                language_token = Some(self.language_token(&code)?);
+                language_code = Some(code);
+            }
+            let mut sot_sequence = vec![self.special.sot];
+            if let Some(lang) = language_token {
+                sot_sequence.push(lang);
+                sot_sequence.push(self.special.transcribe);
+            }
+            let mut prompt = prompt_tokens.clone();
+            prompt.extend(&sot_sequence);
+            let decoder = &self.model.decoder;
+            let mut prompt_cache = decoder.new_cache();
+            let entries: Vec<(usize, u32)> = prompt.iter().map(|&t| (0, t)).collect();
+            let mut logits = vec![Vec::new(), Vec::new()];
+            decoder.forward(
+                &cross,
+                std::slice::from_mut(&mut prompt_cache),
+                &entries,
+                &[sot_index, entries.len() - 1],
+                &mut logits,
+                None,
+                &mut scratch,
+            );
+            let no_speech_prob = self.special.no_speech.map_or(0.0, |ns| {
+                let lse = logsumexp(&logits[0]);
+                (logits[0][ns as usize] - lse).exp()
+            });
+            let win = Window {
+                cross: &cross,
+                prompt: &prompt_cache,
+                first_logits: &logits[1],
+                max_timestamp: self.special.timestamp_begin + (window_frames / 2) as u32,
+            };
+            let decoded = self.decode_guarded(
+                &win,
+                options,
+                no_speech_prob,
+                seek as u64,
+                &mut scratch,
+                cancel,
+            )?;
+            tracing::debug!(
+                encode_ms = encoded.as_millis() as u64,
+                decode_ms = (started.elapsed() - encoded).as_millis() as u64,
+                tokens = decoded.chosen.tokens.len(),
+                temperature = decoded.temperature,
+                avg_logprob = decoded.avg_logprob,
+                compression_ratio = decoded.compression_ratio,
+                no_speech_prob = decoded.no_speech_prob,
+                "window decoded"
+            );
+            let silent = is_silence(&options.guards, &decoded);
+            let (raw, consumed) = if silent {
+                (Vec::new(), window_frames)
+            } else {
+                self.segments_of(&decoded.chosen, offset, window_frames)
+            };
+            let found = self.finish_segments(
+                raw,
+                options.word_timestamps,
+                &cross,
+                &sot_sequence,
+                window_frames,
+                offset,
+                &mut scratch,
+            );
             seek += consumed.max(1);
             progress((seek.min(content_frames) as f32 / content_frames.max(1) as f32).min(1.0));
             window_done(WindowDone {
@@ -190,76 +345,250 @@ impl Decoding<'_> {
         })
     }
 
-    fn detect_language(&self, window: &[f32]) -> Result<String, AsrError> {
-        let audio = self
-            .model
-            .encode(window, WINDOW_FRAMES)
-            .map_err(AsrError::model)?;
-        let mut state = self.model.decoder.start(&audio).map_err(AsrError::model)?;
-        let logits = self
-            .model
-            .decoder
-            .step(&mut state, &[self.special.sot])
-            .map_err(AsrError::model)?;
-        let logits = Whisper::logits_to_vec(&logits).map_err(AsrError::model)?;
+    /// The most likely language of a window's audio.
+    fn detect_language(&self, cross: &CrossKv, scratch: &mut Scratch) -> String {
+        let decoder = &self.model.decoder;
+        let mut cache = decoder.new_cache();
+        let mut logits = vec![Vec::new()];
+        decoder.forward(
+            cross,
+            std::slice::from_mut(&mut cache),
+            &[(0, self.special.sot)],
+            &[0],
+            &mut logits,
+            None,
+            scratch,
+        );
         let (code, _) = self
             .special
             .languages
             .iter()
-            .max_by(|a, b| logits[a.1 as usize].total_cmp(&logits[b.1 as usize]))
-            .ok_or_else(|| AsrError::Model("no language tokens".into()))?;
-        Ok(code.clone())
+            .max_by(|a, b| logits[0][a.1 as usize].total_cmp(&logits[0][b.1 as usize]))
+            .expect("a multilingual model has language tokens");
+        code.clone()
     }
 
-    /// Greedy decoding of one window; returns the sampled tokens (without the prompt).
-    fn decode_window(
+    fn language_token(&self, code: &str) -> Result<u32, AsrError> {
+        self.special
+            .languages
+            .iter()
+            .find(|(c, _)| c == code)
+            .map(|(_, id)| *id)
+            .ok_or_else(|| AsrError::UnknownLanguage(code.to_string()))
+    }
+
+    /// Decodes a window at each temperature in turn until its text passes the guards.
+    fn decode_guarded(
         &self,
-        window: &[f32],
-        prompt: &[u32],
-        window_frames: usize,
+        win: &Window<'_>,
+        options: &TranscribeOptions,
+        no_speech_prob: f32,
+        seed: u64,
+        scratch: &mut Scratch,
         cancel: &CancellationToken,
-    ) -> Result<Vec<u32>, AsrError> {
-        let started = std::time::Instant::now();
-        let audio = self
-            .model
-            .encode(window, WINDOW_FRAMES)
-            .map_err(AsrError::model)?;
-        let encoded = started.elapsed();
-        let mut state = self.model.decoder.start(&audio).map_err(AsrError::model)?;
-        let mut feed: Vec<u32> = prompt.to_vec();
-        let mut sampled: Vec<u32> = Vec::new();
-        // The last timestamp that still lies inside this window's audio.
-        let max_timestamp = self.special.timestamp_begin + (window_frames / 2) as u32;
-        while sampled.len() < MAX_WINDOW_TOKENS {
+    ) -> Result<WindowDecoding, AsrError> {
+        let guards = &options.guards;
+        let temperatures: &[f32] = if guards.temperatures.is_empty() {
+            &[0.0]
+        } else {
+            &guards.temperatures
+        };
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut last = None;
+        for &temperature in temperatures {
+            let chosen = if temperature > 0.0 {
+                self.sample(win, temperature, &mut rng, scratch, cancel)?
+            } else if options.beam_size > 1 {
+                self.beam_search(win, options.beam_size, scratch, cancel)?
+            } else {
+                self.sample(win, 0.0, &mut rng, scratch, cancel)?
+            };
+            let text_tokens: Vec<u32> = chosen
+                .tokens
+                .iter()
+                .copied()
+                .filter(|&t| t < self.special.eot)
+                .collect();
+            let text = self
+                .tokenizer
+                .decode(&text_tokens, true)
+                .unwrap_or_default();
+            let decoded = WindowDecoding {
+                avg_logprob: chosen.sum_logprob / (chosen.tokens.len() + 1) as f32,
+                compression_ratio: compression_ratio(&text),
+                no_speech_prob,
+                temperature,
+                chosen,
+            };
+            let repeats = guards
+                .compression_ratio_threshold
+                .is_some_and(|t| decoded.compression_ratio > t);
+            let unsure = guards
+                .log_prob_threshold
+                .is_some_and(|t| decoded.avg_logprob < t);
+            let done = (!repeats && !unsure) || is_silence(guards, &decoded);
+            last = Some(decoded);
+            if done {
+                break;
+            }
+            tracing::debug!(temperature, repeats, unsure, "window decoded again");
+        }
+        Ok(last.expect("at least one temperature"))
+    }
+
+    /// Greedy decoding (`temperature` 0) or sampling at `temperature`.
+    fn sample(
+        &self,
+        win: &Window<'_>,
+        temperature: f32,
+        rng: &mut StdRng,
+        scratch: &mut Scratch,
+        cancel: &CancellationToken,
+    ) -> Result<Candidate, AsrError> {
+        let decoder = &self.model.decoder;
+        let mut cache = win.prompt.clone();
+        let mut logits = vec![win.first_logits.to_vec()];
+        let mut probs = Vec::new();
+        let mut out = Candidate::default();
+        while out.tokens.len() < MAX_WINDOW_TOKENS {
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
             }
-            let logits = self
-                .model
-                .decoder
-                .step(&mut state, &feed)
-                .map_err(AsrError::model)?;
-            let mut logits = Whisper::logits_to_vec(&logits).map_err(AsrError::model)?;
-            self.apply_rules(&mut logits, &sampled, max_timestamp);
-            let next = logits
-                .iter()
-                .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(i, _)| i as u32)
-                .expect("non-empty vocabulary");
+            let l = &mut logits[0];
+            self.apply_rules(l, &out.tokens, win.max_timestamp);
+            let next = if temperature > 0.0 {
+                probs.clear();
+                probs.extend(l.iter().map(|v| v / temperature));
+                let lse = logsumexp(&probs);
+                let mut target: f32 = rng.random();
+                let mut pick = self.special.eot;
+                for (i, p) in probs.iter().enumerate() {
+                    target -= (p - lse).exp();
+                    if target <= 0.0 {
+                        pick = i as u32;
+                        break;
+                    }
+                }
+                pick
+            } else {
+                argmax(l)
+            };
+            log_softmax_in_place(l);
+            let logprob = l[next as usize];
+            out.sum_logprob += logprob;
             if next == self.special.eot {
                 break;
             }
-            sampled.push(next);
-            feed = vec![next];
+            out.tokens.push(next);
+            out.logprobs.push(logprob);
+            decoder.forward(
+                win.cross,
+                std::slice::from_mut(&mut cache),
+                &[(0, next)],
+                &[0],
+                &mut logits,
+                None,
+                scratch,
+            );
         }
-        tracing::debug!(
-            encode_ms = encoded.as_millis() as u64,
-            decode_ms = (started.elapsed() - encoded).as_millis() as u64,
-            tokens = sampled.len(),
-            "window decoded"
-        );
-        Ok(sampled)
+        Ok(out)
+    }
+
+    /// Beam search with `beams` beams: each step keeps the `beams` most likely continuations
+    /// of all beams; it ends when `beams` sequences have ended, and the one with the best
+    /// mean log-probability wins.
+    fn beam_search(
+        &self,
+        win: &Window<'_>,
+        beams: usize,
+        scratch: &mut Scratch,
+        cancel: &CancellationToken,
+    ) -> Result<Candidate, AsrError> {
+        let decoder = &self.model.decoder;
+        let mut live = vec![Candidate::default()];
+        let mut caches = vec![win.prompt.clone()];
+        let mut next_caches: Vec<SelfCache> = Vec::new();
+        let mut logits = vec![win.first_logits.to_vec()];
+        let mut finished: Vec<Candidate> = Vec::new();
+        for _ in 0..MAX_WINDOW_TOKENS {
+            if cancel.is_cancelled() {
+                return Err(AsrError::Cancelled);
+            }
+            // (score, beam, token, logprob) of each beam's best continuations.
+            let mut options: Vec<(f32, usize, u32, f32)> = Vec::new();
+            for (b, beam) in live.iter().enumerate() {
+                let l = &mut logits[b];
+                self.apply_rules(l, &beam.tokens, win.max_timestamp);
+                log_softmax_in_place(l);
+                let mut best: Vec<(f32, u32)> = Vec::with_capacity(beams + 1);
+                for (t, &lp) in l.iter().enumerate() {
+                    if lp == f32::NEG_INFINITY {
+                        continue;
+                    }
+                    if best.len() < beams + 1 {
+                        best.push((lp, t as u32));
+                        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    } else if lp > best[beams].0 {
+                        best[beams] = (lp, t as u32);
+                        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    }
+                }
+                options.extend(
+                    best.into_iter()
+                        .map(|(lp, t)| (beam.sum_logprob + lp, b, t, lp)),
+                );
+            }
+            options.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let mut chosen: Vec<(usize, u32, f32, f32)> = Vec::new();
+            for (score, b, t, lp) in options {
+                if t == self.special.eot {
+                    if finished.len() < beams {
+                        let mut done = live[b].clone();
+                        done.sum_logprob = score;
+                        finished.push(done);
+                    }
+                } else if chosen.len() < beams {
+                    chosen.push((b, t, lp, score));
+                }
+            }
+            if finished.len() >= beams || chosen.is_empty() {
+                break;
+            }
+            next_caches.resize_with(chosen.len(), SelfCache::default);
+            let mut next_live = Vec::with_capacity(chosen.len());
+            for (i, &(b, t, lp, score)) in chosen.iter().enumerate() {
+                next_caches[i].copy_from(&caches[b]);
+                let mut c = live[b].clone();
+                c.tokens.push(t);
+                c.logprobs.push(lp);
+                c.sum_logprob = score;
+                next_live.push(c);
+            }
+            std::mem::swap(&mut caches, &mut next_caches);
+            caches.truncate(chosen.len());
+            live = next_live;
+            let entries: Vec<(usize, u32)> =
+                chosen.iter().enumerate().map(|(i, c)| (i, c.1)).collect();
+            let wanted: Vec<usize> = (0..entries.len()).collect();
+            logits.resize_with(entries.len(), Vec::new);
+            decoder.forward(
+                win.cross,
+                &mut caches,
+                &entries,
+                &wanted,
+                &mut logits,
+                None,
+                scratch,
+            );
+        }
+        if finished.is_empty() {
+            finished = live;
+        }
+        let mean = |c: &Candidate| c.sum_logprob / c.tokens.len().max(1) as f32;
+        Ok(finished
+            .into_iter()
+            .max_by(|a, b| mean(a).total_cmp(&mean(b)))
+            .expect("a beam"))
     }
 
     fn apply_rules(&self, logits: &mut [f32], sampled: &[u32], max_timestamp: u32) {
@@ -280,6 +609,10 @@ impl Decoding<'_> {
         if let Some(ns) = sp.no_speech {
             logits[ns as usize] = f32::NEG_INFINITY;
         }
+        if let Some(prev) = sp.sot_prev {
+            logits[prev as usize] = f32::NEG_INFINITY;
+        }
+        logits[sp.sot as usize] = f32::NEG_INFINITY;
         // Timestamps past the end of this window's audio cannot be right.
         ban(logits, max_timestamp as usize + 1..vocab);
         if sampled.is_empty() {
@@ -312,12 +645,13 @@ impl Decoding<'_> {
             };
             ban(logits, ts..floor as usize);
         }
-        let logprobs = log_softmax(logits);
-        let timestamp_mass = logsumexp(&logprobs[ts..]);
-        let best_text = logprobs[..ts]
+        let lse = logsumexp(logits);
+        let timestamp_mass = logsumexp(&logits[ts..]) - lse;
+        let best_text = logits[..ts]
             .iter()
             .copied()
-            .fold(f32::NEG_INFINITY, f32::max);
+            .fold(f32::NEG_INFINITY, f32::max)
+            - lse;
         if timestamp_mass > best_text {
             ban(logits, 0..ts);
         }
@@ -326,23 +660,28 @@ impl Decoding<'_> {
     /// Segments from one window's tokens, and how many frames of audio they account for.
     fn segments_of(
         &self,
-        tokens: &[u32],
+        decoded: &Candidate,
         offset: f64,
         window_frames: usize,
-    ) -> (Vec<Segment>, usize) {
+    ) -> (Vec<RawSegment>, usize) {
         let sp = self.special;
         let is_ts = |t: u32| t >= sp.timestamp_begin;
         let time = |t: u32| offset + (t - sp.timestamp_begin) as f64 * TIME_PRECISION;
         let mut segments = Vec::new();
         let mut start: Option<u32> = None;
         let mut text: Vec<u32> = Vec::new();
+        let mut logprobs: Vec<f32> = Vec::new();
         let mut last_closed: Option<u32> = None;
-        for &t in tokens {
+        for (&t, &lp) in decoded.tokens.iter().zip(&decoded.logprobs) {
             if is_ts(t) {
                 match start {
                     Some(s) if !text.is_empty() => {
-                        self.push_segment(&mut segments, time(s), time(t), &text);
-                        text.clear();
+                        segments.push(RawSegment {
+                            start: time(s),
+                            end: time(t),
+                            tokens: std::mem::take(&mut text),
+                            logprobs: std::mem::take(&mut logprobs),
+                        });
                         start = None;
                         last_closed = Some(t);
                     }
@@ -350,44 +689,170 @@ impl Decoding<'_> {
                 }
             } else if t < sp.eot {
                 text.push(t);
+                logprobs.push(lp);
             }
         }
         let window_end = offset + window_frames as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
         let full_window = window_frames == WINDOW_FRAMES;
         if let (Some(end), true) = (last_closed, full_window) {
+            // The next window starts where the last complete segment ends: a segment the
+            // window cut short, and words at its edge that no segment holds yet, are heard
+            // again in full (nothing a closed segment holds is decoded twice).
             let frames = ((end - sp.timestamp_begin) * 2) as usize;
-            // The window cut a segment short, or the model stopped early with more than a
-            // second of audio left: hear the rest again from the last complete segment.
-            if !text.is_empty() || frames + 100 < window_frames {
-                return (segments, frames.clamp(1, window_frames));
-            }
+            return (segments, frames.clamp(1, window_frames));
         }
-        if text.is_empty() {
-            return (segments, window_frames);
+        if !text.is_empty() {
+            // Text with no closing timestamp runs to the end of the window.
+            segments.push(RawSegment {
+                start: start.map(time).unwrap_or(offset),
+                end: window_end,
+                tokens: text,
+                logprobs,
+            });
         }
-        // Text with no closing timestamp runs to the end of the window.
-        let s = start.map(time).unwrap_or(offset);
-        self.push_segment(&mut segments, s, window_end, &text);
         (segments, window_frames)
     }
 
-    fn push_segment(&self, segments: &mut Vec<Segment>, start: f64, end: f64, text: &[u32]) {
-        let decoded = self.tokenizer.decode(text, true).unwrap_or_default();
-        let decoded = decoded.trim();
-        if decoded.is_empty() {
-            return;
-        }
-        segments.push(Segment {
-            start,
-            end: end.max(start),
-            text: decoded.to_string(),
-        });
+    /// Text (and, when asked, word times) for a window's segments; empty ones are dropped.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_segments(
+        &self,
+        raw: Vec<RawSegment>,
+        word_timestamps: bool,
+        cross: &CrossKv,
+        sot_sequence: &[u32],
+        window_frames: usize,
+        offset: f64,
+        scratch: &mut Scratch,
+    ) -> Vec<Segment> {
+        let raw: Vec<RawSegment> = raw
+            .into_iter()
+            .filter(|s| {
+                !self
+                    .tokenizer
+                    .decode(&s.tokens, true)
+                    .unwrap_or_default()
+                    .trim()
+                    .is_empty()
+            })
+            .collect();
+        let mut words = if word_timestamps && !raw.is_empty() {
+            self.align(&raw, cross, sot_sequence, window_frames, offset, scratch)
+        } else {
+            Vec::new()
+        };
+        words.resize_with(raw.len(), Vec::new);
+        raw.into_iter()
+            .zip(words)
+            .map(|(s, words)| Segment {
+                start: s.start,
+                end: s.end.max(s.start),
+                text: self
+                    .tokenizer
+                    .decode(&s.tokens, true)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+                words,
+            })
+            .collect()
     }
+
+    /// Word times for a window's segments: the text is fed again after the start of the
+    /// transcript (without timestamps), the alignment heads' attention over the audio is
+    /// normalized and smoothed, and dynamic time warping matches tokens to frames.
+    fn align(
+        &self,
+        raw: &[RawSegment],
+        cross: &CrossKv,
+        sot_sequence: &[u32],
+        window_frames: usize,
+        offset: f64,
+        scratch: &mut Scratch,
+    ) -> Vec<Vec<crate::asr::Word>> {
+        let decoder = &self.model.decoder;
+        let text: Vec<u32> = raw.iter().flat_map(|s| s.tokens.iter().copied()).collect();
+        let mut entries: Vec<(usize, u32)> = sot_sequence.iter().map(|&t| (0, t)).collect();
+        entries.push((0, self.special.no_timestamps));
+        entries.extend(text.iter().map(|&t| (0, t)));
+        entries.push((0, self.special.eot));
+        let heads: Vec<(usize, usize)> = self
+            .alignment_heads
+            .iter()
+            .copied()
+            .filter(|&(l, h)| l < decoder.blocks.len() && h < decoder.heads)
+            .collect();
+        if heads.is_empty() || entries.len() > decoder.max_tokens() {
+            return Vec::new();
+        }
+        let mut capture = Capture {
+            heads,
+            scores: Vec::new(),
+        };
+        let mut cache = decoder.new_cache();
+        decoder.forward(
+            cross,
+            std::slice::from_mut(&mut cache),
+            &entries,
+            &[],
+            &mut [],
+            Some(&mut capture),
+            scratch,
+        );
+        let audio_frames = (window_frames / 2).clamp(1, cross.frames);
+        let matrix = align::attention_matrix(
+            &capture.scores,
+            entries.len(),
+            cross.frames,
+            audio_frames,
+            sot_sequence.len(),
+        );
+        let boundaries = align::token_times(&matrix, text.len() + 1, audio_frames);
+        let pieces: Vec<String> = text
+            .iter()
+            .map(|&t| self.tokenizer.decode(&[t], false).unwrap_or_default())
+            .collect();
+        let logprobs: Vec<f32> = raw
+            .iter()
+            .flat_map(|s| s.logprobs.iter().copied())
+            .collect();
+        let counts: Vec<usize> = raw.iter().map(|s| s.tokens.len()).collect();
+        let bounds: Vec<(f64, f64)> = raw.iter().map(|s| (s.start, s.end)).collect();
+        align::words(&pieces, &logprobs, &boundaries, &counts, &bounds, offset)
+    }
+}
+
+/// A window the model calls speechless and whose text it is unsure of yields nothing.
+fn is_silence(guards: &DecodingGuards, decoded: &WindowDecoding) -> bool {
+    let Some(threshold) = guards.no_speech_threshold else {
+        return false;
+    };
+    let unsure = guards
+        .log_prob_threshold
+        .is_none_or(|t| decoded.avg_logprob < t);
+    decoded.no_speech_prob > threshold && unsure
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repetition_compresses_far_better_than_speech() {
+        let speech = "The harbour wakes before dawn, when the ferries start their engines.";
+        let looped = "I'm sorry. ".repeat(20);
+        assert!(
+            compression_ratio(speech) < 1.5,
+            "{}",
+            compression_ratio(speech)
+        );
+        assert!(
+            compression_ratio(&looped) > 2.4,
+            "{}",
+            compression_ratio(&looped)
+        );
+        assert_eq!(compression_ratio(""), 0.0);
+    }
 
     #[test]
     fn log_softmax_normalizes() {

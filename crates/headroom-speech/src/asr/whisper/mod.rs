@@ -1,12 +1,16 @@
 //! Whisper speech recognition on the CPU, from CTranslate2 model files.
 
+mod align;
 mod ct2;
 mod decode;
+mod kernels;
 pub mod mel;
 mod model;
+mod text_decoder;
 
 pub use ct2::{Ct2Error, Ct2Model};
-pub use decode::LANGUAGE_CODES;
+pub use decode::{compression_ratio, LANGUAGE_CODES};
+pub use kernels::Precision;
 
 use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
 use decode::{Decoding, SpecialTokens};
@@ -25,14 +29,59 @@ pub struct WhisperEngine {
     mel: MelFrontend,
     suppress: Vec<u32>,
     suppress_at_begin: Vec<u32>,
+    alignment_heads: Vec<(usize, usize)>,
+    precision: Precision,
 }
 
+/// Alignment heads of the models Headroom installs, as openai-whisper publishes them (its
+/// `_ALIGNMENT_HEADS`), for model files whose config does not list them.
+const PUBLISHED_ALIGNMENT_HEADS: &[(&str, &[(usize, usize)])] = &[
+    (
+        "whisper-tiny.en",
+        &[
+            (1, 0),
+            (2, 0),
+            (2, 5),
+            (3, 0),
+            (3, 1),
+            (3, 2),
+            (3, 3),
+            (3, 4),
+        ],
+    ),
+    (
+        "whisper-base",
+        &[
+            (3, 1),
+            (4, 2),
+            (4, 3),
+            (4, 7),
+            (5, 1),
+            (5, 2),
+            (5, 4),
+            (5, 6),
+        ],
+    ),
+];
+
 impl WhisperEngine {
-    /// Loads `model.bin`, `tokenizer.json` and `config.json` from a model directory.
+    /// Loads `model.bin`, `tokenizer.json` and `config.json` from a model directory, with
+    /// the decoder's weights in int8.
     pub fn load(dir: &Path, name: &str) -> Result<WhisperEngine, AsrError> {
-        let ct2 =
+        Self::load_at(dir, name, Precision::Int8)
+    }
+
+    /// As [`WhisperEngine::load`], with the decoder's weights at `precision`.
+    pub fn load_at(
+        dir: &Path,
+        name: &str,
+        precision: Precision,
+    ) -> Result<WhisperEngine, AsrError> {
+        let started = std::time::Instant::now();
+        let mut ct2 =
             Ct2Model::load(&dir.join("model.bin")).map_err(|e| AsrError::Model(e.to_string()))?;
-        let model = Whisper::from_ct2(&ct2).map_err(AsrError::model)?;
+        let read = started.elapsed();
+        let model = Whisper::from_ct2(&mut ct2, precision).map_err(AsrError::model)?;
         drop(ct2);
         let tokenizer_path = dir.join("tokenizer.json");
         let tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| {
@@ -59,7 +108,39 @@ impl WhisperEngine {
         if suppress_at_begin.is_empty() {
             suppress_at_begin = vec![special.eot];
         }
+        // Alignment heads: the config's list, else the published one, else (as openai-whisper
+        // does for unknown models) every head of the second half of the decoder.
+        let mut alignment_heads: Vec<(usize, usize)> = config["alignment_heads"]
+            .as_array()
+            .map(|pairs| {
+                pairs
+                    .iter()
+                    .filter_map(|p| Some((p[0].as_u64()? as usize, p[1].as_u64()? as usize)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if alignment_heads.is_empty() {
+            alignment_heads = PUBLISHED_ALIGNMENT_HEADS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, heads)| heads.to_vec())
+                .unwrap_or_else(|| {
+                    let layers = model.dims.n_text_layers;
+                    (layers / 2..layers)
+                        .flat_map(|l| (0..model.decoder.heads).map(move |h| (l, h)))
+                        .collect()
+                });
+        }
+        tracing::debug!(
+            model = name,
+            precision = precision.name(),
+            read_ms = read.as_millis() as u64,
+            load_ms = started.elapsed().as_millis() as u64,
+            "speech model loaded"
+        );
         Ok(WhisperEngine {
+            alignment_heads,
+            precision,
             name: name.to_string(),
             mel: MelFrontend::new(model.dims.n_mels),
             suppress: ids("suppress_ids"),
@@ -72,6 +153,20 @@ impl WhisperEngine {
 
     pub fn multilingual(&self) -> bool {
         self.special.multilingual()
+    }
+
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Bytes held by the decoder's weights (int8 or float32).
+    pub fn decoder_weight_bytes(&self) -> usize {
+        self.model.decoder.weight_bytes()
+    }
+
+    /// The decoder heads word timing follows.
+    pub fn alignment_heads(&self) -> &[(usize, usize)] {
+        &self.alignment_heads
     }
 }
 
@@ -106,15 +201,10 @@ impl Transcriber for WhisperEngine {
             mel: &self.mel,
             suppress: &self.suppress,
             suppress_at_begin: &self.suppress_at_begin,
+            alignment_heads: &self.alignment_heads,
         };
-        let decoded = decoding.transcribe(
-            samples,
-            options.language.as_deref(),
-            from_secs,
-            window_done,
-            progress,
-            cancel,
-        )?;
+        let decoded =
+            decoding.transcribe(samples, options, from_secs, window_done, progress, cancel)?;
         Ok(Transcript {
             language: decoded.language,
             duration: samples.len() as f64 / mel::SAMPLE_RATE as f64,

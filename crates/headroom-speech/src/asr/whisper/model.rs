@@ -1,19 +1,35 @@
 //! The Whisper network on candle, built straight from CTranslate2 variable names.
 //!
-//! Encoder: two convolutions (GELU), learned positions, pre-norm transformer blocks, final
-//! norm. Decoder: token embeddings plus positions, blocks of causal self-attention (with a
-//! key/value cache across decoding steps), cross-attention over the encoder output (keys and
-//! values computed once per window) and an MLP; logits reuse the token embedding matrix.
+//! Encoder (candle: its work is a few large matrix products per window): two convolutions
+//! (GELU), learned positions, pre-norm transformer blocks, final norm. Decoder: the
+//! hand-written [`TextDecoder`], whose cross-attention keys and values are computed here once
+//! per window.
 
 use super::ct2::Ct2Model;
-use candle_core::{DType, Device, IndexOp, Module, Tensor};
+use super::kernels::{self, Matrix, Precision};
+use super::text_decoder::{Block, CrossKv, Norm, TextDecoder};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Conv1d, Conv1dConfig, LayerNorm, Linear};
 
 pub type Result<T> = candle_core::Result<T>;
 
-/// A tensor the model must have.
-fn var(m: &Ct2Model, name: &str) -> Result<Tensor> {
-    m.tensor(name).map_err(candle_core::Error::Msg)
+/// A tensor's elements as float32, in row-major order.
+fn values(t: &Tensor) -> Result<Vec<f32>> {
+    t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()
+}
+
+/// A tensor the model must have, taken from the file's variables (each is used once).
+fn var(m: &mut Ct2Model, name: &str) -> Result<Tensor> {
+    m.take(name).map_err(candle_core::Error::Msg)
+}
+
+/// A tensor the model may have.
+fn optional(m: &mut Ct2Model, name: &str) -> Result<Option<Tensor>> {
+    if m.has(name) {
+        var(m, name).map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 /// Sizes read from the weights.
@@ -29,30 +45,46 @@ pub struct Dims {
     pub n_audio_ctx: usize,
 }
 
-fn linear(m: &Ct2Model, prefix: &str) -> Result<Linear> {
-    let w = var(m, &format!("{prefix}/weight"))?;
-    let b = m.tensors.get(&format!("{prefix}/bias")).cloned();
-    Ok(Linear::new(w, b))
+/// A projection whose weights stay in memory as the file stores them (float16 for the models
+/// Headroom installs: half the bytes) and are widened to float32 for each use. Each use is a
+/// whole window's frames, so the widening costs a small part of the product it feeds.
+struct StoredLinear {
+    weight: Tensor,
+    bias: Option<Tensor>,
+}
+
+impl StoredLinear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Linear::new(self.weight.to_dtype(DType::F32)?, self.bias.clone()).forward(x)
+    }
+}
+
+fn linear(m: &mut Ct2Model, prefix: &str) -> Result<StoredLinear> {
+    Ok(split_linear(m, prefix, 1)?.pop().expect("one part"))
 }
 
 /// Splits a stacked projection (q,k,v or k,v) into `parts` linears along the output dim.
-fn split_linear(m: &Ct2Model, prefix: &str, parts: usize) -> Result<Vec<Linear>> {
-    let w = var(m, &format!("{prefix}/weight"))?;
-    let b = m.tensors.get(&format!("{prefix}/bias")).cloned();
-    let rows = (w.dim(0))? / parts;
+fn split_linear(m: &mut Ct2Model, prefix: &str, parts: usize) -> Result<Vec<StoredLinear>> {
+    let w = m
+        .take_stored(&format!("{prefix}/weight"))
+        .map_err(candle_core::Error::Msg)?;
+    let b = optional(m, &format!("{prefix}/bias"))?;
+    let rows = w.dim(0)? / parts;
     (0..parts)
         .map(|i| {
-            let wi = (w.narrow(0, i * rows, rows))?;
-            let bi = match &b {
-                Some(b) => Some((b.narrow(0, i * rows, rows))?),
-                None => None,
-            };
-            Ok(Linear::new(wi, bi))
+            Ok(StoredLinear {
+                // A copy of its own, so the stacked tensor is freed.
+                weight: w.narrow(0, i * rows, rows)?.copy()?,
+                bias: match &b {
+                    Some(b) => Some(b.narrow(0, i * rows, rows)?.copy()?),
+                    None => None,
+                },
+            })
         })
         .collect()
 }
 
-fn layer_norm(m: &Ct2Model, prefix: &str) -> Result<LayerNorm> {
+fn layer_norm(m: &mut Ct2Model, prefix: &str) -> Result<LayerNorm> {
     Ok(LayerNorm::new(
         var(m, &format!("{prefix}/gamma"))?,
         var(m, &format!("{prefix}/beta"))?,
@@ -62,10 +94,7 @@ fn layer_norm(m: &Ct2Model, prefix: &str) -> Result<LayerNorm> {
 
 fn count_layers(m: &Ct2Model, stack: &str) -> usize {
     (0..)
-        .take_while(|i| {
-            m.tensors
-                .contains_key(&format!("{stack}/layer_{i}/ffn/linear_0/weight"))
-        })
+        .take_while(|i| m.has(&format!("{stack}/layer_{i}/ffn/linear_0/weight")))
         .count()
 }
 
@@ -77,63 +106,50 @@ fn split_heads(x: &Tensor, heads: usize) -> Result<Tensor> {
         .contiguous()
 }
 
-/// (b, t, d) → keys laid out for q·kᵀ: (b, heads, dh, t), contiguous.
-fn split_heads_transposed(x: &Tensor, heads: usize) -> Result<Tensor> {
-    let (b, t, d) = x.dims3()?;
-    x.reshape((b, t, heads, d / heads))?
-        .permute((0, 2, 3, 1))?
-        .contiguous()
+/// `f` applied to a tensor's elements (as one contiguous float32 buffer), same shape.
+fn map_elements(x: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<Tensor> {
+    let shape = x.shape().clone();
+    let mut values = x.flatten_all()?.to_vec1::<f32>()?;
+    f(&mut values);
+    Tensor::from_vec(values, shape, x.device())
 }
 
-/// Keys and values already split into heads, so that decoding steps reuse them as they are.
-#[derive(Clone)]
-struct HeadKv {
-    /// (b, heads, dh, tk)
-    keys_t: Tensor,
-    /// (b, heads, tk, dh)
-    values: Tensor,
+/// GELU (erf), on every core.
+fn gelu(x: &Tensor) -> Result<Tensor> {
+    map_elements(x, kernels::gelu_parallel)
 }
 
-impl HeadKv {
-    fn new(k: &Tensor, v: &Tensor, heads: usize) -> Result<Self> {
-        Ok(HeadKv {
-            keys_t: split_heads_transposed(k, heads)?,
-            values: split_heads(v, heads)?,
-        })
-    }
-
-    fn append(&self, more: &HeadKv) -> Result<Self> {
-        Ok(HeadKv {
-            keys_t: Tensor::cat(&[&self.keys_t, &more.keys_t], 3)?,
-            values: Tensor::cat(&[&self.values, &more.values], 2)?,
-        })
-    }
-}
-
-/// Attention of `q` (b, tq, d) over prepared keys/values, with an optional additive mask.
-fn attention(q: &Tensor, kv: &HeadKv, heads: usize, mask: Option<&Tensor>) -> Result<Tensor> {
-    let (b, tq, d) = q.dims3()?;
+/// Self-attention of (b, t, d) queries, keys and values, one head at a time: a head's
+/// t × t scores are the largest buffer it makes (9 MB for a window), not all heads' at once.
+fn attention(q: &Tensor, k: &Tensor, v: &Tensor, heads: usize) -> Result<Tensor> {
+    let (b, t, d) = q.dims3()?;
     let dh = d / heads;
     let q = (split_heads(q, heads)? * (dh as f64).powf(-0.5))?;
-    let mut scores = q.matmul(&kv.keys_t)?;
-    if let Some(mask) = mask {
-        scores = scores.broadcast_add(mask)?;
+    let keys_t = k
+        .reshape((b, t, heads, dh))?
+        .permute((0, 2, 3, 1))?
+        .contiguous()?;
+    let values = split_heads(v, heads)?;
+    let mut outputs = Vec::with_capacity(heads);
+    for h in 0..heads {
+        let scores = q.narrow(1, h, 1)?.matmul(&keys_t.narrow(1, h, 1)?)?;
+        let weights = map_elements(&scores, |s| kernels::softmax_rows_parallel(s, t))?;
+        drop(scores);
+        outputs.push(weights.matmul(&values.narrow(1, h, 1)?)?);
     }
-    let weights = candle_nn::ops::softmax_last_dim(&scores)?;
-    weights
-        .matmul(&kv.values)?
+    Tensor::cat(&outputs, 1)?
         .transpose(1, 2)?
-        .reshape((b, tq, d))
+        .reshape((b, t, d))
 }
 
 struct Mlp {
-    up: Linear,
-    down: Linear,
+    up: StoredLinear,
+    down: StoredLinear,
     norm: LayerNorm,
 }
 
 impl Mlp {
-    fn load(m: &Ct2Model, prefix: &str) -> Result<Self> {
+    fn load(m: &mut Ct2Model, prefix: &str) -> Result<Self> {
         Ok(Mlp {
             up: linear(m, &format!("{prefix}/ffn/linear_0"))?,
             down: linear(m, &format!("{prefix}/ffn/linear_1"))?,
@@ -143,25 +159,21 @@ impl Mlp {
 
     fn residual(&self, x: &Tensor) -> Result<Tensor> {
         let h = (self.norm.forward(x))?;
-        let h = (self
-            .up
-            .forward(&h)
-            .and_then(|h| h.gelu_erf())
-            .and_then(|h| self.down.forward(&h)))?;
+        let h = self.down.forward(&gelu(&self.up.forward(&h)?)?)?;
         x + h
     }
 }
 
 struct SelfAttention {
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    out: Linear,
+    q: StoredLinear,
+    k: StoredLinear,
+    v: StoredLinear,
+    out: StoredLinear,
     norm: LayerNorm,
 }
 
 impl SelfAttention {
-    fn load(m: &Ct2Model, prefix: &str) -> Result<Self> {
+    fn load(m: &mut Ct2Model, prefix: &str) -> Result<Self> {
         let mut qkv = split_linear(m, &format!("{prefix}/self_attention/linear_0"), 3)?;
         let v = qkv.pop().expect("3 parts");
         let k = qkv.pop().expect("3 parts");
@@ -194,8 +206,8 @@ pub struct Encoder {
 impl Encoder {
     /// `mel`: (1, n_mels, 3000) → (1, 1500, n_state).
     pub fn forward(&self, mel: &Tensor) -> Result<Tensor> {
-        let x = (self.conv1.forward(mel).and_then(|x| x.gelu_erf()))?;
-        let x = (self.conv2.forward(&x).and_then(|x| x.gelu_erf()))?;
+        let x = gelu(&self.conv1.forward(mel)?)?;
+        let x = gelu(&self.conv2.forward(&x)?)?;
         let x = (x.transpose(1, 2))?;
         let t = (x.dim(1))?;
         let mut x = (x.broadcast_add(&(self.positions.narrow(0, 0, t))?))?;
@@ -203,7 +215,7 @@ impl Encoder {
             let a = &block.attn;
             let h = (a.norm.forward(&x))?;
             let (q, k, v) = ((a.q.forward(&h))?, (a.k.forward(&h))?, (a.v.forward(&h))?);
-            let att = attention(&q, &HeadKv::new(&k, &v, self.heads)?, self.heads, None)?;
+            let att = attention(&q, &k, &v, self.heads)?;
             x = (&x + (a.out.forward(&att))?)?;
             x = block.mlp.residual(&x)?;
         }
@@ -211,111 +223,63 @@ impl Encoder {
     }
 }
 
-struct DecoderBlock {
-    attn: SelfAttention,
-    cross_q: Linear,
-    cross_kv: Vec<Linear>,
-    cross_out: Linear,
-    cross_norm: LayerNorm,
-    mlp: Mlp,
+fn conv(weight: Tensor, m: &mut Ct2Model, prefix: &str, stride: usize) -> Result<Conv1d> {
+    Ok(Conv1d::new(
+        weight,
+        Some(var(m, &format!("{prefix}/bias"))?),
+        Conv1dConfig {
+            padding: 1,
+            stride,
+            ..Default::default()
+        },
+    ))
 }
 
-/// The text decoder.
-pub struct Decoder {
-    embeddings: Tensor,
-    positions: Tensor,
-    blocks: Vec<DecoderBlock>,
-    norm: LayerNorm,
-    heads: usize,
+/// A variable's shape and float32 elements, taken from the file's variables.
+fn values_of(m: &mut Ct2Model, name: &str) -> Result<(Vec<usize>, Vec<f32>)> {
+    m.take_values(name).map_err(candle_core::Error::Msg)
 }
 
-/// Per-window decoding state: cross-attention keys/values and the self-attention cache.
-pub struct DecoderState {
-    cross: Vec<HeadKv>,
-    cache: Vec<Option<HeadKv>>,
-    offset: usize,
-}
-
-impl Decoder {
-    /// Prepares decoding over one window's encoder output.
-    pub fn start(&self, audio: &Tensor) -> Result<DecoderState> {
-        let cross = self
-            .blocks
-            .iter()
-            .map(|b| {
-                HeadKv::new(
-                    &b.cross_kv[0].forward(audio)?,
-                    &b.cross_kv[1].forward(audio)?,
-                    self.heads,
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(DecoderState {
-            cross,
-            cache: vec![None; self.blocks.len()],
-            offset: 0,
-        })
-    }
-
-    /// Feeds `tokens` (new ones only) and returns the logits of the last position.
-    pub fn step(&self, state: &mut DecoderState, tokens: &[u32]) -> Result<Tensor> {
-        let t = tokens.len();
-        let ids = (Tensor::new(tokens, &Device::Cpu).and_then(|ids| ids.unsqueeze(0)))?;
-        let tok = (self
-            .embeddings
-            .index_select(&(ids.squeeze(0))?, 0)
-            .and_then(|e| e.unsqueeze(0)))?;
-        let pos = (self.positions.narrow(0, state.offset, t))?;
-        let mut x = (tok.broadcast_add(&pos))?;
-        let mask = if t > 1 {
-            // Causal within the new tokens; everything cached is visible.
-            let total = state.offset + t;
-            let mut m = vec![0f32; t * total];
-            for i in 0..t {
-                for j in (state.offset + i + 1)..total {
-                    m[i * total + j] = f32::NEG_INFINITY;
-                }
-            }
-            Some((Tensor::from_vec(m, (t, total), &Device::Cpu))?)
-        } else {
-            None
-        };
-        for (i, block) in self.blocks.iter().enumerate() {
-            let a = &block.attn;
-            let h = (a.norm.forward(&x))?;
-            let (q, k, v) = ((a.q.forward(&h))?, (a.k.forward(&h))?, (a.v.forward(&h))?);
-            let new = HeadKv::new(&k, &v, self.heads)?;
-            let kv = match &state.cache[i] {
-                Some(cached) => cached.append(&new)?,
-                None => new,
-            };
-            let att = attention(&q, &kv, self.heads, mask.as_ref())?;
-            state.cache[i] = Some(kv);
-            x = (&x + (a.out.forward(&att))?)?;
-            let h = (block.cross_norm.forward(&x))?;
-            let q = (block.cross_q.forward(&h))?;
-            let att = attention(&q, &state.cross[i], self.heads, None)?;
-            x = (&x + (block.cross_out.forward(&att))?)?;
-            x = block.mlp.residual(&x)?;
+/// A decoder matrix (and its bias, if any) at `precision`.
+fn matrix(m: &mut Ct2Model, prefix: &str, precision: Precision) -> Result<Matrix> {
+    let (dims, weights) = values_of(m, &format!("{prefix}/weight"))?;
+    let [rows, cols] = dims[..] else {
+        candle_core::bail!("{prefix}/weight is not a matrix: {dims:?}");
+    };
+    let bias_name = format!("{prefix}/bias");
+    let bias = if m.has(&bias_name) {
+        let (_, b) = values_of(m, &bias_name)?;
+        if b.len() != rows {
+            candle_core::bail!("{bias_name} has {} values for {rows} rows", b.len());
         }
-        state.offset += t;
-        let last = (x.i((.., t - 1, ..)))?;
-        let last = self.norm.forward(&last)?;
-        // (vocab, d) x (d, 1): multiplying by the transposed embeddings instead would copy
-        // the whole vocabulary matrix on every step.
-        self.embeddings.matmul(&last.t()?)?.squeeze(1)
-    }
+        Some(b)
+    } else {
+        None
+    };
+    Ok(Matrix::new(rows, cols, weights, bias, precision))
+}
+
+fn norm(m: &mut Ct2Model, prefix: &str) -> Result<Norm> {
+    Ok(Norm {
+        gamma: values_of(m, &format!("{prefix}/gamma"))?.1,
+        beta: values_of(m, &format!("{prefix}/beta"))?.1,
+    })
 }
 
 /// The whole model.
 pub struct Whisper {
     pub dims: Dims,
     pub encoder: Encoder,
-    pub decoder: Decoder,
+    pub decoder: TextDecoder,
+    /// Per decoder block, the projections of the audio to cross-attention keys and values:
+    /// applied once per window, to all its frames at once.
+    cross_kv: Vec<(StoredLinear, StoredLinear)>,
+    encoding: std::sync::Mutex<()>,
 }
 
 impl Whisper {
-    pub fn from_ct2(m: &Ct2Model) -> Result<Whisper> {
+    /// The model from CTranslate2 variables, with the decoder's matrices at `precision`.
+    pub fn from_ct2(m: &mut Ct2Model, precision: Precision) -> Result<Whisper> {
         let conv1_w = var(m, "encoder/conv1/weight")?;
         let (n_state, n_mels, _) = (conv1_w.dims3())?;
         let heads = m
@@ -328,22 +292,14 @@ impl Whisper {
             .get("decoder/num_heads")
             .map(|&h| h as usize)
             .unwrap_or(heads);
-        let conv = |prefix: &str, stride: usize| -> Result<Conv1d> {
-            Ok(Conv1d::new(
-                var(m, &format!("{prefix}/weight"))?,
-                Some(var(m, &format!("{prefix}/bias"))?),
-                Conv1dConfig {
-                    padding: 1,
-                    stride,
-                    ..Default::default()
-                },
-            ))
-        };
         let enc_layers = count_layers(m, "encoder");
         let dec_layers = count_layers(m, "decoder");
         let encoder = Encoder {
-            conv1: conv("encoder/conv1", 1)?,
-            conv2: conv("encoder/conv2", 2)?,
+            conv1: conv(conv1_w, m, "encoder/conv1", 1)?,
+            conv2: {
+                let w = var(m, "encoder/conv2/weight")?;
+                conv(w, m, "encoder/conv2", 2)?
+            },
             positions: var(m, "encoder/position_encodings/encodings")?,
             blocks: (0..enc_layers)
                 .map(|i| {
@@ -357,36 +313,49 @@ impl Whisper {
             norm: layer_norm(m, "encoder/layer_norm")?,
             heads,
         };
-        let embeddings = var(m, "decoder/embeddings/weight")?;
-        let positions = var(m, "decoder/position_encodings/encodings")?;
+        let (embedding_dims, embeddings) = values_of(m, "decoder/embeddings/weight")?;
+        let (position_dims, positions) = values_of(m, "decoder/position_encodings/encodings")?;
         let dims = Dims {
             n_mels,
             n_state,
             n_heads: heads,
             n_audio_layers: enc_layers,
             n_text_layers: dec_layers,
-            n_vocab: (embeddings.dim(0))?,
-            n_text_ctx: (positions.dim(0))?,
+            n_vocab: embedding_dims[0],
+            n_text_ctx: position_dims[0],
             n_audio_ctx: (encoder.positions.dim(0))?,
         };
-        let decoder = Decoder {
-            embeddings,
-            positions,
-            blocks: (0..dec_layers)
-                .map(|i| {
-                    let p = format!("decoder/layer_{i}");
-                    Ok(DecoderBlock {
-                        attn: SelfAttention::load(m, &p)?,
-                        cross_q: linear(m, &format!("{p}/attention/linear_0"))?,
-                        cross_kv: split_linear(m, &format!("{p}/attention/linear_1"), 2)?,
-                        cross_out: linear(m, &format!("{p}/attention/linear_2"))?,
-                        cross_norm: layer_norm(m, &format!("{p}/attention/layer_norm"))?,
-                        mlp: Mlp::load(m, &p)?,
-                    })
-                })
-                .collect::<Result<_>>()?,
-            norm: layer_norm(m, "decoder/layer_norm")?,
+        if embedding_dims != [dims.n_vocab, n_state] || position_dims.get(1) != Some(&n_state) {
+            candle_core::bail!("the decoder's embeddings do not match its width {n_state}");
+        }
+        let matrix = |m: &mut Ct2Model, prefix: &str| matrix(m, prefix, precision);
+        let mut blocks = Vec::with_capacity(dec_layers);
+        let mut cross_kv = Vec::with_capacity(dec_layers);
+        for i in 0..dec_layers {
+            let p = format!("decoder/layer_{i}");
+            blocks.push(Block {
+                self_norm: norm(m, &format!("{p}/self_attention/layer_norm"))?,
+                qkv: matrix(m, &format!("{p}/self_attention/linear_0"))?,
+                self_out: matrix(m, &format!("{p}/self_attention/linear_1"))?,
+                cross_norm: norm(m, &format!("{p}/attention/layer_norm"))?,
+                cross_q: matrix(m, &format!("{p}/attention/linear_0"))?,
+                cross_out: matrix(m, &format!("{p}/attention/linear_2"))?,
+                mlp_norm: norm(m, &format!("{p}/ffn/layer_norm"))?,
+                up: matrix(m, &format!("{p}/ffn/linear_0"))?,
+                down: matrix(m, &format!("{p}/ffn/linear_1"))?,
+            });
+            let mut kv = split_linear(m, &format!("{p}/attention/linear_1"), 2)?;
+            let v = kv.pop().expect("2 parts");
+            let k = kv.pop().expect("2 parts");
+            cross_kv.push((k, v));
+        }
+        let decoder = TextDecoder {
+            d: n_state,
             heads: text_heads,
+            embeddings: Matrix::new(dims.n_vocab, n_state, embeddings, None, precision),
+            positions,
+            blocks,
+            norm: norm(m, "decoder/layer_norm")?,
         };
         if enc_layers == 0 || dec_layers == 0 {
             candle_core::bail!("the model has no encoder or decoder layers");
@@ -395,16 +364,35 @@ impl Whisper {
             dims,
             encoder,
             decoder,
+            cross_kv,
+            encoding: std::sync::Mutex::new(()),
         })
     }
 
-    /// Runs the encoder over one window of log-mel frames (n_mels × 3000, row-major).
-    pub fn encode(&self, mel: &[f32], frames: usize) -> Result<Tensor> {
-        let mel = (Tensor::from_slice(mel, (1, self.dims.n_mels, frames), &Device::Cpu))?;
-        self.encoder.forward(&mel)
+    /// One window of log-mel frames (n_mels × `frames`, row-major) through the encoder, as
+    /// the decoder's cross-attention reads it. One window is encoded at a time: the encoder's
+    /// products already use every core, and a second one at once would only hold its
+    /// activations in memory beside the first (windows decoded meanwhile go on).
+    pub fn encode(&self, mel: &[f32], frames: usize) -> Result<CrossKv> {
+        let _one_at_a_time = self.encoding.lock().unwrap_or_else(|e| e.into_inner());
+        let mel = Tensor::from_slice(mel, (1, self.dims.n_mels, frames), &Device::Cpu)?;
+        let audio = self.encoder.forward(&mel)?;
+        self.cross_kv(&audio)
     }
 
-    pub fn logits_to_vec(logits: &Tensor) -> Result<Vec<f32>> {
-        logits.to_dtype(DType::F32).and_then(|l| l.to_vec1::<f32>())
+    /// Encoder output as the decoder's cross-attention reads it, a block at a time (so only
+    /// one block's rows are ever held twice).
+    fn cross_kv(&self, audio: &Tensor) -> Result<CrossKv> {
+        let frames = audio.dim(1)?;
+        let heads = self.decoder.heads;
+        let mut cross = CrossKv::new(frames);
+        for (k, v) in &self.cross_kv {
+            cross.push_block(
+                &values(&k.forward(audio)?)?,
+                &values(&v.forward(audio)?)?,
+                heads,
+            );
+        }
+        Ok(cross)
     }
 }

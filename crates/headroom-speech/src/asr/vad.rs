@@ -1,0 +1,641 @@
+//! Voice activity detection: Silero VAD (v6, MIT, the model the PyPI `faster-whisper` wheel
+//! ships) through ONNX Runtime finds where people speak, and [`VadTranscriber`] hands a
+//! transcriber only that speech.
+//!
+//! Silence is never decoded, so Whisper cannot invent text in it, and long audio is cut at
+//! pauses instead of every 30 s: speech regions are joined, in order, into chunks of at most
+//! one window of speech, each chunk is transcribed on its own, and every time (segments and
+//! words) is mapped back into the original timeline.
+
+use super::{
+    AsrError, Segment, TranscribeOptions, Transcriber, Transcript, WindowDone, SAMPLE_RATE,
+};
+use ort::session::Session;
+use ort::value::Tensor;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Samples the model judges at a time (32 ms at 16 kHz).
+const FRAME: usize = 512;
+/// Samples of the previous frame the model sees before each frame.
+const CONTEXT: usize = 64;
+/// The model's recurrent state: 1 × 1 × 128 for each of h and c.
+const STATE: usize = 128;
+/// Frames per model call (about 33 s), so long audio never makes one huge tensor.
+const BATCH_FRAMES: usize = 1024;
+/// Speech left after a chunk's last segment that is worth a second look, in seconds.
+const UNHEARD_TAIL_SECS: f64 = 1.5;
+/// Second looks at one chunk at most.
+const MAX_TAIL_RETRIES: usize = 2;
+/// Chunks transcribed at once.
+const CONCURRENT_CHUNKS: usize = 2;
+/// Speech per chunk at most: one Whisper window.
+pub const MAX_CHUNK_SECONDS: f64 = 30.0;
+
+/// How speech is told from silence, as Silero's reference `get_speech_timestamps` does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VadParams {
+    /// A frame at or above this probability is speech.
+    pub threshold: f32,
+    /// Below this, speech has ended (between the two, the previous state holds).
+    pub neg_threshold: f32,
+    /// Speech shorter than this is dropped.
+    pub min_speech_ms: u32,
+    /// Silence this long ends a region.
+    pub min_silence_ms: u32,
+    /// Regions longer than this are split at their last pause of at least 98 ms.
+    pub max_speech_secs: f64,
+    /// Kept either side of each region, so words are not clipped.
+    pub speech_pad_ms: u32,
+}
+
+impl Default for VadParams {
+    /// faster-whisper's defaults for transcription, with regions at most one window long.
+    fn default() -> Self {
+        VadParams {
+            threshold: 0.5,
+            neg_threshold: 0.35,
+            min_speech_ms: 0,
+            min_silence_ms: 2000,
+            max_speech_secs: MAX_CHUNK_SECONDS,
+            speech_pad_ms: 400,
+        }
+    }
+}
+
+/// Why voice activity detection failed.
+#[derive(Debug, thiserror::Error)]
+#[error("voice activity detection failed: {0}")]
+pub struct VadError(String);
+
+/// The loaded Silero model.
+pub struct SileroVad {
+    session: Mutex<Session>,
+}
+
+impl SileroVad {
+    /// The model file inside the installed `silero-vad` model.
+    pub const FILE: &'static str = "silero_vad.onnx";
+
+    /// Loads `silero_vad.onnx` and `libonnxruntime.so` from `dir`.
+    pub fn load(dir: &Path) -> Result<SileroVad, VadError> {
+        // One thread: the model is tiny and sequential (an LSTM over frames).
+        let session = crate::onnx::session(dir, Self::FILE, 1).map_err(VadError)?;
+        Ok(SileroVad {
+            session: Mutex::new(session),
+        })
+    }
+
+    /// The speech probability of each 32 ms frame of 16 kHz `samples` (the last one padded).
+    pub fn probabilities(&self, samples: &[f32]) -> Result<Vec<f32>, VadError> {
+        let frames = samples.len().div_ceil(FRAME);
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| VadError("the VAD session is poisoned".into()))?;
+        let mut h = vec![0f32; STATE];
+        let mut c = vec![0f32; STATE];
+        let mut probs = Vec::with_capacity(frames);
+        for first in (0..frames).step_by(BATCH_FRAMES) {
+            let count = BATCH_FRAMES.min(frames - first);
+            let mut input = Vec::with_capacity(count * (CONTEXT + FRAME));
+            for f in first..first + count {
+                let start = f * FRAME;
+                // The previous frame's last samples (none before the first frame).
+                let context = start.saturating_sub(CONTEXT)..start;
+                input.extend(std::iter::repeat_n(0.0, CONTEXT - context.len()));
+                input.extend_from_slice(&samples[context]);
+                let end = (start + FRAME).min(samples.len());
+                input.extend_from_slice(&samples[start..end]);
+                input.extend(std::iter::repeat_n(0.0, FRAME - (end - start)));
+            }
+            let engine = |e: ort::Error| VadError(e.to_string());
+            let outputs = session
+                .run(ort::inputs![
+                    "input" => Tensor::from_array(([count, CONTEXT + FRAME], input)).map_err(engine)?,
+                    "h" => Tensor::from_array(([1usize, 1, STATE], std::mem::take(&mut h))).map_err(engine)?,
+                    "c" => Tensor::from_array(([1usize, 1, STATE], std::mem::take(&mut c))).map_err(engine)?,
+                ])
+                .map_err(engine)?;
+            let (_, p) = outputs["speech_probs"]
+                .try_extract_tensor::<f32>()
+                .map_err(engine)?;
+            if p.len() != count {
+                return Err(VadError(format!(
+                    "the model gave {} probabilities for {count} frames",
+                    p.len()
+                )));
+            }
+            probs.extend_from_slice(p);
+            h = outputs["hn"]
+                .try_extract_tensor::<f32>()
+                .map_err(engine)?
+                .1
+                .to_vec();
+            c = outputs["cn"]
+                .try_extract_tensor::<f32>()
+                .map_err(engine)?
+                .1
+                .to_vec();
+        }
+        Ok(probs)
+    }
+
+    /// Where `samples` hold speech, as sample ranges in order.
+    pub fn speech(
+        &self,
+        samples: &[f32],
+        params: &VadParams,
+    ) -> Result<Vec<Range<usize>>, VadError> {
+        let probs = self.probabilities(samples)?;
+        Ok(speech_regions(&probs, samples.len(), params))
+    }
+}
+
+/// Speech regions (sample ranges, in order, padded, not overlapping) from per-frame
+/// probabilities: hysteresis between the two thresholds, pauses shorter than
+/// `min_silence_ms` kept inside a region, over-long regions split at their last pause.
+pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<usize>> {
+    let per_ms = SAMPLE_RATE as usize / 1000;
+    let min_speech = p.min_speech_ms as usize * per_ms;
+    let pad = p.speech_pad_ms as usize * per_ms;
+    let min_silence = p.min_silence_ms as usize * per_ms;
+    let max_speech = (p.max_speech_secs * SAMPLE_RATE as f64) as usize;
+    let max_speech = max_speech.saturating_sub(FRAME + 2 * pad).max(FRAME);
+    // A pause this long is a place to split a region that grows past `max_speech`.
+    let split_pause = 98 * per_ms;
+    let mut regions: Vec<Range<usize>> = Vec::new();
+    let mut start: Option<usize> = None;
+    // Where the current pause began (0: none), and the last split point seen.
+    let mut pause_start = 0usize;
+    let mut split_end = 0usize;
+    let mut split_next_start = 0usize;
+    for (i, &prob) in probs.iter().enumerate() {
+        let at = i * FRAME;
+        if prob >= p.threshold && pause_start != 0 {
+            pause_start = 0;
+            if split_next_start < split_end {
+                split_next_start = at;
+            }
+        }
+        let Some(s) = start else {
+            if prob >= p.threshold {
+                start = Some(at);
+            }
+            continue;
+        };
+        if at - s > max_speech {
+            if split_end != 0 {
+                regions.push(s..split_end);
+                start = (split_next_start >= split_end).then_some(split_next_start);
+            } else {
+                regions.push(s..at);
+                start = None;
+            }
+            split_end = 0;
+            split_next_start = 0;
+            pause_start = 0;
+            continue;
+        }
+        if prob < p.neg_threshold {
+            if pause_start == 0 {
+                pause_start = at;
+            }
+            if at - pause_start > split_pause {
+                split_end = pause_start;
+            }
+            if at - pause_start >= min_silence {
+                if pause_start - s > min_speech {
+                    regions.push(s..pause_start);
+                }
+                start = None;
+                split_end = 0;
+                split_next_start = 0;
+                pause_start = 0;
+            }
+        }
+    }
+    if let Some(s) = start {
+        if total.saturating_sub(s) > min_speech {
+            regions.push(s..total);
+        }
+    }
+    // Pad each region; where two would overlap, the pause between them is shared.
+    let n = regions.len();
+    for i in 0..n {
+        if i == 0 {
+            regions[0].start = regions[0].start.saturating_sub(pad);
+        }
+        if i + 1 < n {
+            let gap = regions[i + 1].start.saturating_sub(regions[i].end);
+            if gap < 2 * pad {
+                regions[i].end += gap / 2;
+                regions[i + 1].start -= gap / 2;
+            } else {
+                regions[i].end = (regions[i].end + pad).min(total);
+                regions[i + 1].start = regions[i + 1].start.saturating_sub(pad);
+            }
+        } else {
+            regions[i].end = (regions[i].end + pad).min(total);
+        }
+    }
+    regions.retain(|r| r.start < r.end);
+    regions
+}
+
+/// Speech regions joined end to end, transcribed as one piece of audio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    /// The regions, as sample ranges of the original audio, in order.
+    pub pieces: Vec<Range<usize>>,
+}
+
+impl Chunk {
+    pub fn samples(&self) -> usize {
+        self.pieces.iter().map(|p| p.len()).sum()
+    }
+
+    /// Where the chunk's audio starts and ends in the original, in samples.
+    pub fn span(&self) -> Range<usize> {
+        self.pieces.first().map_or(0, |p| p.start)..self.pieces.last().map_or(0, |p| p.end)
+    }
+
+    /// The chunk's audio, joined.
+    pub fn audio(&self, samples: &[f32]) -> Vec<f32> {
+        let mut out = Vec::with_capacity(self.samples());
+        for p in &self.pieces {
+            out.extend_from_slice(&samples[p.clone()]);
+        }
+        out
+    }
+
+    /// A time in the joined audio (seconds) as a time in the original. An end that falls
+    /// exactly where two pieces meet belongs to the earlier piece.
+    pub fn to_original(&self, secs: f64, is_end: bool) -> f64 {
+        let rate = SAMPLE_RATE as f64;
+        let mut before = 0.0;
+        for (i, p) in self.pieces.iter().enumerate() {
+            let len = p.len() as f64 / rate;
+            let last = i + 1 == self.pieces.len();
+            let inside = if is_end {
+                secs <= before + len
+            } else {
+                secs < before + len
+            };
+            if inside || last {
+                return p.start as f64 / rate + (secs - before).clamp(0.0, len);
+            }
+            before += len;
+        }
+        secs
+    }
+}
+
+/// Regions joined, in order, into chunks of at most `max_samples` of speech (a region longer
+/// than that is a chunk of its own).
+pub fn chunks(regions: &[Range<usize>], max_samples: usize) -> Vec<Chunk> {
+    let mut out: Vec<Chunk> = Vec::new();
+    let mut current = Chunk { pieces: Vec::new() };
+    for r in regions {
+        if !current.pieces.is_empty() && current.samples() + r.len() > max_samples {
+            out.push(std::mem::replace(
+                &mut current,
+                Chunk { pieces: Vec::new() },
+            ));
+        }
+        current.pieces.push(r.clone());
+    }
+    if !current.pieces.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// A transcriber that hears only speech: any transcriber behind Silero VAD.
+pub struct VadTranscriber {
+    inner: Arc<dyn Transcriber>,
+    vad: Arc<SileroVad>,
+    params: VadParams,
+}
+
+impl VadTranscriber {
+    pub fn new(inner: Arc<dyn Transcriber>, vad: Arc<SileroVad>, params: VadParams) -> Self {
+        VadTranscriber { inner, vad, params }
+    }
+}
+
+impl Transcriber for VadTranscriber {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn transcribe(
+        &self,
+        samples: &[f32],
+        options: &TranscribeOptions,
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        self.transcribe_from(samples, 0.0, options, &mut |_| {}, progress, cancel)
+    }
+
+    /// Chunk by chunk; a chunk is one window of the job's progress. Chunks that end before
+    /// `from_secs` are skipped, and segments that start before it are left out.
+    ///
+    /// Chunks are independent, so two are transcribed at once: one's decoding (a sequence of
+    /// small steps that a single core runs) overlaps the other's encoder (large products that
+    /// use every core). Results are handed on in order.
+    fn transcribe_from(
+        &self,
+        samples: &[f32],
+        from_secs: f64,
+        options: &TranscribeOptions,
+        window_done: &mut dyn FnMut(WindowDone<'_>),
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        let rate = SAMPLE_RATE as f64;
+        let duration = samples.len() as f64 / rate;
+        let regions = self
+            .vad
+            .speech(samples, &self.params)
+            .map_err(AsrError::model)?;
+        let from = (from_secs.max(0.0) * rate) as usize;
+        let todo: Vec<Chunk> = chunks(&regions, (MAX_CHUNK_SECONDS * rate) as usize)
+            .into_iter()
+            .filter(|c| c.span().end > from)
+            .collect();
+        tracing::debug!(
+            regions = regions.len(),
+            chunks = todo.len(),
+            speech_secs = regions.iter().map(|r| r.len()).sum::<usize>() as f64 / rate,
+            duration,
+            "speech found"
+        );
+        let total: usize = todo.iter().map(Chunk::samples).sum::<usize>().max(1);
+        let mut done = 0usize;
+        let mut segments = Vec::new();
+        let mut finish = |chunk: &Chunk, part: Transcript| {
+            let found: Vec<Segment> = part
+                .segments
+                .into_iter()
+                .map(|s| remap(s, chunk))
+                .filter(|s| s.start >= from_secs)
+                .collect();
+            done += chunk.samples();
+            progress(done as f32 / total as f32);
+            window_done(WindowDone {
+                segments: &found,
+                done_secs: chunk.span().end as f64 / rate,
+                duration_secs: duration,
+            });
+            segments.extend(found);
+        };
+        let mut options = options.clone();
+        let mut rest = &todo[..];
+        // A model that detects the language does so once, on the first chunk; every chunk is
+        // then transcribed in it.
+        if options.language.is_none() {
+            if let Some((first, others)) = rest.split_first() {
+                let part = self.transcribe_chunk(samples, first, &options, cancel)?;
+                options.language = part.language.clone();
+                finish(first, part);
+                rest = others;
+            }
+        }
+        // Stops the other worker when one fails, without cancelling the caller's job.
+        let stop = cancel.child_token();
+        let next = AtomicUsize::new(0);
+        let (sender, results) = mpsc::channel::<(usize, Result<Transcript, AsrError>)>();
+        let outcome = std::thread::scope(|scope| {
+            for _ in 0..CONCURRENT_CHUNKS.min(rest.len()) {
+                let sender = sender.clone();
+                let (next, options, stop) = (&next, &options, &stop);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= rest.len() || stop.is_cancelled() {
+                        break;
+                    }
+                    let part = self.transcribe_chunk(samples, &rest[i], options, stop);
+                    if sender.send((i, part)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(sender);
+            // In order: a chunk that finished early waits for the ones before it.
+            let mut waiting: BTreeMap<usize, Transcript> = BTreeMap::new();
+            let mut emitted = 0;
+            for (i, part) in results {
+                match part {
+                    Ok(part) => {
+                        waiting.insert(i, part);
+                    }
+                    Err(e) => {
+                        stop.cancel();
+                        return Err(e);
+                    }
+                }
+                while let Some(part) = waiting.remove(&emitted) {
+                    finish(&rest[emitted], part);
+                    emitted += 1;
+                }
+            }
+            if emitted < rest.len() {
+                return Err(AsrError::Cancelled);
+            }
+            Ok(())
+        });
+        outcome?;
+        // The silence after the last speech is done too.
+        window_done(WindowDone {
+            segments: &[],
+            done_secs: duration,
+            duration_secs: duration,
+        });
+        Ok(Transcript {
+            language: options.language,
+            duration,
+            segments,
+        })
+    }
+}
+
+impl VadTranscriber {
+    /// One chunk. A chunk is all speech, so when the transcriber stops well before the
+    /// chunk's end (Whisper sometimes ends a window early and leaves its last sentence out),
+    /// the rest is transcribed again from where its text ended.
+    fn transcribe_chunk(
+        &self,
+        samples: &[f32],
+        chunk: &Chunk,
+        options: &TranscribeOptions,
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        let rate = SAMPLE_RATE as f64;
+        let audio = chunk.audio(samples);
+        let length = audio.len() as f64 / rate;
+        let mut part = self.inner.transcribe(&audio, options, &|_| {}, cancel)?;
+        for _ in 0..MAX_TAIL_RETRIES {
+            let Some(covered) = part.segments.last().map(|s| s.end) else {
+                break; // nothing heard at all: no speech to recover
+            };
+            if length - covered < UNHEARD_TAIL_SECS {
+                break;
+            }
+            let from = ((covered * rate) as usize).min(audio.len());
+            let rest = self
+                .inner
+                .transcribe(&audio[from..], options, &|_| {}, cancel)?;
+            let before = part.segments.len();
+            part.segments.extend(rest.segments.into_iter().map(|mut s| {
+                s.start += covered;
+                s.end += covered;
+                for w in &mut s.words {
+                    w.start += covered;
+                    w.end += covered;
+                }
+                s
+            }));
+            tracing::debug!(
+                covered,
+                length,
+                recovered = part.segments.len() - before,
+                "chunk tail transcribed again"
+            );
+            if part.segments.last().map_or(covered, |s| s.end) <= covered + 0.1 {
+                break;
+            }
+        }
+        Ok(part)
+    }
+}
+
+/// A segment of a chunk, timed in the original audio.
+fn remap(mut s: Segment, chunk: &Chunk) -> Segment {
+    s.start = chunk.to_original(s.start, false);
+    s.end = chunk.to_original(s.end, true).max(s.start);
+    for w in &mut s.words {
+        w.start = chunk.to_original(w.start, false);
+        w.end = chunk.to_original(w.end, true).max(w.start);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: usize = 16;
+
+    /// Probabilities for frames: speech where `speech(t_ms)` is true.
+    fn probs(total_ms: usize, speech: impl Fn(usize) -> bool) -> Vec<f32> {
+        (0..total_ms * MS / FRAME)
+            .map(|f| if speech(f * FRAME / MS) { 0.9 } else { 0.05 })
+            .collect()
+    }
+
+    fn no_pad() -> VadParams {
+        VadParams {
+            speech_pad_ms: 0,
+            ..VadParams::default()
+        }
+    }
+
+    #[test]
+    fn short_pauses_stay_inside_a_region_and_long_ones_split_it() {
+        // Speech 1–3 s and 3.5–5 s (a 0.5 s pause), then 9–10 s after a 4 s silence, and
+        // 4 s of silence to the end.
+        let p = probs(14_000, |t| {
+            (1000..3000).contains(&t) || (3500..5000).contains(&t) || (9000..10_000).contains(&t)
+        });
+        let r = speech_regions(&p, 14_000 * MS, &no_pad());
+        assert_eq!(r.len(), 2, "{r:?}");
+        let secs = |s: usize| s as f64 / SAMPLE_RATE as f64;
+        assert!((secs(r[0].start) - 1.0).abs() < 0.04, "{r:?}");
+        assert!((secs(r[0].end) - 5.0).abs() < 0.04, "{r:?}");
+        assert!((secs(r[1].start) - 9.0).abs() < 0.04, "{r:?}");
+        assert!((secs(r[1].end) - 10.0).abs() < 0.04, "{r:?}");
+    }
+
+    #[test]
+    fn padding_widens_regions_and_shares_a_narrow_gap() {
+        let p = probs(12_000, |t| {
+            (1000..3000).contains(&t) || (5500..6000).contains(&t)
+        });
+        let params = VadParams {
+            min_silence_ms: 500,
+            ..VadParams::default()
+        };
+        let r = speech_regions(&p, 12_000 * MS, &params);
+        assert_eq!(r.len(), 2, "{r:?}");
+        // 400 ms each side where there is room.
+        assert!(
+            r[0].start <= 600 * MS + FRAME && r[0].start >= 600 * MS - FRAME,
+            "{r:?}"
+        );
+        assert!(r[1].end >= 6400 * MS - FRAME, "{r:?}");
+        assert!(r[0].end <= r[1].start, "no overlap: {r:?}");
+        // A gap narrower than two pads is shared.
+        let p = probs(4_000, |t| {
+            (0..1000).contains(&t) || (1600..2500).contains(&t)
+        });
+        let r = speech_regions(&p, 4_000 * MS, &params);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(r[0].end, r[1].start, "{r:?}");
+    }
+
+    #[test]
+    fn silence_is_no_region_and_speech_to_the_end_runs_to_the_end() {
+        assert!(speech_regions(&probs(5_000, |_| false), 5_000 * MS, &no_pad()).is_empty());
+        let r = speech_regions(&probs(5_000, |t| t >= 4000), 5_000 * MS + 7, &no_pad());
+        assert_eq!(r, vec![4000 * MS..5_000 * MS + 7]);
+        // A pause at the end shorter than `min_silence_ms` is not an end either.
+        let r = speech_regions(&probs(5_000, |t| t < 4000), 5_000 * MS, &no_pad());
+        assert_eq!(r, vec![0..5_000 * MS]);
+    }
+
+    #[test]
+    fn overlong_speech_is_split_at_its_last_pause() {
+        // 50 s of speech with a 200 ms pause every 7 s: no region may pass 30 s.
+        let p = probs(50_000, |t| t % 7000 < 6800);
+        let r = speech_regions(&p, 50_000 * MS, &no_pad());
+        assert!(r.len() >= 2, "{r:?}");
+        for region in &r {
+            assert!(region.len() <= 30 * SAMPLE_RATE as usize, "{r:?}");
+        }
+        // Split where speech paused, not mid-word: each cut lies in a pause.
+        for region in &r[..r.len() - 1] {
+            let end_ms = region.end / MS;
+            assert!(end_ms % 7000 >= 6700, "cut at {end_ms} ms: {r:?}");
+        }
+    }
+
+    #[test]
+    fn chunks_join_regions_up_to_a_window_and_map_times_back() {
+        let s = SAMPLE_RATE as usize;
+        let regions = vec![s..3 * s, 10 * s..12 * s, 20 * s..50 * s, 60 * s..61 * s];
+        let c = chunks(&regions, 30 * s);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert_eq!(c[0].pieces, vec![s..3 * s, 10 * s..12 * s]);
+        assert_eq!(c[1].pieces, vec![20 * s..50 * s]);
+        assert_eq!(c[0].samples(), 4 * s);
+        // 1.5 s into the joined audio is 2.5 s into the original; 2.0 s is where the pieces
+        // meet: the end of the first piece as an end, the start of the second as a start.
+        assert!((c[0].to_original(1.5, false) - 2.5).abs() < 1e-9);
+        assert!((c[0].to_original(2.0, true) - 3.0).abs() < 1e-9);
+        assert!((c[0].to_original(2.0, false) - 10.0).abs() < 1e-9);
+        assert!((c[0].to_original(3.0, false) - 11.0).abs() < 1e-9);
+        // Past the end stays at the end.
+        assert!((c[0].to_original(9.0, true) - 12.0).abs() < 1e-9);
+        let audio: Vec<f32> = (0..62 * s).map(|i| i as f32).collect();
+        let joined = c[0].audio(&audio);
+        assert_eq!(joined.len(), 4 * s);
+        assert_eq!(joined[2 * s], (10 * s) as f32);
+    }
+}
