@@ -296,6 +296,36 @@ impl Chunk {
     }
 }
 
+impl Chunk {
+    /// Where the pieces meet, in seconds of the joined audio.
+    fn joins(&self) -> Vec<f64> {
+        let rate = SAMPLE_RATE as f64;
+        let mut at = 0.0;
+        let mut joins = Vec::new();
+        for p in &self.pieces[..self.pieces.len().saturating_sub(1)] {
+            at += p.len() as f64 / rate;
+            joins.push(at);
+        }
+        joins
+    }
+
+    /// `[start, end)` of the joined audio without a sliver across a join: a side holding
+    /// under a second and under a third of the span is dropped.
+    pub fn trim_to_joins(&self, mut start: f64, mut end: f64) -> (f64, f64) {
+        let sliver = |part: f64, whole: f64| part < 1.0 && part < whole / 3.0;
+        for join in self.joins() {
+            if start < join && join < end {
+                if sliver(join - start, end - start) {
+                    start = join;
+                } else if sliver(end - join, end - start) {
+                    end = join;
+                }
+            }
+        }
+        (start, end)
+    }
+}
+
 /// Regions joined, in order, into chunks of at most `max_samples` of speech (a region longer
 /// than that is a chunk of its own).
 pub fn chunks(regions: &[Range<usize>], max_samples: usize) -> Vec<Chunk> {
@@ -517,9 +547,15 @@ impl VadTranscriber {
 }
 
 /// A segment of a chunk, timed in the original audio.
+///
+/// Whisper's segment times are loose by a few tenths of a second, so a segment of speech
+/// after a join may start a little before it: that sliver would stretch the segment over the
+/// whole silence the join left out. A segment with less than a second and a third of its
+/// length on one side of a join is moved wholly to the other side.
 fn remap(mut s: Segment, chunk: &Chunk) -> Segment {
-    s.start = chunk.to_original(s.start, false);
-    s.end = chunk.to_original(s.end, true).max(s.start);
+    let (start, end) = chunk.trim_to_joins(s.start, s.end);
+    s.start = chunk.to_original(start, false);
+    s.end = chunk.to_original(end, true).max(s.start);
     for w in &mut s.words {
         w.start = chunk.to_original(w.start, false);
         w.end = chunk.to_original(w.end, true).max(w.start);
@@ -633,6 +669,12 @@ mod tests {
         assert!((c[0].to_original(3.0, false) - 11.0).abs() < 1e-9);
         // Past the end stays at the end.
         assert!((c[0].to_original(9.0, true) - 12.0).abs() < 1e-9);
+        // A sliver before a join belongs to the speech after it, and one after a join to the
+        // speech before it; a segment well on both sides keeps its span.
+        assert_eq!(c[0].trim_to_joins(1.6, 5.0), (2.0, 5.0));
+        assert_eq!(c[0].trim_to_joins(0.0, 2.3), (0.0, 2.0));
+        assert_eq!(c[0].trim_to_joins(0.5, 3.5), (0.5, 3.5));
+        assert!((c[0].to_original(2.0, false) - 10.0).abs() < 1e-9);
         let audio: Vec<f32> = (0..62 * s).map(|i| i as f32).collect();
         let joined = c[0].audio(&audio);
         assert_eq!(joined.len(), 4 * s);

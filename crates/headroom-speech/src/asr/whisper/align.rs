@@ -323,6 +323,50 @@ pub fn words(
     out
 }
 
+/// Samples per alignment frame (20 ms at 16 kHz).
+const SAMPLES_PER_FRAME: usize = 320;
+/// Quieter than this below the window's loud speech is a pause, not a word.
+const PAUSE_BELOW_DB: f32 = 30.0;
+/// A word keeps at least this much of its span.
+const MIN_WORD_SECS: f64 = 0.1;
+
+/// Moves each word's start past the silence before it, and its end back from the silence
+/// after it. The alignment gives a word every frame from the previous word's end, so a pause
+/// before a word would otherwise count as part of it (a word after half a second's pause
+/// started half a second early). `audio`: the window's 16 kHz samples, from `offset` seconds.
+pub fn trim_to_sound(segments: &mut [Vec<Word>], audio: &[f32], offset: f64) {
+    let levels: Vec<f32> = audio
+        .chunks(SAMPLES_PER_FRAME)
+        .map(|f| (f.iter().map(|v| v * v).sum::<f32>() / f.len() as f32).sqrt())
+        .collect();
+    if levels.is_empty() {
+        return;
+    }
+    // The loud speech: the 90th percentile frame, so a click does not set the scale.
+    let mut sorted = levels.clone();
+    sorted.sort_by(f32::total_cmp);
+    let loud = sorted[sorted.len() * 9 / 10];
+    let floor = loud * 10f32.powf(-PAUSE_BELOW_DB / 20.0);
+    if loud <= 0.0 {
+        return;
+    }
+    let frame_of =
+        |t: f64| (((t - offset) * FRAMES_PER_SECOND).round().max(0.0) as usize).min(levels.len());
+    let min_frames = (MIN_WORD_SECS * FRAMES_PER_SECOND) as usize;
+    for word in segments.iter_mut().flatten() {
+        let (mut start, mut end) = (frame_of(word.start), frame_of(word.end));
+        while start + min_frames < end && levels[start] < floor {
+            start += 1;
+        }
+        while end > start + min_frames && levels[end - 1] < floor {
+            end -= 1;
+        }
+        let secs = |f: usize| offset + f as f64 / FRAMES_PER_SECOND;
+        word.start = word.start.max(secs(start));
+        word.end = word.end.min(secs(end)).max(word.start);
+    }
+}
+
 fn ends_sentence(word: &str) -> bool {
     word.chars()
         .last()
@@ -331,6 +375,33 @@ fn ends_sentence(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn words_lose_the_silence_around_them_but_keep_their_sound() {
+        // 0.5 s of silence, 0.5 s of tone, 0.5 s of silence, from 10 s into the audio.
+        let mut audio = vec![0f32; 8000];
+        audio.extend((0..8000).map(|i| (i as f32 * 0.1).sin() * 0.3));
+        audio.extend(vec![0f32; 8000]);
+        let word = |start: f64, end: f64| Word {
+            start,
+            end,
+            text: "harbour".into(),
+            probability: 0.9,
+        };
+        let mut segments = vec![vec![word(10.0, 11.3)], vec![word(10.1, 10.3)]];
+        trim_to_sound(&mut segments, &audio, 10.0);
+        let w = &segments[0][0];
+        assert!(
+            (w.start - 10.5).abs() < 0.021 && (w.end - 11.0).abs() < 0.021,
+            "{w:?}"
+        );
+        // A word timed wholly in silence keeps its place and the least length.
+        let w = &segments[1][0];
+        assert!(
+            (w.start - 10.2).abs() < 1e-9 && (w.end - 10.3).abs() < 1e-9,
+            "{w:?}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -321,12 +321,14 @@ impl Decoding<'_> {
             } else {
                 self.segments_of(&decoded.chosen, offset, window_frames)
             };
+            let window_audio = &samples[(seek * HOP).min(samples.len())
+                ..((seek + window_frames) * HOP).min(samples.len())];
             let found = self.finish_segments(
                 raw,
                 options.word_timestamps,
                 &cross,
                 &sot_sequence,
-                window_frames,
+                window_audio,
                 offset,
                 &mut scratch,
             );
@@ -394,7 +396,7 @@ impl Decoding<'_> {
             &guards.temperatures
         };
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut last = None;
+        let mut tried: Vec<(bool, bool, WindowDecoding)> = Vec::new();
         for &temperature in temperatures {
             let chosen = if temperature > 0.0 {
                 self.sample(win, temperature, &mut rng, scratch, cancel)?
@@ -426,14 +428,38 @@ impl Decoding<'_> {
             let unsure = guards
                 .log_prob_threshold
                 .is_some_and(|t| decoded.avg_logprob < t);
-            let done = (!repeats && !unsure) || is_silence(guards, &decoded);
-            last = Some(decoded);
-            if done {
-                break;
+            // Silence is judged on the first (most likely) decoding: a hotter sample is
+            // always unsure, and would make any window with a hint of no speech silent.
+            if (!repeats && !unsure) || (tried.is_empty() && is_silence(guards, &decoded)) {
+                return Ok(decoded);
             }
             tracing::debug!(temperature, repeats, unsure, "window decoded again");
+            tried.push((repeats, unsure, decoded));
         }
-        Ok(last.expect("at least one temperature"))
+        // Every temperature failed a check. Speech that really repeats itself (a chorus, a
+        // list read twice) compresses like a loop, and sampling hotter then only adds
+        // guesses: keep the most likely decoding the model was sure of, preferring one that
+        // does not repeat; with none sure, the most likely of all.
+        let likelier = |a: &&(bool, bool, WindowDecoding), b: &&(bool, bool, WindowDecoding)| {
+            a.2.avg_logprob.total_cmp(&b.2.avg_logprob)
+        };
+        let best = tried
+            .iter()
+            .filter(|(repeats, unsure, _)| !unsure && !repeats)
+            .max_by(likelier)
+            .or_else(|| {
+                tried
+                    .iter()
+                    .filter(|(_, unsure, _)| !unsure)
+                    .max_by(likelier)
+            })
+            .or_else(|| tried.iter().max_by(likelier))
+            .map(|best| best.2.temperature);
+        let index = tried
+            .iter()
+            .position(|t| Some(t.2.temperature) == best)
+            .expect("at least one temperature");
+        Ok(tried.swap_remove(index).2)
     }
 
     /// Greedy decoding (`temperature` 0) or sampling at `temperature`.
@@ -695,11 +721,23 @@ impl Decoding<'_> {
         let window_end = offset + window_frames as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
         let full_window = window_frames == WINDOW_FRAMES;
         if let (Some(end), true) = (last_closed, full_window) {
-            // The next window starts where the last complete segment ends: a segment the
-            // window cut short, and words at its edge that no segment holds yet, are heard
-            // again in full (nothing a closed segment holds is decoded twice).
             let frames = ((end - sp.timestamp_begin) * 2) as usize;
-            return (segments, frames.clamp(1, window_frames));
+            // The window cut a segment short, or the model stopped early with more than a
+            // second of audio left: hear the rest again from the last complete segment.
+            // (Always restarting there loses fewer words at a window's edge on some speech,
+            // and makes the model invent text from a cut-off tail on other: measured worse.)
+            if !text.is_empty() || frames + 100 < window_frames {
+                return (segments, frames.clamp(1, window_frames));
+            }
+        }
+        if let (Some(end), false) = (last_closed, full_window) {
+            let frames = ((end - sp.timestamp_begin) * 2) as usize;
+            // The audio's last window, where the model stopped with more than two seconds
+            // left: hear the rest again (a final sentence is otherwise lost). Only after a
+            // second's progress, so a window is never decoded again for nothing.
+            if text.is_empty() && frames >= 100 && frames + 200 < window_frames {
+                return (segments, frames);
+            }
         }
         if !text.is_empty() {
             // Text with no closing timestamp runs to the end of the window.
@@ -721,7 +759,7 @@ impl Decoding<'_> {
         word_timestamps: bool,
         cross: &CrossKv,
         sot_sequence: &[u32],
-        window_frames: usize,
+        window_audio: &[f32],
         offset: f64,
         scratch: &mut Scratch,
     ) -> Vec<Segment> {
@@ -737,7 +775,7 @@ impl Decoding<'_> {
             })
             .collect();
         let mut words = if word_timestamps && !raw.is_empty() {
-            self.align(&raw, cross, sot_sequence, window_frames, offset, scratch)
+            self.align(&raw, cross, sot_sequence, window_audio, offset, scratch)
         } else {
             Vec::new()
         };
@@ -766,10 +804,11 @@ impl Decoding<'_> {
         raw: &[RawSegment],
         cross: &CrossKv,
         sot_sequence: &[u32],
-        window_frames: usize,
+        window_audio: &[f32],
         offset: f64,
         scratch: &mut Scratch,
     ) -> Vec<Vec<crate::asr::Word>> {
+        let window_frames = window_audio.len() / HOP;
         let decoder = &self.model.decoder;
         let text: Vec<u32> = raw.iter().flat_map(|s| s.tokens.iter().copied()).collect();
         let mut entries: Vec<(usize, u32)> = sot_sequence.iter().map(|&t| (0, t)).collect();
@@ -818,7 +857,9 @@ impl Decoding<'_> {
             .collect();
         let counts: Vec<usize> = raw.iter().map(|s| s.tokens.len()).collect();
         let bounds: Vec<(f64, f64)> = raw.iter().map(|s| (s.start, s.end)).collect();
-        align::words(&pieces, &logprobs, &boundaries, &counts, &bounds, offset)
+        let mut words = align::words(&pieces, &logprobs, &boundaries, &counts, &bounds, offset);
+        align::trim_to_sound(&mut words, window_audio, offset);
+        words
     }
 }
 
