@@ -2,5 +2,6 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    headroom_base::allocator::use_one_malloc_arena();
     headroom_desktop::run();
 }

@@ -14,12 +14,14 @@
 //!
 //! | module | for |
 //! |---|---|
+//! | [`allocator`] | the allocator's set-up, once at the top of `main` |
 //! | [`fsutil`] | atomic, durable file writes |
 //! | [`language`] | the languages narration is translated into, with their espeak-ng voices |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
 //! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
 //! | [`redact`] | passwords and keys inside URLs kept out of what is shown |
 
+pub mod allocator;
 pub mod clock;
 pub mod fsutil;
 pub mod language;

@@ -162,6 +162,7 @@ impl Command {
 }
 
 fn main() -> ExitCode {
+    headroom_base::allocator::use_one_malloc_arena();
     let cli = Cli::parse();
     init_tracing();
     // The one place the process environment is read.
