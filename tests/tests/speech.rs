@@ -4,8 +4,9 @@
 use headroom_core::admission::Priority;
 use headroom_core::config::Config;
 use headroom_services::speech::{AudioInput, SpeechError, SpeechService};
-use headroom_speech::asr::{word_error_rate, TranscribeOptions};
-use headroom_speech::audio::{decode_file, write_wav, AudioError, DecodeLimits};
+use headroom_speech::asr::{word_error_rate, TranscribeOptions, Word};
+use headroom_speech::audio::stretch::sound_bounds;
+use headroom_speech::audio::{decode_file, write_wav, Audio, AudioError, DecodeLimits};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -38,17 +39,63 @@ async fn transcribe(
     service: &SpeechService,
     path: &Path,
 ) -> Result<headroom_speech::asr::Transcript, SpeechError> {
+    transcribe_with(service, path, TranscribeOptions::default()).await
+}
+
+async fn transcribe_with(
+    service: &SpeechService,
+    path: &Path,
+    options: TranscribeOptions,
+) -> Result<headroom_speech::asr::Transcript, SpeechError> {
     let input = AudioInput::from_file(path)?;
     service
         .transcribe(
             input,
             MODEL,
-            TranscribeOptions::default(),
+            options,
             Priority::Normal,
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
         .await
+}
+
+/// espeak-ng's `text` at 16 kHz, its leading and trailing silence cut off.
+async fn spoken_16k(service: &SpeechService, text: &str) -> Vec<f32> {
+    let audio = service
+        .synthesize(text.into(), None, CancellationToken::new())
+        .await
+        .unwrap()
+        .to_16k()
+        .unwrap();
+    let (start, end) = sound_bounds(&audio, 45.0).expect("espeak-ng spoke");
+    audio.samples[start..end].to_vec()
+}
+
+fn silence(samples: &mut Vec<f32>, secs: f64) {
+    samples.extend(std::iter::repeat_n(0.0, (secs * 16_000.0) as usize));
+}
+
+/// Noise peaking 74 dB below full scale: a quiet room, not digital silence.
+fn faint_noise(secs: f64) -> Vec<f32> {
+    let mut state = 7u32;
+    (0..(secs * 16_000.0) as usize)
+        .map(|_| {
+            state = state.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((state >> 8) as f32 / (1 << 24) as f32 - 0.5) * 4e-4
+        })
+        .collect()
+}
+
+fn write_16k(path: &Path, samples: Vec<f32>) {
+    write_wav(
+        path,
+        &Audio {
+            samples,
+            sample_rate: 16_000,
+        },
+    )
+    .unwrap();
 }
 
 #[tokio::test]
@@ -93,19 +140,159 @@ async fn audio_longer_than_a_window_gets_ordered_timestamps_to_the_end() {
         .join(" ");
     let path = scratch("long.wav");
     speak_to(&service, &text, &path).await;
-    let transcript = transcribe(&service, &path).await.unwrap();
-    assert!(transcript.duration > 45.0, "{}", transcript.duration);
-    let starts: Vec<f64> = transcript.segments.iter().map(|s| s.start).collect();
-    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
-    let last = transcript.segments.last().unwrap();
+    // In 30 s windows, and in chunks cut at pauses by voice activity detection.
+    for skip_silence in [false, true] {
+        let options = TranscribeOptions {
+            skip_silence,
+            ..TranscribeOptions::default()
+        };
+        let transcript = transcribe_with(&service, &path, options).await.unwrap();
+        assert!(transcript.duration > 45.0, "{}", transcript.duration);
+        let starts: Vec<f64> = transcript.segments.iter().map(|s| s.start).collect();
+        assert!(
+            starts.windows(2).all(|w| w[0] <= w[1]),
+            "skip_silence {skip_silence}: {starts:?}"
+        );
+        let last = transcript.segments.last().unwrap();
+        assert!(
+            last.end > transcript.duration - 5.0,
+            "skip_silence {skip_silence}: the end of the audio is transcribed: {last:?}"
+        );
+        assert!(
+            word_error_rate(&text, &transcript.text()) < 0.35,
+            "skip_silence {skip_silence}: {}",
+            transcript.text()
+        );
+    }
+}
+
+#[tokio::test]
+async fn word_times_follow_words_placed_at_known_times() {
+    let service = service();
+    // Each word spoken alone and laid at a known onset, so the truth is exact.
+    let words = [
+        "morning", "yellow", "garden", "window", "river", "pocket", "kitchen", "teacher",
+    ];
+    let mut samples = Vec::new();
+    silence(&mut samples, 0.6);
+    let mut onsets = Vec::new();
+    let mut ends = Vec::new();
+    for word in words {
+        onsets.push(samples.len() as f64 / 16_000.0);
+        samples.extend(spoken_16k(&service, word).await);
+        ends.push(samples.len() as f64 / 16_000.0);
+        silence(&mut samples, 0.45);
+    }
+    let path = scratch("words.wav");
+    write_16k(&path, samples);
+    let options = TranscribeOptions {
+        word_timestamps: true,
+        ..TranscribeOptions::default()
+    };
+    let transcript = transcribe_with(&service, &path, options).await.unwrap();
+    let found: Vec<&Word> = transcript.segments.iter().flat_map(|s| &s.words).collect();
+    eprintln!("{found:#?}");
+    assert!(!found.is_empty(), "no word times: {transcript:?}");
+    for pair in found.windows(2) {
+        assert!(pair[0].start <= pair[1].start, "in order: {pair:?}");
+    }
+    for w in &found {
+        assert!(w.start <= w.end, "{w:?}");
+        assert!((0.0..=1.0).contains(&w.probability), "{w:?}");
+    }
+    let bare = |t: &str| {
+        t.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let mut matched = 0;
+    for ((word, onset), end) in words.iter().zip(&onsets).zip(&ends) {
+        if let Some(w) = found.iter().find(|w| bare(&w.text) == *word) {
+            matched += 1;
+            eprintln!(
+                "{word:?}: spoken {onset:.2}–{end:.2} s, timed {:.2}–{:.2} s",
+                w.start, w.end
+            );
+            assert!(
+                (w.start - onset).abs() <= 0.15 && (w.end - end).abs() <= 0.15,
+                "{word:?} spoken {onset:.2}–{end:.2} s, timed {:.2}–{:.2} s",
+                w.start,
+                w.end
+            );
+        }
+    }
     assert!(
-        last.end > transcript.duration - 5.0,
-        "the end of the audio is transcribed: {last:?}"
+        matched >= 6,
+        "only {matched} of {} words recognised: {}",
+        words.len(),
+        transcript.text()
     );
+}
+
+#[tokio::test]
+async fn long_silences_are_skipped_and_times_stay_in_the_original_timeline() {
+    let service = service();
+    let first = "The ferry leaves the harbour at seven.";
+    let second = "Bring a warm coat for the crossing.";
+    // 1 s of silence, a sentence, 25 s of near silence (faint noise), a sentence, 10 s more.
+    let mut samples = Vec::new();
+    silence(&mut samples, 1.0);
+    samples.extend(spoken_16k(&service, first).await);
+    let first_end = samples.len() as f64 / 16_000.0;
+    samples.extend(faint_noise(25.0));
+    let second_start = samples.len() as f64 / 16_000.0;
+    samples.extend(spoken_16k(&service, second).await);
+    let second_end = samples.len() as f64 / 16_000.0;
+    silence(&mut samples, 10.0);
+    let path = scratch("pauses.wav");
+    write_16k(&path, samples);
+
+    let transcript = transcribe(&service, &path).await.unwrap();
+    eprintln!("{:#?}", transcript.segments);
     assert!(
-        word_error_rate(&text, &transcript.text()) < 0.35,
+        word_error_rate(&format!("{first} {second}"), &transcript.text()) <= 0.25,
         "{}",
         transcript.text()
+    );
+    for s in &transcript.segments {
+        let in_pause = s.start > first_end + 0.5 && s.end < second_start - 0.5;
+        let after = s.start > second_end + 0.5;
+        assert!(!in_pause && !after, "text invented in silence: {s:?}");
+    }
+    // The second sentence is timed where it is in the file, not where it is in the speech.
+    let later = transcript
+        .segments
+        .iter()
+        .find(|s| word_error_rate(second, &s.text) < 0.5)
+        .expect("the second sentence has a segment");
+    assert!(
+        (later.start - second_start).abs() < 1.0,
+        "{later:?} vs {second_start:.2} s"
+    );
+
+    // Near silence alone (digital silence is refused as a silent file) gives no text.
+    let path = scratch("quiet.wav");
+    write_16k(&path, faint_noise(20.0));
+    let transcript = transcribe(&service, &path).await.unwrap();
+    assert!(transcript.segments.is_empty(), "{:?}", transcript.segments);
+}
+
+#[tokio::test]
+async fn beam_search_and_an_initial_prompt_transcribe_within_the_bound() {
+    let service = service();
+    let sentence = "Please send the report to my office before noon.";
+    let path = scratch("beam.wav");
+    speak_to(&service, sentence, &path).await;
+    let options = TranscribeOptions {
+        beam_size: 5,
+        initial_prompt: Some("Meeting notes from the harbour office.".into()),
+        ..TranscribeOptions::default()
+    };
+    let transcript = transcribe_with(&service, &path, options).await.unwrap();
+    let text = transcript.text();
+    assert!(word_error_rate(sentence, &text) <= 0.25, "{text}");
+    assert!(
+        !text.contains("Meeting notes"),
+        "the prompt is context, not transcript: {text}"
     );
 }
 
@@ -285,9 +472,7 @@ async fn the_multilingual_model_detects_the_language() {
     write_wav(&path, &audio).unwrap();
     let transcribe_with = |model: &'static str, language: Option<&str>| {
         let input = AudioInput::from_file(&path).unwrap();
-        let options = TranscribeOptions {
-            language: language.map(str::to_string),
-        };
+        let options = TranscribeOptions::in_language(language.map(str::to_string));
         service.transcribe(
             input,
             model,

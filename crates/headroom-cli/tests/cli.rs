@@ -342,6 +342,82 @@ async fn a_crafted_wav_is_refused_not_a_crash() {
 }
 
 #[tokio::test]
+async fn transcribe_times_words_and_takes_the_decoding_choices() {
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
+    );
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let out = headroom(&["transcribe", sample, "--words", "--format", "json"], &[]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let segments = json["segments"].as_array().unwrap();
+    assert!(segments.len() >= 3, "{json}");
+    let mut last_start = 0.0;
+    for segment in segments {
+        let words = segment["words"].as_array().expect("words in every segment");
+        assert!(!words.is_empty(), "{segment}");
+        for w in words {
+            let (start, end) = (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+            assert!(
+                start <= end && start >= last_start,
+                "{w} after {last_start}"
+            );
+            assert!(
+                start >= segment["start"].as_f64().unwrap() - 0.5,
+                "{w} in {segment}"
+            );
+            assert!(
+                (0.0..=1.0).contains(&w["probability"].as_f64().unwrap()),
+                "{w}"
+            );
+            last_start = start;
+        }
+    }
+    // One cue per word in SubRip.
+    let words: usize = segments
+        .iter()
+        .map(|s| s["words"].as_array().unwrap().len())
+        .sum();
+    let out = headroom(&["transcribe", sample, "--words", "--format", "srt"], &[]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cues = text(&out.stdout).matches(" --> ").count();
+    assert_eq!(cues, words);
+
+    // Float weights, every window, no guards, beam search: the same interview, near enough.
+    let out = headroom(
+        &[
+            "transcribe",
+            sample,
+            "--precision",
+            "float32",
+            "--keep-silence",
+            "--no-guards",
+            "--beam",
+            "3",
+        ],
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plain: String = segments
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let wer = headroom_speech::asr::word_error_rate(&plain, &text(&out.stdout));
+    assert!(wer < 0.2, "{wer}: {plain:?} vs {:?}", text(&out.stdout));
+
+    let out = headroom(&["transcribe", sample, "--precision", "int4"], &[]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("\"int4\" is not a precision: use int8 or float32"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
 async fn projects_from_the_command_line() {
     assert!(
         std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
