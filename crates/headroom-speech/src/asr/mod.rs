@@ -22,6 +22,16 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// Later by `secs`, words and all: a segment of a piece of audio, timed in the whole.
+    pub fn shift(&mut self, secs: f64) {
+        self.start += secs;
+        self.end += secs;
+        for w in &mut self.words {
+            w.start += secs;
+            w.end += secs;
+        }
+    }
+
     /// A segment without word times.
     pub fn new(start: f64, end: f64, text: impl Into<String>) -> Segment {
         Segment {
@@ -204,8 +214,7 @@ pub trait Transcriber: Send + Sync {
         let mut rest = self.transcribe(&samples[skip..], options, progress, cancel)?;
         let offset = skip as f64 / SAMPLE_RATE as f64;
         for segment in &mut rest.segments {
-            segment.start += offset;
-            segment.end += offset;
+            segment.shift(offset);
         }
         rest.duration = samples.len() as f64 / SAMPLE_RATE as f64;
         window_done(WindowDone {

@@ -524,12 +524,7 @@ impl VadTranscriber {
                 .transcribe(&audio[from..], options, &|_| {}, cancel)?;
             let before = part.segments.len();
             part.segments.extend(rest.segments.into_iter().map(|mut s| {
-                s.start += covered;
-                s.end += covered;
-                for w in &mut s.words {
-                    w.start += covered;
-                    w.end += covered;
-                }
+                s.shift(covered);
                 s
             }));
             tracing::debug!(
