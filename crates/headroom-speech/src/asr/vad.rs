@@ -28,10 +28,6 @@ const CONTEXT: usize = 64;
 const STATE: usize = 128;
 /// Frames per model call (about 33 s), so long audio never makes one huge tensor.
 const BATCH_FRAMES: usize = 1024;
-/// Speech left after a chunk's last segment that is worth a second look, in seconds.
-const UNHEARD_TAIL_SECS: f64 = 1.5;
-/// Second looks at one chunk at most.
-const MAX_TAIL_RETRIES: usize = 2;
 /// Chunks transcribed at once.
 const CONCURRENT_CHUNKS: usize = 2;
 /// Speech per chunk at most: one Whisper window.
@@ -497,9 +493,8 @@ impl Transcriber for VadTranscriber {
 }
 
 impl VadTranscriber {
-    /// One chunk. A chunk is all speech, so when the transcriber stops well before the
-    /// chunk's end (Whisper sometimes ends a window early and leaves its last sentence out),
-    /// the rest is transcribed again from where its text ended.
+    /// One chunk. (A chunk is shorter than a window; where Whisper stops well before its
+    /// end, the engine hears the rest again, as it does for any audio's last window.)
     fn transcribe_chunk(
         &self,
         samples: &[f32],
@@ -507,37 +502,8 @@ impl VadTranscriber {
         options: &TranscribeOptions,
         cancel: &CancellationToken,
     ) -> Result<Transcript, AsrError> {
-        let rate = SAMPLE_RATE as f64;
-        let audio = chunk.audio(samples);
-        let length = audio.len() as f64 / rate;
-        let mut part = self.inner.transcribe(&audio, options, &|_| {}, cancel)?;
-        for _ in 0..MAX_TAIL_RETRIES {
-            let Some(covered) = part.segments.last().map(|s| s.end) else {
-                break; // nothing heard at all: no speech to recover
-            };
-            if length - covered < UNHEARD_TAIL_SECS {
-                break;
-            }
-            let from = ((covered * rate) as usize).min(audio.len());
-            let rest = self
-                .inner
-                .transcribe(&audio[from..], options, &|_| {}, cancel)?;
-            let before = part.segments.len();
-            part.segments.extend(rest.segments.into_iter().map(|mut s| {
-                s.shift(covered);
-                s
-            }));
-            tracing::debug!(
-                covered,
-                length,
-                recovered = part.segments.len() - before,
-                "chunk tail transcribed again"
-            );
-            if part.segments.last().map_or(covered, |s| s.end) <= covered + 0.1 {
-                break;
-            }
-        }
-        Ok(part)
+        self.inner
+            .transcribe(&chunk.audio(samples), options, &|_| {}, cancel)
     }
 }
 
