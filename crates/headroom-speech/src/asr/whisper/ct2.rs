@@ -232,6 +232,13 @@ impl Ct2Model {
         self.aliases.get(name).map_or(name, String::as_str)
     }
 
+    /// The variables' names and shapes (aliases not included).
+    pub fn shapes(&self) -> impl Iterator<Item = (&str, &[usize])> {
+        self.vars
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.dims.as_slice()))
+    }
+
     /// Whether the model has a variable (or alias) of this name.
     pub fn has(&self, name: &str) -> bool {
         self.vars.contains_key(self.resolve(name))
@@ -376,6 +383,7 @@ mod tests {
         assert!(matches!(err, Ct2Error::Tensor { .. }), "{err}");
         let ok = Ct2Model::parse(&one_variable(&[2, 0, 3], 0, &[]), "empty.bin").unwrap();
         assert_eq!(ok.tensor("w").unwrap().dims(), &[2, 0, 3]);
+        assert_eq!(ok.shapes().collect::<Vec<_>>(), vec![("w", &[2, 0, 3][..])]);
     }
 
     #[test]
