@@ -41,6 +41,17 @@ with wav.open("rb") as f:
 result["verbose_language"] = verbose.language
 result["verbose_segments"] = len(verbose.segments or [])
 
+with wav.open("rb") as f:
+    timed = client.audio.transcriptions.create(
+        model="whisper-tiny.en", file=f, response_format="verbose_json",
+        timestamp_granularities=["word"],
+    )
+words = timed.words or []
+result["words"] = len(words)
+result["words_in_order"] = all(
+    a.start <= b.start and a.start <= a.end for a, b in zip(words, words[1:])
+)
+
 bad = scratch / "notes.mp3"
 bad.write_text("meeting notes, not audio\n" * 40)
 try:

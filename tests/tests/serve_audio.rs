@@ -46,6 +46,9 @@ async fn the_openai_python_client_speaks_and_transcribes() {
         .starts_with("1\n00:00:00,000 --> "));
     assert_eq!(seen["verbose_language"], "en");
     assert!(seen["verbose_segments"].as_u64().unwrap() >= 1);
+    // Word times, asked for as OpenAI's client asks.
+    assert!(seen["words"].as_u64().unwrap() >= 3, "{seen}");
+    assert_eq!(seen["words_in_order"], true, "{seen}");
     assert_eq!(seen["bad_status"], 400);
     assert_eq!(seen["bad_code"], "invalid_audio");
     assert!(seen["bad_message"].as_str().unwrap().contains("notes.mp3"));

@@ -155,6 +155,8 @@ async fn transcriptions(
     let mut model = None;
     let mut format = "json".to_string();
     let mut language = None;
+    let mut prompt = None;
+    let mut word_timestamps = false;
     // Uploads are batch work unless the client says a person is waiting.
     let mut priority = Priority::Normal;
     while let Some(field) = form
@@ -174,7 +176,12 @@ async fn transcriptions(
             "response_format" => format = text,
             "language" => language = Some(text).filter(|l| !l.is_empty()),
             "priority" if text == "interactive" => priority = Priority::Interactive,
-            _ => {} // temperature, prompt, timestamp_granularities: accepted, not used
+            "prompt" => prompt = Some(text).filter(|p| !p.trim().is_empty()),
+            // OpenAI's clients send the list as repeated `timestamp_granularities[]` fields.
+            "timestamp_granularities[]" | "timestamp_granularities" if text == "word" => {
+                word_timestamps = true
+            }
+            _ => {} // temperature: accepted, not used
         }
     }
     drop(receiving);
@@ -197,7 +204,11 @@ async fn transcriptions(
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
     let input = AudioInput::from_temporary(upload, PathBuf::from(file_name));
-    let options = TranscribeOptions::in_language(language);
+    let options = TranscribeOptions {
+        initial_prompt: prompt,
+        word_timestamps,
+        ..TranscribeOptions::in_language(language)
+    };
     let model = transcription_model(model.as_deref());
     let transcript = state
         .speech
@@ -216,6 +227,9 @@ async fn transcriptions(
             "text": transcript.text(),
             "segments": transcript.segments.iter().enumerate().map(|(id, s)| json!({
                 "id": id, "start": s.start, "end": s.end, "text": s.text,
+            })).collect::<Vec<_>>(),
+            "words": transcript.segments.iter().flat_map(|s| &s.words).map(|w| json!({
+                "word": w.text, "start": w.start, "end": w.end, "probability": w.probability,
             })).collect::<Vec<_>>(),
         }))
         .into_response(),
