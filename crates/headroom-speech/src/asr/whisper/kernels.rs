@@ -305,7 +305,8 @@ impl Matrix {
         self.rows
     }
 
-    /// Bytes held by the weights.
+    /// Bytes held by the weights (measured by the test of int8 storage).
+    #[cfg(test)]
     pub fn weight_bytes(&self) -> usize {
         match &self.weights {
             Weights::F32(w) => w.len() * 4,

@@ -9,7 +9,7 @@ mod model;
 mod text_decoder;
 
 pub use ct2::{Ct2Error, Ct2Model};
-pub use decode::{compression_ratio, LANGUAGE_CODES};
+pub use decode::LANGUAGE_CODES;
 pub use kernels::Precision;
 
 use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
@@ -30,7 +30,6 @@ pub struct WhisperEngine {
     suppress: Vec<u32>,
     suppress_at_begin: Vec<u32>,
     alignment_heads: Vec<(usize, usize)>,
-    precision: Precision,
 }
 
 /// Alignment heads of the models Headroom installs, as openai-whisper publishes them (its
@@ -140,7 +139,6 @@ impl WhisperEngine {
         );
         Ok(WhisperEngine {
             alignment_heads,
-            precision,
             name: name.to_string(),
             mel: MelFrontend::new(model.dims.n_mels),
             suppress: ids("suppress_ids"),
@@ -153,20 +151,6 @@ impl WhisperEngine {
 
     pub fn multilingual(&self) -> bool {
         self.special.multilingual()
-    }
-
-    pub fn precision(&self) -> Precision {
-        self.precision
-    }
-
-    /// Bytes held by the decoder's weights (int8 or float32).
-    pub fn decoder_weight_bytes(&self) -> usize {
-        self.model.decoder.weight_bytes()
-    }
-
-    /// The decoder heads word timing follows.
-    pub fn alignment_heads(&self) -> &[(usize, usize)] {
-        &self.alignment_heads
     }
 }
 

@@ -156,28 +156,6 @@ impl TextDecoder {
         self.positions.len() / self.d
     }
 
-    /// Bytes of weights held.
-    pub fn weight_bytes(&self) -> usize {
-        let blocks: usize = self
-            .blocks
-            .iter()
-            .map(|b| {
-                [
-                    &b.qkv,
-                    &b.self_out,
-                    &b.cross_q,
-                    &b.cross_out,
-                    &b.up,
-                    &b.down,
-                ]
-                .iter()
-                .map(|m| m.weight_bytes())
-                .sum::<usize>()
-            })
-            .sum();
-        blocks + self.embeddings.weight_bytes() + self.positions.len() * 4
-    }
-
     pub fn new_cache(&self) -> SelfCache {
         SelfCache {
             keys: vec![Vec::new(); self.blocks.len()],
