@@ -4,7 +4,7 @@
 //! Rust it talks to; a test fails when the two drift. After changing a type, a command or an
 //! event, regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
 
-use crate::commands::{AppInfo, GpuView, UiError, UiErrorKind};
+use crate::commands::{AppInfo, GpuView, LiveLine, RecordOutcome, UiError, UiErrorKind};
 use crate::{event_declarations, event_payloads, COMMAND_NAMES};
 use headroom_core::admission::{
     DeadlineKind, Lane, Occupancy, RejectReason, Rejection, SuggestedAction, YieldRule,
@@ -17,6 +17,7 @@ use headroom_core::config::{
 use headroom_core::lanes::{LaneSnapshot, RejectionRecord};
 use headroom_core::llm::{ModelCard, ServerInfo};
 use headroom_gpu::{DeviceMemory, MemorySample, ProcessMemory, SamplerStatus};
+use headroom_services::residency::{MemoryView, ResidentModel};
 use headroom_services::voice_work::Closeness;
 use headroom_services::voices::{ReferenceClip, VoiceMatch, VoiceProfile};
 use headroom_services::LaneView;
@@ -80,7 +81,7 @@ pub fn typescript() -> String {
         CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
-        AppInfo, UiErrorKind, UiError,
+        AppInfo, UiErrorKind, UiError, ResidentModel, MemoryView, LiveLine, RecordOutcome,
     );
     decls.extend(event_declarations(cfg));
     let mut out = String::from(

@@ -6,10 +6,15 @@ use headroom_core::admission::{Rejection, SuggestedAction};
 use headroom_core::config::Config;
 use headroom_core::llm::ServerInfo;
 use headroom_gpu::{GpuSampler, MemorySample, SamplerStatus};
+use headroom_services::recording::LiveRequest;
+use headroom_services::residency::MemoryView;
 use headroom_services::voices::VoiceProfile;
 use headroom_services::LaneView;
 use headroom_speech::asr::export::ExportFormat;
+use headroom_speech::asr::live::{LiveParams, LiveUpdate};
+use headroom_speech::asr::TranscribeOptions;
 use headroom_speech::cloning::Health;
+use headroom_speech::models;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::MatchProgress;
 use headroom_workstation::jobs::JobInfo;
@@ -576,23 +581,111 @@ pub struct RecordLevel {
     pub dbfs: f32,
 }
 
-/// Records until the job is cancelled (the Stop button) or `max_seconds`; returns the absolute
-/// path of the WAV saved in the project.
+/// A line of live text: the phrase being spoken, or a segment made final.
+#[derive(Clone, Serialize, TS)]
+pub struct LiveLine {
+    pub start: f64,
+    pub end: f64,
+    pub text: String,
+}
+
+/// Live transcription while recording (`live-transcript`): the phrase being spoken so far
+/// (replacing the last one shown), or the phrase's final segments (replacing it).
+#[derive(Clone, Serialize, TS)]
+pub struct LiveTranscript {
+    pub job: String,
+    pub partial: Option<LiveLine>,
+    pub finals: Vec<LiveLine>,
+}
+
+/// Emits a recording job's live text as `live-transcript` events.
+fn live_events(app: AppHandle, job: String) -> LiveRequest {
+    let on_update = move |update: LiveUpdate| {
+        let (partial, finals) = match update {
+            LiveUpdate::Partial { start, end, text } => {
+                (Some(LiveLine { start, end, text }), vec![])
+            }
+            LiveUpdate::Final { segments } => (
+                None,
+                segments
+                    .into_iter()
+                    .map(|s| LiveLine {
+                        start: s.start,
+                        end: s.end,
+                        text: s.text.trim().to_string(),
+                    })
+                    .collect(),
+            ),
+        };
+        let _ = app.emit(
+            events::LIVE_TRANSCRIPT,
+            LiveTranscript {
+                job: job.clone(),
+                partial,
+                finals,
+            },
+        );
+    };
+    LiveRequest {
+        model: models::DEFAULT_MODEL.to_string(),
+        options: TranscribeOptions::default(),
+        params: LiveParams::default(),
+        on_update: Box::new(on_update),
+    }
+}
+
+/// A finished recording: the WAV's absolute path, and with live transcription the project
+/// holding its transcript, or why there is none (the recording is kept either way).
+#[derive(Serialize, TS)]
+pub struct RecordOutcome {
+    pub file: PathBuf,
+    pub project: Option<Project>,
+    pub live_error: Option<UiError>,
+}
+
+/// Records until the job is cancelled (the Stop button) or `max_seconds`, transcribing live
+/// when `live` is set.
 #[tauri::command]
 pub async fn record(
     app: AppHandle,
     shell: State<'_, Shell>,
     project: String,
     max_seconds: f64,
+    live: bool,
     job: String,
-) -> Reply<PathBuf> {
+) -> Reply<RecordOutcome> {
     let guard = shell.jobs.start(&job);
-    let level = level_events(app, job);
-    let relative = shell
+    let level = level_events(app.clone(), job.clone());
+    let live = live.then(|| live_events(app, job));
+    let recorded = shell
         .workstation
-        .record(&project, max_seconds, level, guard.cancel.clone())
+        .record(&project, max_seconds, level, live, guard.cancel.clone())
         .await?;
-    Ok(shell.workstation.project_file(&project, &relative)?)
+    let (project_now, live_error) = match recorded.transcribed {
+        None => (None, None),
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(e)) => (None, Some(UiError::from(e))),
+    };
+    Ok(RecordOutcome {
+        file: shell.workstation.project_file(&project, &recorded.file)?,
+        project: project_now,
+        live_error,
+    })
+}
+
+/// The app's memory and the speech models in it: what each is for, what it cost to load,
+/// how long it has been idle.
+#[tauri::command]
+pub fn resident_models(shell: State<'_, Shell>) -> MemoryView {
+    shell.workstation.services().residency().view(Vec::new())
+}
+
+/// "Free memory": lets go of every speech model no job is using.
+#[tauri::command]
+pub fn free_memory(shell: State<'_, Shell>) -> MemoryView {
+    let residency = shell.workstation.services().residency();
+    let released = residency.free_memory();
+    residency.view(released)
 }
 
 #[tauri::command]

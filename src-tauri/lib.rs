@@ -48,6 +48,8 @@ events! {
     CLEANUP_PROGRESS = "cleanup-progress" => commands::CleanupProgress,
     /// The input level while recording, in dBFS.
     RECORD_LEVEL = "record-level" => commands::RecordLevel,
+    /// Live text while recording: the phrase being spoken, or its final segments.
+    LIVE_TRANSCRIPT = "live-transcript" => commands::LiveTranscript,
     /// A GPU memory reading (or the no-GPU state).
     GPU = "gpu" => commands::GpuEvent,
     /// A progress line of a running benchmark.
@@ -105,6 +107,8 @@ commands![
     choose_save_path,
     save_copy,
     record,
+    resident_models,
+    free_memory,
     lanes,
     gpu_status,
     get_settings,

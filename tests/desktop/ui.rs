@@ -364,14 +364,20 @@ async fn the_desktop_workflow_end_to_end() {
         .map(PathBuf::from)
         .unwrap_or_else(headroom_speech::models::default_models_dir);
     let app = PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop"));
-    // ALSA's null device: recording works with no sound card (and yields silence).
-    let null_device = repo_root().join("tests/alsa/null-device.conf");
+    // A microphone that speaks the interview sample (ALSA's file plugin over the null device):
+    // recording works with no sound card and hears real speech.
+    let microphone = headroom_tests::microphone::speaking_microphone(
+        &home.join("microphone"),
+        &repo_root().join("samples/interview.flac"),
+        // Silence after the speech: the recording (at most 600 s) goes on past the file's end.
+        5.0,
+    );
     let ui = Desktop::start(&[
         ("HEADROOM_PROJECTS_DIR", &projects),
         ("HEADROOM_VOICES_DIR", &voices_dir),
         ("HEADROOM_CONFIG", &config),
         ("HEADROOM_MODELS_DIR", &models),
-        ("ALSA_CONFIG_PATH", &null_device),
+        ("ALSA_CONFIG_PATH", &microphone.config),
         ("HOME", &home),
     ])
     .await;
@@ -785,6 +791,63 @@ async fn the_desktop_workflow_end_to_end() {
     assert_eq!(reports.len(), 1);
     assert!(reports[0].path().join("report.html").exists());
     ui.screenshot("07-benchmark").await;
+
+    // --- Record with live transcription: each phrase's final text shows as it is heard, and
+    // once stopped the recording's transcript is the project's (nothing transcribed again).
+    ui.click("nav-transcribe").await;
+    assert_eq!(
+        ui.find("record-live")
+            .await
+            .prop("checked")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("true"),
+        "live transcription is on by default"
+    );
+    ui.click("record-start").await;
+    // The null device has no clock, so the microphone's speech arrives faster than real time
+    // and the recording may reach its length by itself; Stop is pressed if it is still going.
+    let heard = ui
+        .until_text("live-transcript", LONG_WAIT, |t| {
+            t.to_lowercase().contains("field recording")
+        })
+        .await;
+    assert!(heard.contains("00:0"), "live lines are timed: {heard}");
+    ui.screenshot("08-live-transcript").await;
+    if let Ok(stop) = ui
+        .client
+        .find(Locator::Css("[data-testid='record-stop']"))
+        .await
+    {
+        let _ = stop.click().await;
+    }
+    ui.until_text("transcript-summary", LONG_WAIT, |t| {
+        t.contains("recording-")
+    })
+    .await;
+    let first = ui.find("segment-text-0").await.prop("value").await.unwrap();
+    assert!(
+        first
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("field recording"),
+        "the live transcript became the project's"
+    );
+
+    // --- Memory: the models the work above loaded, each with its cost; Free memory lets go.
+    let whisper = "memory-model-whisper-tiny.en (int8)";
+    let shown = ui
+        .until_text(whisper, LONG_WAIT, |t| t.contains("MiB"))
+        .await;
+    assert!(shown.contains("transcription"), "{shown}");
+    ui.click("free-memory").await;
+    let freed = ui
+        .until_text("memory-freed", WAIT, |t| t.contains("whisper-tiny.en"))
+        .await;
+    assert!(freed.contains("MiB"), "{freed}");
+    assert!(ui.gone(whisper).await, "the model is no longer listed");
+    ui.screenshot("09-memory").await;
     assert!(ui.gone("rejection-app").await, "no app-level error showed");
     assert!(ui.gone("app-crash").await, "no script error");
 

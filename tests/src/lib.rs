@@ -1,9 +1,10 @@
 //! Helpers for Headroom's cross-process tests: a fault-injecting OpenAI-compatible server on
-//! loopback, and a real llama-server.
+//! loopback, a real llama-server, and a microphone that speaks a file.
 
 pub mod fake_cloning;
 pub mod fake_upstream;
 pub mod llama;
+pub mod microphone;
 pub mod serve_process;
 
 use headroom_core::config::Config;

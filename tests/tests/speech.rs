@@ -531,3 +531,143 @@ async fn the_neural_voice_speaks_intelligibly() {
         transcript.text()
     );
 }
+
+/// Two phrases with a pause between, as someone speaking into the microphone.
+struct Spoken {
+    samples: Vec<f32>,
+    /// Sample ranges of the two phrases.
+    phrases: [std::ops::Range<usize>; 2],
+}
+
+async fn two_phrases(service: &SpeechService, first: &str, second: &str) -> Spoken {
+    let mut samples = Vec::new();
+    silence(&mut samples, 0.6);
+    let a = samples.len();
+    samples.extend(spoken_16k(service, first).await);
+    let a_end = samples.len();
+    silence(&mut samples, 1.6);
+    let b = samples.len();
+    samples.extend(spoken_16k(service, second).await);
+    let b_end = samples.len();
+    silence(&mut samples, 1.0);
+    Spoken {
+        samples,
+        phrases: [a..a_end, b..b_end],
+    }
+}
+
+#[tokio::test]
+async fn the_voice_detector_judges_audio_heard_in_pieces_as_in_one_piece() {
+    use headroom_speech::asr::vad::VadStream;
+    let service = service();
+    let spoken = two_phrases(&service, "Good morning everyone.", "Thank you.").await;
+    let dir = headroom_speech::models::locate(service.models_dir(), "silero-vad").unwrap();
+    let vad = service.loaded_vad(&dir).unwrap();
+    let whole = vad.probabilities(&spoken.samples).unwrap();
+    let mut stream = VadStream::default();
+    let mut pieces = Vec::new();
+    // A tenth of a second at a time, as a recording delivers it (not whole frames).
+    for piece in spoken.samples.chunks(1600) {
+        pieces.extend(vad.feed(&mut stream, piece).unwrap());
+    }
+    pieces.extend(vad.flush(&mut stream).unwrap());
+    assert_eq!(pieces.len(), whole.len());
+    let worst = whole
+        .iter()
+        .zip(&pieces)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "frames differ by up to {worst}");
+    assert!(whole.iter().any(|p| *p > 0.9) && whole[..10].iter().all(|p| *p < 0.2));
+}
+
+#[tokio::test]
+async fn live_transcription_shows_the_phrase_as_it_is_spoken_then_its_final_text() {
+    use headroom_speech::asr::live::{LiveParams, LiveTranscriber, LiveUpdate};
+    use headroom_speech::asr::whisper::Precision;
+    let service = service();
+    let first = "The quick brown fox jumps over the lazy dog near the river bank.";
+    let second = "Please call me back tomorrow morning after the meeting.";
+    let spoken = two_phrases(&service, first, second).await;
+    let engine_dir = headroom_speech::models::locate(service.models_dir(), MODEL).unwrap();
+    let vad_dir = headroom_speech::models::locate(service.models_dir(), "silero-vad").unwrap();
+    let engine = service
+        .loaded_engine(MODEL, &engine_dir, Precision::Int8)
+        .unwrap();
+    let vad = service.loaded_vad(&vad_dir).unwrap();
+    let mut live = LiveTranscriber::new(
+        engine,
+        vad,
+        TranscribeOptions::default(),
+        LiveParams::default(),
+    );
+    let cancel = CancellationToken::new();
+    // Each update with how much audio had been heard when it came.
+    let mut updates: Vec<(usize, LiveUpdate)> = Vec::new();
+    let mut heard = 0;
+    for piece in spoken.samples.chunks(1600) {
+        live.push(piece).unwrap();
+        heard += piece.len();
+        while let Some(update) = live.step(&cancel).unwrap() {
+            updates.push((heard, update));
+        }
+    }
+    let (rest, transcript) = live.finish(&cancel).unwrap();
+    updates.extend(rest.into_iter().map(|u| (heard, u)));
+
+    let [a, b] = &spoken.phrases;
+    let secs = |samples: usize| samples as f64 / 16_000.0;
+    let finals: Vec<(usize, &Vec<headroom_speech::asr::Segment>)> = updates
+        .iter()
+        .filter_map(|(at, u)| match u {
+            LiveUpdate::Final { segments } => Some((*at, segments)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finals.len(), 2, "one final per phrase: {updates:#?}");
+    // The first phrase is final once its pause is heard, before the second phrase begins.
+    assert!(finals[0].0 > a.end && finals[0].0 < b.start, "{updates:#?}");
+    for ((_, segments), (phrase, text)) in finals.iter().zip([(a, first), (b, second)]) {
+        let said: Vec<&str> = segments.iter().map(|s| s.text.trim()).collect();
+        let wer = word_error_rate(text, &said.join(" "));
+        assert!(wer <= 0.25, "{text:?} was heard as {said:?} (WER {wer})");
+        // Timed in the whole recording.
+        assert!(
+            segments[0].start >= secs(phrase.start) - 0.5,
+            "{segments:?}"
+        );
+        assert!(
+            segments.last().unwrap().end <= secs(phrase.end) + 0.8,
+            "{segments:?}"
+        );
+    }
+    // The phrase being spoken shows within about a second of its start, and again as it goes.
+    for phrase in [a, b] {
+        let partials: Vec<(usize, &str)> = updates
+            .iter()
+            .filter_map(|(at, u)| match u {
+                LiveUpdate::Partial { text, .. } if phrase.contains(at) => {
+                    Some((*at, text.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(partials.len() >= 2, "partials while speaking: {updates:#?}");
+        let first_shown = partials[0].0 - phrase.start;
+        assert!(
+            secs(first_shown) <= 1.5,
+            "the first partial came {:.2} s into the phrase",
+            secs(first_shown)
+        );
+        assert!(partials.iter().any(|(_, text)| !text.is_empty()));
+    }
+    // The whole transcript is every final, in order.
+    let all = format!("{first} {second}");
+    assert!(
+        word_error_rate(&all, &transcript.text()) <= 0.25,
+        "{}",
+        transcript.text()
+    );
+    assert!((transcript.duration - secs(spoken.samples.len())).abs() < 0.01);
+    assert_eq!(transcript.language.as_deref(), Some("en"));
+}

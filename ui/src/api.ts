@@ -35,10 +35,16 @@ import type {
   NarrationSummary,
   NarrationView,
   Waveform,
+  RecordOutcome,
+  MemoryView,
 } from "./bindings";
 
 export type {
   AppInfo,
+  LiveLine,
+  MemoryView,
+  RecordOutcome,
+  ResidentModel,
   BenchmarkRun,
   CleanupSummary,
   JobInfo,
@@ -154,8 +160,13 @@ export const api = {
   chooseSavePath: (fileName: string) => call<string | null>("choose_save_path", { fileName }),
   saveCopy: (project: string, file: string, destination: string) =>
     call<string>("save_copy", { project, file, destination }),
-  record: (project: string, maxSeconds: number, job: string) =>
-    call<string>("record", { project, maxSeconds, job }),
+  /** Records into the project; with `live`, transcribes while recording (see `live-transcript`). */
+  record: (project: string, maxSeconds: number, live: boolean, job: string) =>
+    call<RecordOutcome>("record", { project, maxSeconds, live, job }),
+  /** The app's memory and the speech models loaded in it. */
+  residentModels: () => call<MemoryView>("resident_models"),
+  /** Lets go of every speech model no job is using. */
+  freeMemory: () => call<MemoryView>("free_memory"),
   lanes: () => call<LaneView[]>("lanes"),
   gpuStatus: () => call<GpuView>("gpu_status"),
   getSettings: () => call<Config>("get_settings"),

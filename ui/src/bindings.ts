@@ -307,7 +307,12 @@ max_in_flight: number,
 /**
  * Further slots only interactive work may take, beside running batch work.
  */
-interactive_reserve: number, max_waiting: number, queue_wait_secs: number, };
+interactive_reserve: number, max_waiting: number, queue_wait_secs: number, 
+/**
+ * Speech models (Whisper, voices, VAD, embedder) unused this long are let go, and loaded
+ * again when next needed; 0 keeps them until memory is freed by hand.
+ */
+model_idle_secs: number, };
 export type CleanupSettings = { mode: CleanupMode, policy: FailurePolicy, retry_attempts: number, };
 export type ServerSettings = { 
 /**
@@ -502,6 +507,43 @@ export type UiError = { kind: UiErrorKind, message: string, rejection: Rejection
  * What the user can do about a rejection, in the order to offer them.
  */
 actions: Array<SuggestedAction>, };
+export type ResidentModel = { 
+/**
+ * The model and how it is held, e.g. `whisper-base (int8)`.
+ */
+name: string, 
+/**
+ * What it is for: `transcription`, `voice activity`, `voice`, `speaker embedding`.
+ */
+role: string, 
+/**
+ * Resident memory the process gained when it loaded, in MiB (`None` where the system
+ * does not say).
+ */
+resident_mib: number | null, 
+/**
+ * Seconds since a job last took it.
+ */
+idle_secs: number, 
+/**
+ * Whether a job holds it now (it is then never let go).
+ */
+in_use: boolean, };
+export type MemoryView = { 
+/**
+ * The whole process's resident memory now, in MiB (`None` where the system does not say).
+ */
+process_mib: number | null, 
+/**
+ * How long an unused model stays loaded; `None`: until memory is freed by hand.
+ */
+idle_after_secs: number | null, models: Array<ResidentModel>, 
+/**
+ * The models just let go, when this answers "free memory".
+ */
+released: Array<ResidentModel>, };
+export type LiveLine = { start: number, end: number, text: string, };
+export type RecordOutcome = { file: string, project: Project | null, live_error: UiError | null, };
 export type LaneEvent = { "event": "occupancy", lane: Lane, occupancy: Occupancy, } | { "event": "rejected" } & RejectionRecord | { "event": "finished", lane: Lane, outcome: string, latency_ms: number, };
 export type JobProgress = { job: string, 
 /**
@@ -511,6 +553,7 @@ progress: number, step: string | null, };
 export type SegmentCleanupEvent = { project: string, segment: number, } & ({ "event": "planned", chunks: number, } | { "event": "chunk_started", index: number, attempt: number, } | { "event": "delta", index: number, text: string, } | { "event": "retrying", index: number, attempt: number, wait_ms: number, rejection: Rejection, } | { "event": "chunk_finished", index: number, source: PieceSource, });
 export type CleanupProgress = { project: string, segment: number, count: number, error: UiError | null, };
 export type RecordLevel = { job: string, dbfs: number, };
+export type LiveTranscript = { job: string, partial: LiveLine | null, finals: Array<LiveLine>, };
 export type GpuEvent = { status: SamplerStatus, latest: MemorySample | null, };
 export type BenchProgress = { line: string, };
 export type VoiceMatchProgress = { job: string, progress: MatchProgress, };
@@ -555,6 +598,8 @@ export const COMMANDS = [
   "choose_save_path",
   "save_copy",
   "record",
+  "resident_models",
+  "free_memory",
   "lanes",
   "gpu_status",
   "get_settings",
@@ -586,6 +631,7 @@ export type EventPayloads = {
   "cleanup": SegmentCleanupEvent;
   "cleanup-progress": CleanupProgress;
   "record-level": RecordLevel;
+  "live-transcript": LiveTranscript;
   "gpu": GpuEvent;
   "bench": BenchProgress;
   "voice-match-progress": VoiceMatchProgress;

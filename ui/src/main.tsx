@@ -15,6 +15,7 @@ import {
 } from "./api";
 import { useEvent } from "./hooks";
 import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
+import { MemoryPanel } from "./panels/memory";
 import { InterruptedJobs } from "./panels/jobs";
 import { LanesPanel } from "./panels/lanes";
 import { ErrorNotice } from "./rejection";
@@ -167,6 +168,7 @@ function App() {
       <aside class="side">
         <LanesPanel lanes={lanes} />
         <GpuPanel status={gpu} points={gpuPoints} />
+        <MemoryPanel />
       </aside>
     </div>
   );

@@ -8,6 +8,7 @@ mod bench_voices;
 mod cleanup;
 mod doctor;
 mod gpu;
+mod memory;
 mod models;
 mod narrate;
 mod plan;
@@ -64,6 +65,8 @@ enum Command {
     /// List, install and verify speech models.
     #[command(subcommand)]
     Models(models::ModelsCommand),
+    /// The speech models a running `headroom serve` holds in memory; --free lets go of them.
+    Memory(memory::MemoryArgs),
     /// Measure the admission boundary and the text model's serving figures against a real server.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -204,6 +207,7 @@ fn main() -> ExitCode {
             Command::Transcribe(args) => transcribe::run(args, services).await,
             Command::Speak(args) => speak::run(args, shared.clone()).await,
             Command::Record(args) => record::run(args, services).await,
+            Command::Memory(args) => memory::run(args, services).await,
             Command::Play(args) => play::run(args, services).await,
             Command::Plan(args) => plan::run(args, services).await,
             Command::Gpu(cmd) => gpu::run(cmd).await,

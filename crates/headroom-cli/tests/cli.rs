@@ -1,6 +1,7 @@
 //! The `headroom` binary as a user runs it.
 
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use headroom_tests::microphone::{speaking_microphone, NULL_DEVICE_RATE};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -949,5 +950,161 @@ async fn a_project_narrated_from_the_command_line() {
     assert!(
         stdout.contains(&format!("{segments} refused: upstream_unavailable")),
         "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn record_live_prints_each_phrase_as_it_is_spoken() {
+    let dir = std::env::temp_dir().join(format!("headroom-live-{}", std::process::id()));
+    let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    // The interview sample as the microphone's sound, then silence.
+    let microphone = speaking_microphone(&dir, Path::new(clip), 10.0);
+    let seconds = microphone.speech_secs;
+    let conf = microphone.config;
+    let out = dir.join("live.wav");
+
+    let whole = headroom(&["transcribe", clip], &[]).await;
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let live = headroom(
+        &[
+            "record",
+            "--seconds",
+            &format!("{:.1}", seconds + 1.0),
+            "--out",
+            out.to_str().unwrap(),
+            "--live",
+        ],
+        &[("ALSA_CONFIG_PATH", conf.to_str().unwrap())],
+    )
+    .await;
+    let stderr = text(&live.stderr);
+    assert!(live.status.success(), "{stderr}");
+    let stdout = text(&live.stdout);
+    // One line per final segment, timed: `[1.2 s → 3.4 s] text`.
+    let finals: Vec<&str> = stdout.lines().collect();
+    assert!(
+        finals.len() >= 2,
+        "phrases were finalized: {stdout}\n{stderr}"
+    );
+    let mut last_end = 0.0;
+    let mut said = Vec::new();
+    for line in &finals {
+        let (times, words) = line
+            .strip_prefix('[')
+            .and_then(|l| l.split_once("] "))
+            .unwrap_or_else(|| panic!("a timed line: {line}"));
+        let (start, end) = times.split_once(" s → ").unwrap();
+        let start: f64 = start.parse().unwrap();
+        let end: f64 = end.trim_end_matches(" s").parse().unwrap();
+        assert!(
+            start >= last_end - 0.5 && end > start && end <= seconds + 1.5,
+            "{line}"
+        );
+        last_end = end;
+        said.push(words.to_string());
+    }
+    let wer = headroom_speech::asr::word_error_rate(&text(&whole.stdout), &said.join(" "));
+    assert!(
+        wer <= 0.25,
+        "live text against the file's transcript: WER {wer}\n{stdout}\n{}",
+        text(&whole.stdout)
+    );
+    // The recording itself is kept, as long as asked.
+    let reader = hound::WavReader::open(&out).unwrap();
+    assert_eq!(
+        reader.spec().sample_rate,
+        NULL_DEVICE_RATE,
+        "the file plugin reads at the recorder's rate: the raw file must be at that rate"
+    );
+    let recorded = reader.duration() as f64 / reader.spec().sample_rate as f64;
+    assert!(
+        (recorded - (seconds + 1.0)).abs() < 0.2,
+        "{recorded} s recorded"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn memory_shows_what_serve_holds_and_free_lets_it_go() {
+    let serve = headroom_tests::serve_process::ServeProcess::start(
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
+        &closed_port_url(),
+        &[],
+    )
+    .await;
+    let server = serve.base.trim_end_matches("/v1").to_string();
+    let http = reqwest::Client::new();
+    let memory = |http: reqwest::Client, server: String| async move {
+        http.get(format!("{server}/v1/headroom/memory"))
+            .send()
+            .await
+            .unwrap()
+            .json::<serde_json::Value>()
+            .await
+            .unwrap()
+    };
+    let idle = memory(http.clone(), server.clone()).await;
+    assert_eq!(
+        idle["models"],
+        serde_json::json!([]),
+        "nothing loads before it is used"
+    );
+
+    let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(std::fs::read(clip).unwrap())
+                .file_name("interview.flac"),
+        )
+        .text("model", "whisper-1");
+    let heard = http
+        .post(format!("{}/audio/transcriptions", serve.base))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(heard.status(), 200);
+    let loaded = memory(http.clone(), server.clone()).await;
+    let models = loaded["models"].as_array().unwrap();
+    let whisper = models
+        .iter()
+        .find(|m| m["name"] == "whisper-tiny.en (int8)")
+        .unwrap_or_else(|| panic!("the engine is resident: {loaded}"));
+    assert_eq!(whisper["role"], "transcription");
+    assert!(whisper["resident_mib"].as_f64().unwrap() > 10.0, "{loaded}");
+    assert!(models.iter().any(|m| m["name"] == "silero-vad"), "{loaded}");
+
+    let shown = headroom(&["memory", "--server", &server], &[]).await;
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    assert!(
+        text(&shown.stdout).contains("whisper-tiny.en (int8)"),
+        "{}",
+        text(&shown.stdout)
+    );
+    let freed = headroom(&["memory", "--free", "--server", &server], &[]).await;
+    assert!(freed.status.success(), "{}", text(&freed.stderr));
+    assert!(
+        text(&freed.stdout).contains("let go of whisper-tiny.en (int8)"),
+        "{}",
+        text(&freed.stdout)
+    );
+    let after = memory(http.clone(), server.clone()).await;
+    assert_eq!(after["models"], serde_json::json!([]), "{after}");
+    let (before_mib, after_mib) = (
+        loaded["process_mib"].as_f64().unwrap(),
+        after["process_mib"].as_f64().unwrap(),
+    );
+    assert!(
+        after_mib < before_mib - 10.0,
+        "freeing the models returns their memory: {before_mib} MiB before, {after_mib} MiB after"
+    );
+
+    let nobody = headroom(&["memory", "--server", &closed_port_url()], &[]).await;
+    assert_eq!(nobody.status.code(), Some(1));
+    assert!(
+        text(&nobody.stderr).contains("is it running?"),
+        "{}",
+        text(&nobody.stderr)
     );
 }

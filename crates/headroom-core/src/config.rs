@@ -142,7 +142,13 @@ pub struct AudioLaneSettings {
     pub interactive_reserve: usize,
     pub max_waiting: usize,
     pub queue_wait_secs: f64,
+    /// Speech models (Whisper, voices, VAD, embedder) unused this long are let go, and loaded
+    /// again when next needed; 0 keeps them until memory is freed by hand.
+    pub model_idle_secs: f64,
 }
+
+/// How long an unused speech model stays in memory by default.
+pub const DEFAULT_MODEL_IDLE_SECS: f64 = 300.0;
 
 impl Default for AudioLaneSettings {
     fn default() -> Self {
@@ -152,7 +158,18 @@ impl Default for AudioLaneSettings {
             interactive_reserve: lane.interactive_reserve,
             max_waiting: lane.max_waiting,
             queue_wait_secs: lane.queue_wait.as_secs_f64(),
+            model_idle_secs: DEFAULT_MODEL_IDLE_SECS,
         }
+    }
+}
+
+impl AudioLaneSettings {
+    /// How long an unused model stays loaded; `None`: until memory is freed by hand (also
+    /// for a value [`Config::check`] refuses).
+    pub fn model_idle(&self) -> Option<Duration> {
+        Duration::try_from_secs_f64(self.model_idle_secs)
+            .ok()
+            .filter(|d| !d.is_zero())
     }
 }
 
@@ -271,6 +288,14 @@ impl Config {
                 name: "cloning.url",
                 expected: "empty, or an http:// URL such as http://127.0.0.1:4123",
                 value: self.cloning.url.clone(),
+            });
+        }
+        if !(self.audio_lane.model_idle_secs.is_finite() && self.audio_lane.model_idle_secs >= 0.0)
+        {
+            return Err(ConfigError::Invalid {
+                name: "audio_lane.model_idle_secs",
+                expected: "0 (keep models loaded) or a positive number of seconds",
+                value: self.audio_lane.model_idle_secs.to_string(),
             });
         }
         if self.server.max_concurrent_uploads == 0 {

@@ -27,9 +27,9 @@
 mod sampler;
 
 pub use sampler::{
-    DeviceMemory, GpuSampler, MemoryReader, MemorySample, MemoryWindow, NvmlReader, ProcessMemory,
-    ProcessRssReader, ReadError, ReplayReader, SamplerStatus, WindowStart, DEFAULT_CAPACITY,
-    DEFAULT_PERIOD,
+    process_resident_bytes, DeviceMemory, GpuSampler, MemoryReader, MemorySample, MemoryWindow,
+    NvmlReader, ProcessMemory, ProcessRssReader, ReadError, ReplayReader, SamplerStatus,
+    WindowStart, DEFAULT_CAPACITY, DEFAULT_PERIOD,
 };
 
 use serde::Serialize;

@@ -147,10 +147,15 @@ fn proc_kib(path: &str, key: &'static str) -> Result<u64, ReadError> {
         })
 }
 
+/// Process `pid`'s resident memory in bytes (`VmRSS` in `/proc/PID/status`).
+pub fn process_resident_bytes(pid: u32) -> Result<u64, ReadError> {
+    Ok(proc_kib(&format!("/proc/{pid}/status"), "VmRSS:")? * 1024)
+}
+
 impl ProcessRssReader {
     /// Fails (naming `/proc/PID/status`) when the process cannot be read.
     pub fn open(pid: u32) -> Result<ProcessRssReader, ReadError> {
-        proc_kib(&format!("/proc/{pid}/status"), "VmRSS:")?;
+        process_resident_bytes(pid)?;
         Ok(ProcessRssReader { pid })
     }
 }
@@ -161,7 +166,7 @@ impl MemoryReader for ProcessRssReader {
     }
 
     fn read(&mut self) -> Result<DeviceMemory, ReadError> {
-        let rss = proc_kib(&format!("/proc/{}/status", self.pid), "VmRSS:")? * 1024;
+        let rss = process_resident_bytes(self.pid)?;
         let total = proc_kib("/proc/meminfo", "MemTotal:")? * 1024;
         let available = proc_kib("/proc/meminfo", "MemAvailable:")? * 1024;
         Ok(DeviceMemory {

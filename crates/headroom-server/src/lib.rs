@@ -27,11 +27,13 @@
 //! | [`state`] | [`ServerState`], borrowed from the services |
 //! | `chat` | `/v1/chat/completions` (typed, unknown fields passed through, SSE), models, health, metrics, lanes |
 //! | `audio` | `/v1/audio/transcriptions` and `/v1/audio/speech` on the audio lane |
+//! | `memory` | the speech models held (`/v1/headroom/memory`) and "free memory" |
 
 mod audio;
 mod chat;
 pub mod error;
 pub mod guard;
+mod memory;
 pub mod state;
 
 pub use error::{rejection_status, HttpError};
@@ -102,6 +104,8 @@ pub fn router(state: Arc<ServerState>, port: u16) -> Router {
         .route("/health", get(chat::health))
         .route("/metrics", get(chat::metrics))
         .route("/v1/headroom/lanes", get(chat::lanes))
+        .route("/v1/headroom/memory", get(memory::memory))
+        .route("/v1/headroom/memory/free", post(memory::free_memory))
         .merge(audio::routes(state.clone()))
         .with_state(state)
         .layer(from_fn_with_state(guard, guard::guard))

@@ -25,9 +25,13 @@
 //! | [`Services`] | the shared lanes, speech, GPU sampler and metrics |
 //! | [`Environment`] | paths and programs, read from the process environment once, by the binary |
 //! | [`speech`] | speech jobs (transcribe, synthesize) scheduled on the audio lane |
+//! | [`recording`] | recording from an input device, transcribed live when asked |
+//! | [`residency`] | which models are in memory, what each costs, letting go of idle ones |
 //! | [`voices`] | the voice library: profiles, reference clips, embeddings, matches |
 //! | [`voice_work`] | voice workflows on the audio lane: add a clip, score, match, speak as a voice |
 
+pub mod recording;
+pub mod residency;
 pub mod speech;
 pub mod voice_work;
 pub mod voices;
@@ -42,6 +46,7 @@ use headroom_speech::asr::Transcriber;
 use headroom_speech::models;
 use headroom_speech::tts::{Espeak, Kokoro, Piper, Synthesizer, ESPEAK_PROGRAM};
 use headroom_speech::voice::{SpeakerEmbedder, VoiceError};
+use residency::Residency;
 use serde::Serialize;
 use speech::{SpeechError, SpeechService};
 use std::collections::HashMap;
@@ -184,11 +189,9 @@ pub struct Services {
     audio_lane: AudioLane,
     /// Embedded Whisper and espeak-ng on the audio lane.
     speech: Arc<SpeechService>,
-    /// Neural voices, loaded on first use, on the same lane.
-    neural_voices: Mutex<HashMap<String, Arc<SpeechService>>>,
-    /// Kokoro and the speaker embedder, loaded on first use.
-    kokoro: Mutex<Option<Arc<Kokoro>>>,
-    embedder: Mutex<Option<Arc<SpeakerEmbedder>>>,
+    /// Every model loaded (Whisper, VAD, neural voices, the speaker embedder): loaded on first
+    /// use, let go when idle.
+    residency: Arc<Residency>,
     voice_library: voices::VoiceLibrary,
     /// One text lane per server URL, so each server keeps its own bound.
     text_lanes: Mutex<HashMap<String, TextLane>>,
@@ -204,15 +207,18 @@ impl Services {
     pub fn new(config: Config, env: Environment) -> Arc<Services> {
         let metrics = Arc::new(Metrics::new());
         let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
+        let residency = Arc::new(Residency::new(config.audio_lane.model_idle()));
         let speech = Arc::new(SpeechService::new(
             audio_lane.clone(),
             env.models_dir.clone(),
             Arc::new(Espeak::new(env.espeak.clone())),
+            residency.clone(),
         ));
         let voice_library = voices::VoiceLibrary::new(env.voices_dir.clone());
         let (lane_events, _) = broadcast::channel(256);
         let runtime = tokio::runtime::Handle::current();
         forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
+        release_idle_models(&runtime, Arc::downgrade(&residency));
         Arc::new_cyclic(|me| Services {
             me: me.clone(),
             config: Mutex::new(config),
@@ -220,9 +226,7 @@ impl Services {
             metrics,
             audio_lane,
             speech,
-            neural_voices: Mutex::new(HashMap::new()),
-            kokoro: Mutex::new(None),
-            embedder: Mutex::new(None),
+            residency,
             voice_library,
             text_lanes: Mutex::new(HashMap::new()),
             lane_events,
@@ -285,64 +289,57 @@ impl Services {
         &self.voice_library
     }
 
-    /// Kokoro, loaded (on the calling thread) the first time.
-    pub fn kokoro(&self) -> Result<Arc<Kokoro>, ServicesError> {
-        let mut slot = self.kokoro.lock().expect("kokoro lock");
-        if let Some(k) = slot.as_ref() {
-            return Ok(k.clone());
-        }
-        let dir = models::locate(&self.env.models_dir, KOKORO_VOICE).map_err(SpeechError::from)?;
-        let kokoro = Arc::new(Kokoro::load(&dir, &self.env.espeak).map_err(SpeechError::from)?);
-        *slot = Some(kokoro.clone());
-        Ok(kokoro)
+    /// The models in memory and what each costs.
+    pub fn residency(&self) -> &Arc<Residency> {
+        &self.residency
     }
 
-    /// The speaker embedder, loaded (on the calling thread) the first time.
+    /// Kokoro, loaded (on the calling thread) when it is not in memory.
+    pub fn kokoro(&self) -> Result<Arc<Kokoro>, ServicesError> {
+        Ok(self
+            .residency
+            .slot::<Kokoro>(KOKORO_VOICE, "voice")
+            .get_or_load(|| {
+                let dir = models::locate(&self.env.models_dir, KOKORO_VOICE)?;
+                Ok::<_, SpeechError>(Kokoro::load(&dir, &self.env.espeak)?)
+            })?)
+    }
+
+    /// The speaker embedder, loaded (on the calling thread) when it is not in memory.
     pub fn embedder(&self) -> Result<Arc<SpeakerEmbedder>, ServicesError> {
-        let mut slot = self.embedder.lock().expect("embedder lock");
-        if let Some(e) = slot.as_ref() {
-            return Ok(e.clone());
-        }
-        let dir = models::locate(&self.env.models_dir, models::EMBEDDER_MODEL)
-            .map_err(SpeechError::from)?;
-        let embedder = Arc::new(SpeakerEmbedder::load(&dir)?);
-        *slot = Some(embedder.clone());
-        Ok(embedder)
+        self.residency
+            .slot::<SpeakerEmbedder>(models::EMBEDDER_MODEL, "speaker embedding")
+            .get_or_load(|| {
+                let dir = models::locate(&self.env.models_dir, models::EMBEDDER_MODEL)
+                    .map_err(SpeechError::from)?;
+                Ok(SpeakerEmbedder::load(&dir)?)
+            })
     }
 
     /// The speech service that speaks `voice`, and the voice name to pass it: a neural voice
-    /// (`kokoro`, `kokoro-<style>`, `piper-joe`) gets its own engine, loaded once; anything else
-    /// is an espeak-ng voice.
+    /// (`kokoro`, `kokoro-<style>`, `piper-joe`) gets its model, loaded when it is not in
+    /// memory; anything else is an espeak-ng voice.
     pub fn speech_for_voice(
         &self,
         voice: Option<&str>,
     ) -> Result<(Arc<SpeechService>, Option<String>), ServicesError> {
         if let Some(v) = voice.filter(|v| *v == KOKORO_VOICE || v.starts_with("kokoro-")) {
-            let mut cache = self.neural_voices.lock().expect("voices lock");
-            if let Some(service) = cache.get(KOKORO_VOICE) {
-                return Ok((service.clone(), Some(v.to_string())));
-            }
-            drop(cache);
-            let kokoro = self.kokoro()?;
-            let service = Arc::new(self.speech.with_synthesizer(kokoro));
-            cache = self.neural_voices.lock().expect("voices lock");
-            cache.insert(KOKORO_VOICE.to_string(), service.clone());
-            return Ok((service, Some(v.to_string())));
+            let service = self.speech.with_synthesizer(self.kokoro()?);
+            return Ok((Arc::new(service), Some(v.to_string())));
         }
         let Some(model) = voice.filter(|v| v.starts_with(NEURAL_VOICE_PREFIX)) else {
             return Ok((self.speech.clone(), voice.map(str::to_string)));
         };
-        let mut cache = self.neural_voices.lock().expect("voices lock");
-        if let Some(service) = cache.get(model) {
-            return Ok((service.clone(), None));
-        }
         models::spec(model).map_err(SpeechError::from)?;
-        let dir = models::locate(&self.env.models_dir, model).map_err(SpeechError::from)?;
-        let name = &model[NEURAL_VOICE_PREFIX.len()..];
-        let piper = Piper::load(&dir, name, &self.env.espeak).map_err(SpeechError::from)?;
-        let service = Arc::new(self.speech.with_synthesizer(Arc::new(piper)));
-        cache.insert(model.to_string(), service.clone());
-        Ok((service, None))
+        let piper = self
+            .residency
+            .slot::<Piper>(model, "voice")
+            .get_or_load(|| {
+                let dir = models::locate(&self.env.models_dir, model)?;
+                let name = &model[NEURAL_VOICE_PREFIX.len()..];
+                Ok::<_, SpeechError>(Piper::load(&dir, name, &self.env.espeak)?)
+            })?;
+        Ok((Arc::new(self.speech.with_synthesizer(piper)), None))
     }
 
     /// Device memory readings (NVML, or the replay named by `HEADROOM_GPU_REPLAY`), started on
@@ -416,6 +413,7 @@ impl Services {
         if new.llm.api_key.is_none() {
             new.llm.api_key = config.llm.api_key.take();
         }
+        self.residency.set_idle_after(new.audio_lane.model_idle());
         *config = new;
         drop(config);
         self.text_lanes.lock().expect("lanes lock").clear();
@@ -455,6 +453,27 @@ fn gpu_sampler(env: &Environment) -> GpuSampler {
         }
     }
     GpuSampler::start(DEFAULT_PERIOD, DEFAULT_CAPACITY)
+}
+
+/// Lets go of idle models about every tenth of the idle time (at least every second, at most
+/// every minute), for as long as the services live.
+fn release_idle_models(runtime: &tokio::runtime::Handle, residency: std::sync::Weak<Residency>) {
+    runtime.spawn(async move {
+        loop {
+            let Some(residency) = residency.upgrade() else {
+                break;
+            };
+            let every = residency
+                .idle_after()
+                .map(|idle| (idle / 10).clamp(Duration::from_secs(1), Duration::from_secs(60)))
+                .unwrap_or(Duration::from_secs(60));
+            for model in residency.release_idle() {
+                tracing::info!(model = %model.name, idle_secs = model.idle_secs, "released an idle model");
+            }
+            drop(residency);
+            tokio::time::sleep(every).await;
+        }
+    });
 }
 
 fn forward_events(

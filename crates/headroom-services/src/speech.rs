@@ -2,6 +2,7 @@
 //! shared by the CLI, `headroom serve` and the desktop app. Loaded models are kept, so the
 //! second job on a model does not load it again.
 
+use crate::residency::Residency;
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::lanes::AudioLane;
 use headroom_speech::asr::vad::{SileroVad, VadParams, VadTranscriber};
@@ -10,9 +11,8 @@ use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript,
 use headroom_speech::audio::{Audio, AudioError, Decode, DecodeLimits};
 use headroom_speech::models::{self, ModelError};
 use headroom_speech::tts::{Synthesizer, TtsError};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Why a speech job failed.
@@ -28,6 +28,15 @@ pub enum SpeechError {
     Tts(#[from] TtsError),
     #[error(transparent)]
     Rejected(#[from] Rejection),
+    #[error("nothing was recorded")]
+    NothingRecorded,
+    #[error("{source}; the {frames} samples recorded before it are kept in {}", path.display())]
+    RecordingCut {
+        #[source]
+        source: AudioError,
+        path: PathBuf,
+        frames: u64,
+    },
 }
 
 /// Audio to transcribe: where its bytes are and a name for messages. A file is read as it is
@@ -87,36 +96,26 @@ impl AudioInput {
     }
 }
 
-type EngineCache = Arc<Mutex<HashMap<String, Arc<WhisperEngine>>>>;
-/// The voice activity detector, loaded on first use.
-type VadCache = Arc<Mutex<Option<Arc<SileroVad>>>>;
-
 /// Where a transcription job gets its engine: decided before the job queues, loaded (for an
 /// embedded model) on the worker thread.
-enum EngineSource {
+pub(crate) enum EngineSource {
     Remote(Arc<dyn Transcriber>),
-    Embedded {
-        cache: EngineCache,
-        model: String,
-        dir: PathBuf,
-    },
+    Embedded { model: String, dir: PathBuf },
 }
 
-/// Where a transcription's voice activity detector comes from, when it hears only speech.
-struct VadSource {
-    cache: VadCache,
-    dir: PathBuf,
-}
-
-impl VadSource {
-    fn load(&self) -> Result<Arc<SileroVad>, SpeechError> {
-        let mut cached = self.cache.lock().expect("VAD cache lock");
-        if let Some(vad) = &*cached {
-            return Ok(vad.clone());
-        }
-        let vad = Arc::new(SileroVad::load(&self.dir).map_err(AsrError::model)?);
-        *cached = Some(vad.clone());
-        Ok(vad)
+impl EngineSource {
+    /// The engine, loaded (on the calling thread) when it is not in memory.
+    pub(crate) fn engine(
+        self,
+        service: &SpeechService,
+        precision: Precision,
+    ) -> Result<Arc<dyn Transcriber>, SpeechError> {
+        Ok(match self {
+            EngineSource::Remote(remote) => remote,
+            EngineSource::Embedded { model, dir } => {
+                service.loaded_engine(&model, &dir, precision)?
+            }
+        })
     }
 }
 
@@ -142,8 +141,8 @@ impl Resume {
 #[derive(Clone)]
 pub struct SpeechService {
     lane: AudioLane,
-    transcribers: EngineCache,
-    vad: VadCache,
+    /// Where the loaded models are kept, and let go of when idle.
+    residency: Arc<Residency>,
     synthesizer: Arc<dyn Synthesizer>,
     limits: DecodeLimits,
     models_dir: PathBuf,
@@ -152,13 +151,18 @@ pub struct SpeechService {
 }
 
 impl SpeechService {
-    /// Embedded Whisper models from `models_dir` and `synthesizer`, on `lane`. Front ends get
-    /// theirs from [`crate::Services`], which keeps every one on its single audio lane.
-    pub fn new(lane: AudioLane, models_dir: PathBuf, synthesizer: Arc<dyn Synthesizer>) -> Self {
+    /// Embedded Whisper models from `models_dir`, kept in `residency`, and `synthesizer`, on
+    /// `lane`. Front ends get theirs from [`crate::Services`], which keeps every one on its
+    /// single audio lane and its one residency.
+    pub fn new(
+        lane: AudioLane,
+        models_dir: PathBuf,
+        synthesizer: Arc<dyn Synthesizer>,
+        residency: Arc<Residency>,
+    ) -> Self {
         SpeechService {
             lane,
-            transcribers: Arc::new(Mutex::new(HashMap::new())),
-            vad: Arc::new(Mutex::new(None)),
+            residency,
             synthesizer,
             limits: DecodeLimits::default(),
             models_dir,
@@ -191,23 +195,37 @@ impl SpeechService {
         &self.synthesizer
     }
 
-    /// The loaded engine for a model, loading it (on the calling thread) the first time.
-    fn transcriber(
-        cache: &Mutex<HashMap<String, Arc<WhisperEngine>>>,
+    /// The models in memory, shared by every front end of the process.
+    pub fn residency(&self) -> &Arc<Residency> {
+        &self.residency
+    }
+
+    pub fn models_dir(&self) -> &Path {
+        &self.models_dir
+    }
+
+    /// The embedded Whisper engine for `model` installed in `dir` at `precision`, loaded (on
+    /// the calling thread, so call it from an audio lane job) when it is not in memory.
+    pub fn loaded_engine(
+        &self,
         model: &str,
-        dir: &std::path::Path,
+        dir: &Path,
         precision: Precision,
     ) -> Result<Arc<WhisperEngine>, SpeechError> {
-        let key = format!("{model}@{}", precision.name());
-        if let Some(engine) = cache.lock().expect("model cache lock").get(&key) {
-            return Ok(engine.clone());
-        }
-        let engine = Arc::new(WhisperEngine::load_at(dir, model, precision)?);
-        cache
-            .lock()
-            .expect("model cache lock")
-            .insert(key, engine.clone());
-        Ok(engine)
+        let name = format!("{model} ({})", precision.name());
+        self.residency
+            .slot::<WhisperEngine>(&name, "transcription")
+            .get_or_load(|| WhisperEngine::load_at(dir, model, precision))
+            .map_err(SpeechError::from)
+    }
+
+    /// The voice activity detector installed in `dir`, loaded (on the calling thread) when it
+    /// is not in memory.
+    pub fn loaded_vad(&self, dir: &Path) -> Result<Arc<SileroVad>, SpeechError> {
+        self.residency
+            .slot::<SileroVad>(models::VAD_MODEL, "voice activity")
+            .get_or_load(|| SileroVad::load(dir).map_err(AsrError::model))
+            .map_err(SpeechError::from)
     }
 
     /// The embedded Whisper engine for `model` installed in `dir`, loaded (on the calling
@@ -217,12 +235,20 @@ impl SpeechService {
         model: &str,
         dir: &Path,
     ) -> Result<Arc<dyn Transcriber>, SpeechError> {
-        Ok(Self::transcriber(
-            &self.transcribers,
-            model,
-            dir,
-            Precision::Int8,
-        )?)
+        Ok(self.loaded_engine(model, dir, Precision::Int8)?)
+    }
+
+    /// Where a transcription with `model` gets its engine: the external server when this
+    /// service has one, else the installed model (a missing one is reported now).
+    pub(crate) fn engine_source(&self, model: &str) -> Result<EngineSource, SpeechError> {
+        Ok(match &self.remote_transcriber {
+            Some(remote) => EngineSource::Remote(remote.clone()),
+            None => {
+                let model = models::spec(model)?.name.to_string();
+                let dir = models::locate(&self.models_dir, &model)?;
+                EngineSource::Embedded { model, dir }
+            }
+        })
     }
 
     /// Decodes, resamples and transcribes on the audio lane. `progress` gets 0.0..=1.0.
@@ -264,22 +290,10 @@ impl SpeechService {
             from_secs,
             mut window_done,
         } = resume;
-        // The engine: the external server, or an embedded model (a missing one is reported at
-        // once, before the job waits for a slot).
-        let source = match &self.remote_transcriber {
-            Some(remote) => EngineSource::Remote(remote.clone()),
-            None => {
-                let model = models::spec(model)?.name.to_string();
-                let dir = models::locate(&self.models_dir, &model)?;
-                EngineSource::Embedded {
-                    cache: self.transcribers.clone(),
-                    model,
-                    dir,
-                }
-            }
-        };
+        // The engine and the detector are found before the job waits for a slot.
+        let source = self.engine_source(model)?;
         // Only speech, when asked and the detector is installed.
-        let vad = options.skip_silence.then(|| {
+        let vad_dir = options.skip_silence.then(|| {
             models::locate(&self.models_dir, models::VAD_MODEL)
                 .inspect_err(|_| {
                     tracing::info!(
@@ -287,11 +301,8 @@ impl SpeechService {
                     )
                 })
                 .ok()
-                .map(|dir| VadSource {
-                    cache: self.vad.clone(),
-                    dir,
-                })
         });
+        let service = self.clone();
         let limits = self.limits;
         let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
             // Resampled to 16 kHz while decoding, so a long file is never held at its own rate.
@@ -301,16 +312,11 @@ impl SpeechService {
                 cancel: cancel.clone(),
             };
             let audio = input.decode(&decode)?;
-            let engine: Arc<dyn Transcriber> = match source {
-                EngineSource::Remote(remote) => remote,
-                EngineSource::Embedded { cache, model, dir } => {
-                    Self::transcriber(&cache, &model, &dir, options.precision)?
-                }
-            };
-            let engine: Arc<dyn Transcriber> = match vad.flatten() {
-                Some(vad) => Arc::new(VadTranscriber::new(
+            let engine = source.engine(&service, options.precision)?;
+            let engine: Arc<dyn Transcriber> = match vad_dir.flatten() {
+                Some(dir) => Arc::new(VadTranscriber::new(
                     engine,
-                    vad.load()?,
+                    service.loaded_vad(&dir)?,
                     VadParams::default(),
                 )),
                 None => engine,

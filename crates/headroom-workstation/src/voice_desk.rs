@@ -118,10 +118,10 @@ impl Workstation {
             unix_ms()
         ));
         let recorded = self
-            .record_to_file(target.clone(), max_seconds, level, cancel)
+            .record_to_file(target.clone(), max_seconds, level, None, cancel)
             .await;
         let added = match recorded {
-            Ok(()) => {
+            Ok(_) => {
                 self.add_voice_clip(id, &target, CancellationToken::new())
                     .await
             }

@@ -21,13 +21,14 @@ use headroom_core::config::{Config, ConfigError};
 use headroom_core::lanes::{LaneEvent, TextLane};
 use headroom_core::llm::{LlmError, ServerInfo};
 use headroom_gpu::{GpuSampler, SamplerStatus};
+use headroom_services::recording::{LiveRequest, Recorded, Recording};
 use headroom_services::speech::{AudioInput, Resume, SpeechError};
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_services::{LaneView, Services, ServicesError, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
-    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits, WavRecorder,
+    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits,
 };
 use headroom_speech::models::{self, ModelStatus};
 use headroom_speech::tts::{Kokoro, Voice};
@@ -39,6 +40,16 @@ use tokio_util::sync::CancellationToken;
 
 /// A project voice that names a voice profile: `profile:<id>`.
 pub const PROFILE_VOICE_PREFIX: &str = "profile:";
+
+/// A recording made into a project.
+#[derive(Debug)]
+pub struct ProjectRecording {
+    /// The WAV, relative to the project's folder.
+    pub file: String,
+    /// With live transcription: the project with the recording's transcript, or why there is
+    /// none (the recording is kept either way).
+    pub transcribed: Option<Result<Project, WorkstationError>>,
+}
 
 /// Why a workflow step failed; the desktop shows `message()` and, for rejections, the typed
 /// rejection with its actions.
@@ -78,8 +89,6 @@ pub enum WorkstationError {
     UnknownLanguage(headroom_base::language::UnknownLanguage),
     #[error("translating needs the text model, and LLM cleanup is off for this project (so nothing leaves the machine): turn it on in the Clean up view, or with `headroom project settings PROJECT --llm-cleanup on`")]
     TranslationNeedsModel,
-    #[error("nothing was recorded")]
-    NothingRecorded,
     #[error("{path:?} is not a file inside the project")]
     OutsideProject { path: String },
     #[error("the model installer stopped: {0}")]
@@ -1102,59 +1111,68 @@ impl Workstation {
         .map_err(WorkstationError::TaskFailed)?
     }
 
-    /// Records from the default input until `cancel` (or `max_seconds`), saves the WAV in the
-    /// project's `audio/` folder and returns its path relative to the project.
+    /// Records from the default input device into a new WAV in the project's `audio/` folder,
+    /// until `max_seconds` or `cancel` (which stops and keeps it). With `live`, the recording
+    /// is transcribed as it goes, and that transcript becomes the project's (the old one is
+    /// kept as a version), so nothing needs transcribing again afterwards.
     pub async fn record(
         &self,
         project_id: &str,
         max_seconds: f64,
         level: Arc<dyn Fn(f32) + Send + Sync>,
+        live: Option<LiveRequest>,
         cancel: CancellationToken,
-    ) -> Result<String, WorkstationError> {
+    ) -> Result<ProjectRecording, WorkstationError> {
         let project = self.store.open(project_id)?;
         let relative = format!("audio/recording-{}.wav", unix_ms());
         let target = self.store.folder(&project.id)?.join(&relative);
-        self.record_to_file(target, max_seconds, level, cancel)
+        let recorded = self
+            .record_to_file(target, max_seconds, level, live, cancel)
             .await?;
-        Ok(relative)
+        let transcribed = match recorded.live {
+            None => None,
+            Some(Err(e)) => Some(Err(e.into())),
+            Some(Ok(transcript)) => {
+                let audio = relative.clone();
+                let changed = self
+                    .change_project(project_id, Some("before recording".into()), move |p| {
+                        p.set_transcript(&transcript);
+                        p.source_audio = Some(audio);
+                        Ok(())
+                    })
+                    .await;
+                Some(changed.map(|(project, ())| project))
+            }
+        };
+        Ok(ProjectRecording {
+            file: relative,
+            transcribed,
+        })
     }
 
     /// Records from the default input device into `target` on the audio lane, until
-    /// `max_seconds` or `cancel` (which stops and keeps what was recorded). The WAV is written as
-    /// it is recorded: a crash keeps all but the last second, and the next start repairs it.
+    /// `max_seconds` or `cancel` (which stops and keeps what was recorded), transcribing it
+    /// live when `live` asks. The WAV is written as it is recorded: a crash keeps all but the
+    /// last second, and the next start repairs it.
     pub(crate) async fn record_to_file(
         &self,
         target: PathBuf,
         max_seconds: f64,
         level: Arc<dyn Fn(f32) + Send + Sync>,
+        live: Option<LiveRequest>,
         cancel: CancellationToken,
-    ) -> Result<(), WorkstationError> {
-        let (result, kept) = self
+    ) -> Result<Recorded, WorkstationError> {
+        let recording = Recording {
+            device: None,
+            max_seconds,
+            target,
+            level,
+        };
+        Ok(self
             .services
-            .audio_lane()
-            .run(Priority::Interactive, CancellationToken::new(), move |_| {
-                let mut recorder: Option<WavRecorder> = None;
-                let result =
-                    device::record_to(None, max_seconds, &*level, &cancel, &mut |rate, chunk| {
-                        let recorder = match &mut recorder {
-                            Some(r) => r,
-                            None => recorder.insert(WavRecorder::create(&target, rate)?),
-                        };
-                        recorder.write(chunk)
-                    });
-                let kept = recorder.map(|r| r.finish());
-                (result, kept)
-            })
-            .await
-            .map_err(WorkstationError::Rejected)?;
-        match (result, kept) {
-            (Ok(_), Some(finished)) => {
-                finished?;
-                Ok(())
-            }
-            (Ok(_), None) => Err(WorkstationError::NothingRecorded),
-            (Err(e), _) => Err(e.into()),
-        }
+            .speech()
+            .record(recording, live, cancel)
+            .await?)
     }
 
     /// Makes whole what a crash left in the projects; run when the app starts (see

@@ -198,8 +198,15 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
             onChange={(v) => setAudio({ interactive_reserve: v })}
           />
           <NumberField id="settings-audio-waiting" label="Wait slots" value={settings.audio_lane.max_waiting} onChange={(v) => setAudio({ max_waiting: v })} />
+          <NumberField
+            id="settings-model-idle"
+            label="Unload idle speech models after (s, 0 = never)"
+            step={30}
+            value={settings.audio_lane.model_idle_secs}
+            onChange={(v) => setAudio({ model_idle_secs: v })}
+          />
         </div>
-        <p class="muted">Audio lane limits apply after a restart.</p>
+        <p class="muted">Audio lane limits apply after a restart; the idle time applies at once.</p>
       </fieldset>
       <div class="row">
         <button type="submit" data-testid="settings-save">

@@ -2,7 +2,7 @@
 import { listen } from "@tauri-apps/api/event";
 import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, asUiError, type Project, type UiError, type VersionInfo } from "../api";
+import { api, asUiError, type LiveLine, type Project, type UiError, type VersionInfo } from "../api";
 import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
@@ -25,6 +25,10 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const recording = recorder.running;
   const [progress, setProgress] = useState(0);
   const [level, setLevel] = useState<number | null>(null);
+  // Live transcription while recording: the phrases made final, and the one being spoken.
+  const [live, setLive] = useState(true);
+  const [liveFinals, setLiveFinals] = useState<LiveLine[]>([]);
+  const [livePartial, setLivePartial] = useState<LiveLine | null>(null);
   const [error, setError] = useState<UiError | null>(null);
   const [format, setFormat] = useState("srt");
   const [exported, setExported] = useState<string | null>(null);
@@ -36,6 +40,15 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   });
   useEvent("record-level", (p) => {
     if (p.job === recording) setLevel(p.dbfs);
+  });
+  useEvent("live-transcript", (p) => {
+    if (p.job !== recording) return;
+    if (p.partial) {
+      setLivePartial(p.partial);
+    } else {
+      setLivePartial(null);
+      setLiveFinals((lines) => [...lines, ...p.finals]);
+    }
   });
   // Files dropped on the window (Tauri's own event, not the shell's).
   useEffect(() => {
@@ -60,17 +73,28 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
 
   const record = async () => {
     setError(null);
-    let file: string;
+    setLiveFinals([]);
+    setLivePartial(null);
+    let outcome;
     try {
-      file = await recorder.run((id) => api.record(project.id, 600, id));
+      outcome = await recorder.run((id) => api.record(project.id, 600, live, id));
     } catch (e) {
       setError(asUiError(e));
       return;
     } finally {
       setLevel(null);
+      setLivePartial(null);
     }
-    setPath(file);
-    await transcribe(file);
+    setPath(outcome.file);
+    if (outcome.project) {
+      // Transcribed while recording: that transcript is the project's now.
+      setLiveFinals([]);
+      props.onProject(outcome.project);
+      return;
+    }
+    await transcribe(outcome.file);
+    // Shown after the fallback transcription, which clears errors as it starts.
+    if (outcome.live_error) setError(outcome.live_error);
   };
 
   // Edits are saved as they are made: a short pause in typing saves, and so does leaving the
@@ -139,9 +163,20 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
         </form>
         <div class="row">
           {recording === null ? (
-            <button data-testid="record-start" onClick={record} disabled={job !== null}>
-              ● Record
-            </button>
+            <>
+              <button data-testid="record-start" onClick={record} disabled={job !== null}>
+                ● Record
+              </button>
+              <label class="check">
+                <input
+                  type="checkbox"
+                  data-testid="record-live"
+                  checked={live}
+                  onChange={(e) => setLive((e.target as HTMLInputElement).checked)}
+                />
+                Transcribe while recording
+              </label>
+            </>
           ) : (
             <button data-testid="record-stop" onClick={recorder.cancel}>
               ■ Stop recording
@@ -154,6 +189,23 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
           )}
           <span class="muted">WAV, MP3, FLAC, OGG and M4A; speech models run on this machine.</span>
         </div>
+        {(recording !== null || liveFinals.length > 0) && live && (
+          <div class="live-transcript" data-testid="live-transcript" aria-live="polite">
+            {liveFinals.map((line, i) => (
+              <p key={i} data-testid={`live-final-${i}`}>
+                <span class="time">{formatTime(line.start)}</span> {line.text}
+              </p>
+            ))}
+            {livePartial && (
+              <p class="muted" data-testid="live-partial">
+                <span class="time">{formatTime(livePartial.start)}</span> {livePartial.text}…
+              </p>
+            )}
+            {recording !== null && liveFinals.length === 0 && !livePartial && (
+              <p class="muted" data-testid="live-waiting">Listening…</p>
+            )}
+          </div>
+        )}
       </div>
       {job !== null && (
         <div class="row" data-testid="transcribe-running">

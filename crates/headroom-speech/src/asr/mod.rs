@@ -1,6 +1,7 @@
 //! Speech recognition: the [`Transcriber`] trait, the embedded Whisper engine, and exports.
 
 pub mod export;
+pub mod live;
 pub mod vad;
 mod wer;
 pub mod whisper;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// Samples the model judges at a time (32 ms at 16 kHz).
-const FRAME: usize = 512;
+pub const FRAME: usize = 512;
 /// Samples of the previous frame the model sees before each frame.
 const CONTEXT: usize = 64;
 /// The model's recurrent state: 1 × 1 × 128 for each of h and c.
@@ -69,6 +69,27 @@ impl Default for VadParams {
 #[error("voice activity detection failed: {0}")]
 pub struct VadError(String);
 
+/// The detector's memory of audio heard so far: its recurrent state, the last samples of the
+/// previous frame, and samples not yet a whole frame.
+pub struct VadStream {
+    h: Vec<f32>,
+    c: Vec<f32>,
+    context: [f32; CONTEXT],
+    pending: Vec<f32>,
+}
+
+impl Default for VadStream {
+    /// Nothing heard yet: silence before the first frame.
+    fn default() -> Self {
+        VadStream {
+            h: vec![0.0; STATE],
+            c: vec![0.0; STATE],
+            context: [0.0; CONTEXT],
+            pending: Vec::new(),
+        }
+    }
+}
+
 /// The loaded Silero model.
 pub struct SileroVad {
     session: Mutex<Session>,
@@ -89,55 +110,83 @@ impl SileroVad {
 
     /// The speech probability of each 32 ms frame of 16 kHz `samples` (the last one padded).
     pub fn probabilities(&self, samples: &[f32]) -> Result<Vec<f32>, VadError> {
-        let frames = samples.len().div_ceil(FRAME);
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| VadError("the VAD session is poisoned".into()))?;
-        let mut h = vec![0f32; STATE];
-        let mut c = vec![0f32; STATE];
+        let mut stream = VadStream::default();
+        let mut probs = self.feed(&mut stream, samples)?;
+        probs.extend(self.flush(&mut stream)?);
+        Ok(probs)
+    }
+
+    /// The probabilities of the whole frames that `samples`, appended to what `stream` was
+    /// fed before, complete: audio heard as it arrives (a recording) is judged exactly as the
+    /// same audio in one piece would be.
+    pub fn feed(&self, stream: &mut VadStream, samples: &[f32]) -> Result<Vec<f32>, VadError> {
+        stream.pending.extend_from_slice(samples);
+        let frames = stream.pending.len() / FRAME;
         let mut probs = Vec::with_capacity(frames);
         for first in (0..frames).step_by(BATCH_FRAMES) {
             let count = BATCH_FRAMES.min(frames - first);
             let mut input = Vec::with_capacity(count * (CONTEXT + FRAME));
             for f in first..first + count {
-                let start = f * FRAME;
-                // The previous frame's last samples (none before the first frame).
-                let context = start.saturating_sub(CONTEXT)..start;
-                input.extend(std::iter::repeat_n(0.0, CONTEXT - context.len()));
-                input.extend_from_slice(&samples[context]);
-                let end = (start + FRAME).min(samples.len());
-                input.extend_from_slice(&samples[start..end]);
-                input.extend(std::iter::repeat_n(0.0, FRAME - (end - start)));
+                // Each frame is seen after the previous frame's last samples.
+                input.extend_from_slice(&stream.context);
+                let frame = &stream.pending[f * FRAME..(f + 1) * FRAME];
+                input.extend_from_slice(frame);
+                stream.context.copy_from_slice(&frame[FRAME - CONTEXT..]);
             }
-            let engine = |e: ort::Error| VadError(e.to_string());
-            let outputs = session
-                .run(ort::inputs![
-                    "input" => Tensor::from_array(([count, CONTEXT + FRAME], input)).map_err(engine)?,
-                    "h" => Tensor::from_array(([1usize, 1, STATE], std::mem::take(&mut h))).map_err(engine)?,
-                    "c" => Tensor::from_array(([1usize, 1, STATE], std::mem::take(&mut c))).map_err(engine)?,
-                ])
-                .map_err(engine)?;
-            let (_, p) = outputs["speech_probs"]
-                .try_extract_tensor::<f32>()
-                .map_err(engine)?;
-            if p.len() != count {
+            probs.extend(self.run(stream, count, input)?);
+        }
+        stream.pending.drain(..frames * FRAME);
+        Ok(probs)
+    }
+
+    /// The last, partial frame's probability (padded with silence), if `stream` holds one.
+    pub fn flush(&self, stream: &mut VadStream) -> Result<Option<f32>, VadError> {
+        if stream.pending.is_empty() {
+            return Ok(None);
+        }
+        let mut rest = std::mem::take(&mut stream.pending);
+        rest.resize(FRAME, 0.0);
+        Ok(self.feed(stream, &rest)?.pop())
+    }
+
+    /// `count` frames (each with its context) through the model, carrying its state.
+    fn run(
+        &self,
+        stream: &mut VadStream,
+        count: usize,
+        input: Vec<f32>,
+    ) -> Result<Vec<f32>, VadError> {
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| VadError("the VAD session is poisoned".into()))?;
+        let engine = |e: ort::Error| VadError(e.to_string());
+        let outputs = session
+            .run(ort::inputs![
+                "input" => Tensor::from_array(([count, CONTEXT + FRAME], input)).map_err(engine)?,
+                "h" => Tensor::from_array(([1usize, 1, STATE], stream.h.clone())).map_err(engine)?,
+                "c" => Tensor::from_array(([1usize, 1, STATE], stream.c.clone())).map_err(engine)?,
+            ])
+            .map_err(engine)?;
+        let (_, p) = outputs["speech_probs"]
+            .try_extract_tensor::<f32>()
+            .map_err(engine)?;
+        if p.len() != count {
+            return Err(VadError(format!(
+                "the model gave {} probabilities for {count} frames",
+                p.len()
+            )));
+        }
+        let probs = p.to_vec();
+        for (name, state) in [("hn", &mut stream.h), ("cn", &mut stream.c)] {
+            let (_, values) = outputs[name].try_extract_tensor::<f32>().map_err(engine)?;
+            if values.len() != STATE {
                 return Err(VadError(format!(
-                    "the model gave {} probabilities for {count} frames",
-                    p.len()
+                    "the model's {name} has {} values",
+                    values.len()
                 )));
             }
-            probs.extend_from_slice(p);
-            h = outputs["hn"]
-                .try_extract_tensor::<f32>()
-                .map_err(engine)?
-                .1
-                .to_vec();
-            c = outputs["cn"]
-                .try_extract_tensor::<f32>()
-                .map_err(engine)?
-                .1
-                .to_vec();
+            state.copy_from_slice(values);
         }
         Ok(probs)
     }
