@@ -3,6 +3,7 @@
 mod align;
 mod ct2;
 mod decode;
+mod gemm;
 mod kernels;
 pub mod mel;
 mod model;
