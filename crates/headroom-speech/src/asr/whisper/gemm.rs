@@ -454,16 +454,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pseudo_random(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1664525).wrapping_add(1013904223);
-                (s >> 8) as f32 / (1 << 24) as f32 - 0.5
-            })
-            .collect()
-    }
+    use crate::asr::whisper::kernels::pseudo_random;
 
     /// Shapes with every edge: rows past whole tiles, outputs past whole registers and
     /// panels, inputs past whole groups of 4 (and of 64 bytes).

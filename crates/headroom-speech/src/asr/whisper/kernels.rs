@@ -618,6 +618,18 @@ pub fn add_into(x: &mut [f32], y: &[f32]) {
     }
 }
 
+/// Repeatable values in [-0.5, 0.5) for the kernels' tests (a linear congruential sequence).
+#[cfg(test)]
+pub(super) fn pseudo_random(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1664525).wrapping_add(1013904223);
+            (s >> 8) as f32 / (1 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,16 +637,6 @@ mod tests {
     fn reference(rows: usize, cols: usize, w: &[f32], b: &[f32], x: &[f32]) -> Vec<f32> {
         (0..rows)
             .map(|r| (0..cols).map(|c| w[r * cols + c] * x[c]).sum::<f32>() + b[r])
-            .collect()
-    }
-
-    fn pseudo_random(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1664525).wrapping_add(1013904223);
-                (s >> 8) as f32 / (1 << 24) as f32 - 0.5
-            })
             .collect()
     }
 
