@@ -519,6 +519,16 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn live_transcription_says_which_model_to_install_before_recording() {
+        let services = Services::new(Config::default(), env());
+        let missing = services.speech().live_ready("whisper-tiny.en").unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "the model whisper-tiny.en is not installed; install it with `headroom models install whisper-tiny.en`"
+        );
+    }
+
+    #[tokio::test]
     async fn every_text_lane_yields_to_the_one_audio_lane() {
         let services = Services::new(Config::default(), env());
         // Nothing listens on port 9: the gate refuses before any request would be sent.

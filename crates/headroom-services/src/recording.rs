@@ -111,6 +111,18 @@ impl LiveWorker {
 }
 
 impl SpeechService {
+    /// Whether live transcription with `model` can start: the model and the voice activity
+    /// detector are installed (else the error says which to install).
+    pub fn live_ready(&self, model: &str) -> Result<(), SpeechError> {
+        self.live_models(model).map(|_| ())
+    }
+
+    fn live_models(&self, model: &str) -> Result<(EngineSource, PathBuf), SpeechError> {
+        let engine = self.engine_source(model)?;
+        let vad_dir = models::locate(self.models_dir(), models::VAD_MODEL)?;
+        Ok((engine, vad_dir))
+    }
+
     /// Records on the audio lane as interactive work (so text lanes yield meanwhile) until
     /// `recording.max_seconds` or `cancel`, which stops the recording and keeps it. The WAV is
     /// written as it is recorded: a crash keeps all but the last second. With `live`, the
@@ -124,8 +136,7 @@ impl SpeechService {
         // Models a live transcription needs are found now, before anything is recorded.
         let live = match live {
             Some(request) => {
-                let engine = self.engine_source(&request.model)?;
-                let vad_dir = models::locate(self.models_dir(), models::VAD_MODEL)?;
+                let (engine, vad_dir) = self.live_models(&request.model)?;
                 Some(LiveWorker {
                     request,
                     engine,

@@ -1114,7 +1114,8 @@ impl Workstation {
     /// Records from the default input device into a new WAV in the project's `audio/` folder,
     /// until `max_seconds` or `cancel` (which stops and keeps it). With `live`, the recording
     /// is transcribed as it goes, and that transcript becomes the project's (the old one is
-    /// kept as a version), so nothing needs transcribing again afterwards.
+    /// kept as a version), so nothing needs transcribing again afterwards; when it cannot
+    /// start, the recording is made without it and `transcribed` says why.
     pub async fn record(
         &self,
         project_id: &str,
@@ -1126,13 +1127,23 @@ impl Workstation {
         let project = self.store.open(project_id)?;
         let relative = format!("audio/recording-{}.wav", unix_ms());
         let target = self.store.folder(&project.id)?.join(&relative);
+        // Live text is on by default in the app: when it cannot start (silero-vad not
+        // installed, say), the recording goes ahead without it and says why afterwards.
+        let (live, unavailable) = match live {
+            Some(request) => match self.services.speech().live_ready(&request.model) {
+                Ok(()) => (Some(request), None),
+                Err(e) => (None, Some(e)),
+            },
+            None => (None, None),
+        };
         let recorded = self
             .record_to_file(target, max_seconds, level, live, cancel)
             .await?;
-        let transcribed = match recorded.live {
-            None => None,
-            Some(Err(e)) => Some(Err(e.into())),
-            Some(Ok(transcript)) => {
+        let transcribed = match (recorded.live, unavailable) {
+            (_, Some(e)) => Some(Err(e.into())),
+            (None, None) => None,
+            (Some(Err(e)), None) => Some(Err(e.into())),
+            (Some(Ok(transcript)), None) => {
                 let audio = relative.clone();
                 let changed = self
                     .change_project(project_id, Some("before recording".into()), move |p| {
