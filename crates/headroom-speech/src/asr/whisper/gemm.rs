@@ -10,6 +10,7 @@
 //! bytes, and the shift's share of each sum, `128 · Σ_c q[r][c]`, is precomputed per output
 //! row and subtracted.
 
+use super::kernels::{round_to_i8, row_scale};
 use rayon::prelude::*;
 
 /// Int32 lanes in a 512-bit register: output rows per register.
@@ -228,26 +229,6 @@ fn offset_in_panel(blocks: usize, r: usize, c: usize) -> usize {
     let (block, lane) = (r / LANES, r % LANES);
     let (group, byte) = (c / GROUP, c % GROUP);
     (group * blocks + block) * BLOCK_BYTES + lane * GROUP + byte
-}
-
-/// `x` (in [-127, 127] but for rounding) to the nearest integer, ties to even, as int8. Adding
-/// and taking away 1.5·2^23 rounds without the library call that `round` is on baseline
-/// x86-64.
-#[inline(always)]
-fn round_to_i8(x: f32) -> i8 {
-    const ROUNDER: f32 = 12_582_912.0;
-    ((x + ROUNDER) - ROUNDER).clamp(-127.0, 127.0) as i8
-}
-
-/// A row's scale (`max |x| / 127`, 0 for a row of zeros) and its inverse, which quantizes.
-#[inline(always)]
-fn row_scale(row: &[f32]) -> (f32, f32) {
-    let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
-    if max > 0.0 {
-        (max / 127.0, 127.0 / max)
-    } else {
-        (0.0, 0.0)
-    }
 }
 
 /// Quantizes each `cols`-wide row of `x` to bytes shifted by 128 (`stride` apart in `out`,

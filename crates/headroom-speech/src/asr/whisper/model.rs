@@ -62,25 +62,6 @@ enum StoredLinear {
 }
 
 impl StoredLinear {
-    /// `weight` (outputs × inputs) and `bias`, quantized when `int8`.
-    fn new(weight: Tensor, bias: Option<Tensor>, int8: bool) -> Result<Self> {
-        if !int8 {
-            // Copies of their own, so that a stacked tensor they are cut from is freed.
-            return Ok(StoredLinear::Float {
-                weight: weight.copy()?,
-                bias: bias.map(|b| b.copy()).transpose()?,
-            });
-        }
-        let (rows, cols) = weight.dims2()?;
-        let bias = bias.as_ref().map(values).transpose()?;
-        Ok(StoredLinear::Int8(QuantizedLinear::new(
-            rows,
-            cols,
-            &values(&weight)?,
-            bias.as_deref(),
-        )))
-    }
-
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
             StoredLinear::Float { weight, bias } => {
@@ -119,25 +100,47 @@ fn linear(m: &mut Ct2Model, prefix: &str, int8: bool) -> Result<StoredLinear> {
     Ok(split_linear(m, prefix, 1, int8)?.pop().expect("one part"))
 }
 
-/// Splits a stacked projection (q,k,v or k,v) into `parts` linears along the output dim.
+/// Splits a stacked projection (q,k,v or k,v) into `parts` linears along the output dim,
+/// quantized when `int8`.
 fn split_linear(
     m: &mut Ct2Model,
     prefix: &str,
     parts: usize,
     int8: bool,
 ) -> Result<Vec<StoredLinear>> {
-    let w = m
-        .take_stored(&format!("{prefix}/weight"))
-        .map_err(candle_core::Error::Msg)?;
-    let b = optional(m, &format!("{prefix}/bias"))?;
-    let rows = w.dim(0)? / parts;
+    let name = format!("{prefix}/weight");
+    let bias = optional(m, &format!("{prefix}/bias"))?;
+    if int8 {
+        let (dims, weights) = values_of(m, &name)?;
+        let [rows, cols] = dims[..] else {
+            candle_core::bail!("{name} is not a matrix: {dims:?}");
+        };
+        let bias = bias.as_ref().map(values).transpose()?;
+        let rows = rows / parts;
+        return Ok((0..parts)
+            .map(|i| {
+                let span = i * rows..(i + 1) * rows;
+                StoredLinear::Int8(QuantizedLinear::new(
+                    rows,
+                    cols,
+                    &weights[span.start * cols..span.end * cols],
+                    bias.as_ref().map(|b| &b[span]),
+                ))
+            })
+            .collect());
+    }
+    let weight = m.take_stored(&name).map_err(candle_core::Error::Msg)?;
+    let rows = weight.dim(0)? / parts;
     (0..parts)
         .map(|i| {
-            let bias = b
-                .as_ref()
-                .map(|b| b.narrow(0, i * rows, rows))
-                .transpose()?;
-            StoredLinear::new(w.narrow(0, i * rows, rows)?, bias, int8)
+            // Copies of their own, so that the stacked tensor they are cut from is freed.
+            Ok(StoredLinear::Float {
+                weight: weight.narrow(0, i * rows, rows)?.copy()?,
+                bias: bias
+                    .as_ref()
+                    .map(|b| b.narrow(0, i * rows, rows)?.copy())
+                    .transpose()?,
+            })
         })
         .collect()
 }
