@@ -92,6 +92,7 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         },
         skip_silence: !args.keep_silence,
         precision: args.precision,
+        audio_only_windows: false,
     };
     let transcript = match speech
         .transcribe(

@@ -1,6 +1,6 @@
 //! Live transcription: text while someone speaks. Audio arrives in pieces (a recording, a
 //! tenth of a second at a time); the voice activity detector follows it frame by frame, the
-//! phrase being spoken is transcribed again about every second as a partial text, and when
+//! phrase being spoken is transcribed again every half second as a partial text, and when
 //! a pause ends the phrase it is transcribed once more, as the final text, and forgotten.
 //!
 //! [`LiveTranscriber::push`] only keeps audio; [`LiveTranscriber::step`] does the work, one
@@ -34,7 +34,7 @@ pub struct LiveParams {
 impl Default for LiveParams {
     fn default() -> Self {
         LiveParams {
-            partial_every_secs: 1.0,
+            partial_every_secs: 0.5,
             pause_ms: 700,
             max_phrase_secs: 20.0,
             threshold: 0.5,
@@ -241,7 +241,8 @@ impl LiveTranscriber {
             .collect())
     }
 
-    /// The phrase so far, greedily and without word times: it is shown for a moment only.
+    /// The phrase so far, greedily, without word times and from only its own audio (not a
+    /// padded 30 s window): it is shown for a moment only, and soon.
     fn partial(
         &mut self,
         first: usize,
@@ -253,6 +254,7 @@ impl LiveTranscriber {
             beam_size: 1,
             word_timestamps: false,
             skip_silence: false,
+            audio_only_windows: true,
             ..self.options.clone()
         };
         let segments = self.transcribe(range.clone(), &options, cancel)?;

@@ -94,6 +94,11 @@ pub struct TranscribeOptions {
     /// How the embedded engine holds its weights (int8, the default, or float32); an engine
     /// is loaded once per model and precision.
     pub precision: whisper::Precision,
+    /// Encode only as much of each 30 s window as there is audio (in whole seconds) instead
+    /// of the window padded with silence: many times faster on a few seconds of audio, and
+    /// less accurate, since Whisper learned on whole windows. Live transcription's passing
+    /// text uses it; its final text does not.
+    pub audio_only_windows: bool,
 }
 
 impl Default for TranscribeOptions {
@@ -106,6 +111,7 @@ impl Default for TranscribeOptions {
             guards: DecodingGuards::default(),
             skip_silence: true,
             precision: whisper::Precision::Int8,
+            audio_only_windows: false,
         }
     }
 }

@@ -25,6 +25,11 @@ const TIME_PRECISION: f64 = 0.02;
 const FRAMES_PER_SECOND: f64 = (mel::SAMPLE_RATE / HOP) as f64;
 /// Tokens sampled per window at most (half the text context, as Whisper does).
 const MAX_WINDOW_TOKENS: usize = 224;
+/// An audio-only window's frames: its audio, then at least 2 s of silence and at least 10 s
+/// in all. Whisper that does not hear the speech end (measured: on 1–2 s of speech with
+/// less) repeats its last words until it runs out of tokens.
+const AUDIO_ONLY_SILENCE: usize = 200;
+const AUDIO_ONLY_MIN_FRAMES: usize = 1000;
 /// Latest allowed first timestamp in a window, in timestamp steps (1 s).
 const MAX_INITIAL_TIMESTAMP: u32 = 50;
 /// Prompt tokens kept from the initial prompt at most (half the text context, less one).
@@ -252,13 +257,21 @@ impl Decoding<'_> {
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
             }
-            let window = mel::window(&mel, n_mels, total_frames, seek, 0.0);
             let window_frames = (content_frames - seek).min(WINDOW_FRAMES);
+            let encoded_frames = if options.audio_only_windows {
+                (window_frames + AUDIO_ONLY_SILENCE)
+                    .max(AUDIO_ONLY_MIN_FRAMES)
+                    .next_multiple_of(FRAMES_PER_SECOND as usize)
+                    .min(WINDOW_FRAMES)
+            } else {
+                WINDOW_FRAMES
+            };
+            let window = mel::window(&mel, n_mels, total_frames, seek, encoded_frames, 0.0);
             let offset = seek as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
             let started = std::time::Instant::now();
             let cross = self
                 .model
-                .encode(&window, WINDOW_FRAMES)
+                .encode(&window, encoded_frames)
                 .map_err(AsrError::model)?;
             drop(window);
             let encoded = started.elapsed();

@@ -100,11 +100,18 @@ impl MelFrontend {
 
 /// Copies frames [start, start + WINDOW_FRAMES) of an n_mels × total mel into a window,
 /// padding past the end with `fill`.
-pub fn window(mel: &[f32], n_mels: usize, total: usize, start: usize, fill: f32) -> Vec<f32> {
-    let mut out = vec![fill; n_mels * WINDOW_FRAMES];
-    let take = total.saturating_sub(start).min(WINDOW_FRAMES);
+pub fn window(
+    mel: &[f32],
+    n_mels: usize,
+    total: usize,
+    start: usize,
+    width: usize,
+    fill: f32,
+) -> Vec<f32> {
+    let mut out = vec![fill; n_mels * width];
+    let take = total.saturating_sub(start).min(width);
     for m in 0..n_mels {
-        out[m * WINDOW_FRAMES..m * WINDOW_FRAMES + take]
+        out[m * width..m * width + take]
             .copy_from_slice(&mel[m * total + start..m * total + start + take]);
     }
     out
@@ -142,8 +149,10 @@ mod tests {
     #[test]
     fn windows_pad_past_the_end() {
         let mel: Vec<f32> = (0..2 * 5).map(|v| v as f32).collect();
-        let w = window(&mel, 2, 5, 3, -1.0);
+        let w = window(&mel, 2, 5, 3, WINDOW_FRAMES, -1.0);
         assert_eq!(&w[..3], &[3.0, 4.0, -1.0]);
         assert_eq!(&w[WINDOW_FRAMES..WINDOW_FRAMES + 2], &[8.0, 9.0]);
+        let narrow = window(&mel, 2, 5, 1, 3, -1.0);
+        assert_eq!(narrow, [1.0, 2.0, 3.0, 6.0, 7.0, 8.0]);
     }
 }
