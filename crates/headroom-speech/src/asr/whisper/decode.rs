@@ -253,12 +253,17 @@ impl Decoding<'_> {
         let mut seek =
             ((from_secs.max(0.0) * FRAMES_PER_SECOND).round() as usize).min(content_frames);
         let mut scratch = Scratch::default();
+        let first_seek = seek;
         while seek < content_frames {
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
             }
             let window_frames = (content_frames - seek).min(WINDOW_FRAMES);
-            let encoded_frames = if options.audio_only_windows {
+            // The rest of the audio, heard again after the model stopped short of it, is a
+            // few seconds at most: encoded as audio only, it costs a third of a window.
+            let short_rest =
+                seek > first_seek && window_frames + AUDIO_ONLY_SILENCE <= AUDIO_ONLY_MIN_FRAMES;
+            let encoded_frames = if options.audio_only_windows || short_rest {
                 (window_frames + AUDIO_ONLY_SILENCE)
                     .max(AUDIO_ONLY_MIN_FRAMES)
                     .next_multiple_of(FRAMES_PER_SECOND as usize)
@@ -319,6 +324,9 @@ impl Decoding<'_> {
                 cancel,
             )?;
             tracing::debug!(
+                at_secs = offset,
+                window_frames,
+                encoded_frames,
                 encode_ms = encoded.as_millis() as u64,
                 decode_ms = (started.elapsed() - encoded).as_millis() as u64,
                 tokens = decoded.chosen.tokens.len(),
