@@ -228,6 +228,78 @@ async fn word_times_follow_words_placed_at_known_times() {
     );
 }
 
+/// Hears nothing, and notes the language each piece of audio is to be heard in.
+struct LanguageRecorder {
+    languages: std::sync::Mutex<Vec<Option<String>>>,
+}
+
+impl headroom_speech::asr::Transcriber for LanguageRecorder {
+    fn name(&self) -> &str {
+        "language recorder"
+    }
+
+    fn sole_language(&self) -> Option<&str> {
+        Some("en")
+    }
+
+    fn transcribe(
+        &self,
+        samples: &[f32],
+        options: &TranscribeOptions,
+        _progress: &dyn Fn(f32),
+        _cancel: &CancellationToken,
+    ) -> Result<headroom_speech::asr::Transcript, headroom_speech::asr::AsrError> {
+        self.languages
+            .lock()
+            .unwrap()
+            .push(options.language.clone());
+        Ok(headroom_speech::asr::Transcript {
+            language: options.language.clone(),
+            duration: samples.len() as f64 / 16_000.0,
+            segments: Vec::new(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_english_only_model_hears_every_chunk_in_english_from_the_first() {
+    use headroom_speech::asr::vad::{VadParams, VadTranscriber};
+    use headroom_speech::asr::Transcriber;
+    // Nothing to detect, so the first chunk does not run alone to learn the language: every
+    // chunk, the first too, is heard in English (and two at a time).
+    let service = service();
+    let text = (1..=6)
+        .map(|i| format!("Part {i}. The old ferry crosses the harbour every morning, carrying people to the island."))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut samples = spoken_16k(&service, &text).await;
+    silence(&mut samples, 3.0);
+    samples.extend(spoken_16k(&service, &text).await);
+    let vad_dir = headroom_speech::models::locate(service.models_dir(), "silero-vad").unwrap();
+    let recorder = Arc::new(LanguageRecorder {
+        languages: Default::default(),
+    });
+    let heard = VadTranscriber::new(
+        recorder.clone(),
+        service.loaded_vad(&vad_dir).unwrap(),
+        VadParams::default(),
+    )
+    .transcribe(
+        &samples,
+        &TranscribeOptions::default(),
+        &|_| {},
+        &CancellationToken::new(),
+    )
+    .unwrap();
+    let languages = recorder.languages.lock().unwrap().clone();
+    assert!(languages.len() >= 2, "one chunk only: {languages:?}");
+    assert!(
+        languages.iter().all(|l| l.as_deref() == Some("en")),
+        "{languages:?}"
+    );
+    assert_eq!(heard.language.as_deref(), Some("en"));
+}
+
 #[tokio::test]
 async fn long_silences_are_skipped_and_times_stay_in_the_original_timeline() {
     let service = service();

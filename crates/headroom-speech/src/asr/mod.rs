@@ -195,6 +195,13 @@ impl AsrError {
 /// when `cancel` fires.
 pub trait Transcriber: Send + Sync {
     fn name(&self) -> &str;
+
+    /// The only language this transcriber hears, if it hears one only (an English-only
+    /// model): nothing is then detected, so pieces of audio need not wait for the first
+    /// piece's language.
+    fn sole_language(&self) -> Option<&str> {
+        None
+    }
     fn transcribe(
         &self,
         samples: &[f32],

@@ -409,6 +409,10 @@ impl Transcriber for VadTranscriber {
         self.inner.name()
     }
 
+    fn sole_language(&self) -> Option<&str> {
+        self.inner.sole_language()
+    }
+
     fn transcribe(
         &self,
         samples: &[f32],
@@ -475,6 +479,9 @@ impl Transcriber for VadTranscriber {
         let mut rest = &todo[..];
         // A model that detects the language does so once, on the first chunk; every chunk is
         // then transcribed in it.
+        if options.language.is_none() {
+            options.language = self.inner.sole_language().map(str::to_string);
+        }
         if options.language.is_none() {
             if let Some((first, others)) = rest.split_first() {
                 let part = self.transcribe_chunk(samples, first, &options, cancel)?;

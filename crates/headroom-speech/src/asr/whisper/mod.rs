@@ -160,6 +160,10 @@ impl Transcriber for WhisperEngine {
         &self.name
     }
 
+    fn sole_language(&self) -> Option<&str> {
+        (!self.multilingual()).then_some("en")
+    }
+
     fn transcribe(
         &self,
         samples: &[f32],
