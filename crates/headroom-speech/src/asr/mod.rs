@@ -94,10 +94,10 @@ pub struct TranscribeOptions {
     /// How the embedded engine holds its weights (int8, the default, or float32); an engine
     /// is loaded once per model and precision.
     pub precision: whisper::Precision,
-    /// Encode only as much of each 30 s window as there is audio (in whole seconds) instead
-    /// of the window padded with silence: many times faster on a few seconds of audio, and
-    /// less accurate, since Whisper learned on whole windows. Live transcription's passing
-    /// text uses it; its final text does not.
+    /// Encode a window's audio and a little silence after it (10 s at least) instead of the
+    /// whole 30 s window padded with silence: about three times faster on a few seconds of
+    /// audio, and less accurate, since Whisper learned on whole windows. Live
+    /// transcription's passing text uses it; its final text does not.
     pub audio_only_windows: bool,
 }
 
@@ -202,6 +202,7 @@ pub trait Transcriber: Send + Sync {
     fn sole_language(&self) -> Option<&str> {
         None
     }
+
     fn transcribe(
         &self,
         samples: &[f32],
