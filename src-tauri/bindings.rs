@@ -5,6 +5,7 @@
 //! event, regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
 
 use crate::commands::{AppInfo, GpuView, LiveLine, RecordOutcome, UiError, UiErrorKind};
+use crate::window_rendering::WindowRendering;
 use crate::{event_declarations, event_payloads, COMMAND_NAMES};
 use headroom_core::admission::{
     DeadlineKind, Lane, Occupancy, RejectReason, Rejection, SuggestedAction, YieldRule,
@@ -81,7 +82,7 @@ pub fn typescript() -> String {
         CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
-        AppInfo, UiErrorKind, UiError, ResidentModel, MemoryView, LiveLine, RecordOutcome,
+        WindowRendering, AppInfo, UiErrorKind, UiError, ResidentModel, MemoryView, LiveLine, RecordOutcome,
     );
     decls.extend(event_declarations(cfg));
     let mut out = String::from(

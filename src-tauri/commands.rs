@@ -1,6 +1,7 @@
 //! The commands the web view may call. Each one forwards to the workstation and turns its error
 //! into a [`UiError`] the front end can show (a rejection keeps all its typed fields).
 
+use crate::window_rendering::WindowRendering;
 use crate::{events, Shell};
 use headroom_core::admission::{Rejection, SuggestedAction};
 use headroom_core::config::Config;
@@ -117,6 +118,8 @@ pub struct AppInfo {
     projects_dir: PathBuf,
     config_path: Option<PathBuf>,
     models_dir: PathBuf,
+    /// How the window is drawn (`HEADROOM_WINDOW_RENDERING`, read at start).
+    window_rendering: WindowRendering,
 }
 
 #[tauri::command]
@@ -126,6 +129,7 @@ pub fn app_info(shell: State<'_, Shell>) -> AppInfo {
         projects_dir: shell.workstation.store().root().to_path_buf(),
         config_path: shell.workstation.config_path().map(PathBuf::from),
         models_dir: shell.workstation.services().env().models_dir.clone(),
+        window_rendering: shell.window_rendering,
     }
 }
 

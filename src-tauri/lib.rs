@@ -7,6 +7,7 @@ pub mod bindings;
 mod chosen;
 mod commands;
 mod jobs;
+pub mod window_rendering;
 
 use headroom_core::config::Config;
 use headroom_services::{Environment, Services};
@@ -15,6 +16,7 @@ use headroom_workstation::workstation::Workstation;
 use std::sync::Arc;
 use std::time::Instant;
 use tauri::{Emitter, Manager};
+use window_rendering::{WindowRendering, WindowSetup};
 
 /// Declares the events the shell emits, each with its payload type, once: the constants the
 /// shell emits by, and the table the TypeScript bindings are generated from.
@@ -139,10 +141,13 @@ pub struct Shell {
     pub started: Instant,
     /// Paths the Save dialog returned, the only places outside a project the app writes to.
     pub chosen: chosen::ChosenPaths,
+    /// How the window is drawn, as decided before it opened.
+    pub window_rendering: WindowRendering,
 }
 
-/// Starts the desktop app.
-pub fn run() {
+/// Starts the desktop app; `window` is what `main` set up for the toolkit before anything else
+/// ran ([`window_rendering::plan`]).
+pub fn run(window: WindowSetup) {
     let started = Instant::now();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -153,7 +158,15 @@ pub fn run() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    // The one place the process environment is read.
+    if let Some(problem) = &window.problem {
+        tracing::warn!("{problem}");
+    }
+    tracing::info!(
+        rendering = ?window.rendering,
+        set = ?window.variables,
+        "window drawing"
+    );
+    // Where the services' environment is read (the window's was read by `main`).
     let env = Environment::from_vars(|name| std::env::var_os(name));
     let config = match Config::load(env.config_file.as_deref(), |name| std::env::var(name).ok()) {
         Ok(c) => c,
@@ -183,6 +196,7 @@ pub fn run() {
         jobs: jobs::Jobs::default(),
         started,
         chosen: chosen::ChosenPaths::default(),
+        window_rendering: window.rendering,
     };
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())

@@ -8,7 +8,8 @@
 //! benchmark run from the app; then a second session on a replayed GPU trace: the memory
 //! chart with baseline and peak, and a `gpu_memory_pressure` refusal at the segment.
 //! A screenshot of each view lands in `target/ui-screenshots/`; cold start and idle memory
-//! in `target/ui-measurements.json`.
+//! in `target/ui-measurements.json`. The window is drawn on the CPU, so no GL driver is loaded
+//! in the app's process.
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -289,8 +290,8 @@ async fn retry_pause() {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
-/// The resident memory of the app and its web view processes, in KiB.
-fn app_tree_rss_kib(app: &Path) -> (u64, u64) {
+/// The app's process and its web view processes (the app's descendants), the app first.
+fn app_process_tree(app: &Path) -> Vec<u32> {
     let app = app.canonicalize().unwrap();
     let mut parents = Vec::new();
     let mut app_pid = None;
@@ -312,18 +313,7 @@ fn app_tree_rss_kib(app: &Path) -> (u64, u64) {
             app_pid = Some(pid);
         }
     }
-    let app_pid = app_pid.expect("the app process is running");
-    let rss = |pid: u32| -> u64 {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            })
-            .unwrap_or(0)
-    };
-    let mut tree = vec![app_pid];
+    let mut tree = vec![app_pid.expect("the app process is running")];
     let mut i = 0;
     while i < tree.len() {
         let parent = tree[i];
@@ -335,7 +325,42 @@ fn app_tree_rss_kib(app: &Path) -> (u64, u64) {
         );
         i += 1;
     }
-    (rss(app_pid), tree.iter().map(|p| rss(*p)).sum())
+    tree
+}
+
+/// The resident memory of the app and its web view processes, in KiB.
+fn app_tree_rss_kib(tree: &[u32]) -> (u64, u64) {
+    let rss = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    (rss(tree[0]), tree.iter().map(|p| rss(*p)).sum())
+}
+
+/// The GL driver files mapped into a process: Mesa's DRI/gallium drivers and the LLVM they
+/// bring, or another vendor's GL driver.
+fn gl_driver_mappings(pid: u32) -> Vec<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut found: Vec<String> = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .filter(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            name.contains("_dri.so")
+                || name.starts_with("libgallium")
+                || name.starts_with("libLLVM")
+                || name.starts_with("libnvidia-glcore")
+        })
+        .map(str::to_string)
+        .collect();
+    found.dedup();
+    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -381,7 +406,11 @@ async fn the_desktop_workflow_end_to_end() {
         ("HOME", &home),
     ])
     .await;
-    let (idle_app_kib, idle_tree_kib) = app_tree_rss_kib(&app);
+    let tree = app_process_tree(&app);
+    let (idle_app_kib, idle_tree_kib) = app_tree_rss_kib(&tree);
+    // Drawn on the CPU (the default), the window loads no GL driver into the app's process.
+    let gl_in_app = gl_driver_mappings(tree[0]);
+    assert!(gl_in_app.is_empty(), "GL driver in the app: {gl_in_app:?}");
 
     // --- Projects: create, rename, delete; then the working project.
     ui.screenshot("01-projects-empty").await;
@@ -772,6 +801,8 @@ async fn the_desktop_workflow_end_to_end() {
             .as_deref(),
         Some("installed")
     );
+    let rendering = ui.text("settings-window-rendering").await;
+    assert!(rendering.contains("drawn on the CPU"), "{rendering}");
     ui.screenshot("06-settings").await;
 
     // --- The benchmark, run from the app against the server just chosen.

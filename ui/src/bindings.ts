@@ -500,7 +500,12 @@ export type MemorySample = {
 seq: number, at_ms: number, total_bytes: number, used_bytes: number, free_bytes: number, processes: Array<ProcessMemory>, };
 export type GpuView = { status: SamplerStatus, samples: Array<MemorySample>, };
 export type BenchmarkRun = { summary: string, html: string, json: string, };
-export type AppInfo = { version: string, projects_dir: string, config_path: string | null, models_dir: string, };
+export type WindowRendering = "software" | "gpu";
+export type AppInfo = { version: string, projects_dir: string, config_path: string | null, models_dir: string, 
+/**
+ * How the window is drawn (`HEADROOM_WINDOW_RENDERING`, read at start).
+ */
+window_rendering: WindowRendering, };
 export type UiErrorKind = "rejected" | "cancelled" | "changed_elsewhere" | "error";
 export type UiError = { kind: UiErrorKind, message: string, rejection: Rejection | null, 
 /**

@@ -256,6 +256,14 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
             Models: <code>{props.info.models_dir}</code> · Projects: <code>{props.info.projects_dir}</code>
           </p>
         )}
+        {props.info && (
+          <p class="muted" data-testid="settings-window-rendering">
+            {props.info.window_rendering === "software"
+              ? "The window is drawn on the CPU, so no GL driver loads in the app and the GPU stays with the models."
+              : "The window is drawn with the GPU (WebKit's defaults)."}{" "}
+            <code>HEADROOM_WINDOW_RENDERING=software|gpu</code> chooses, read when the app starts.
+          </p>
+        )}
       </fieldset>
     </form>
   );
