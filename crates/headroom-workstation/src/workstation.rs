@@ -1259,12 +1259,8 @@ pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
         } else {
             SuggestionSource::Llm
         },
-        note: (!fallback_reasons.is_empty()).then(|| {
-            format!(
-                "rule-based cleanup was used because {}",
-                fallback_reasons.join("; ")
-            )
-        }),
+        note: (!fallback_reasons.is_empty())
+            .then(|| format!("Cleaned up by the rules: {}", fallback_reasons.join("; "))),
         decision: Decision::Pending,
     }
 }
