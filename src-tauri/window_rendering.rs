@@ -26,7 +26,8 @@ pub const VARIABLE: &str = "HEADROOM_WINDOW_RENDERING";
 pub enum WindowRendering {
     /// On the CPU, with no GL driver in the app's process (the default).
     Software,
-    /// As WebKit chooses: DMA-BUF buffers and the system's GL driver.
+    /// As the web view chooses (WebKitGTK: DMA-BUF buffers and the system's GL driver); the
+    /// only mode off Linux.
     Gpu,
 }
 
@@ -55,7 +56,7 @@ pub fn plan(var: impl Fn(&str) -> Option<OsString>, render_nodes: &[PathBuf]) ->
     let (rendering, problem) = match var(VARIABLE) {
         None => (WindowRendering::Software, None),
         Some(value) => match value.to_string_lossy().trim().to_ascii_lowercase().as_str() {
-            "" | "software" | "cpu" => (WindowRendering::Software, None),
+            "" | "software" => (WindowRendering::Software, None),
             "gpu" => (WindowRendering::Gpu, None),
             _ => (
                 WindowRendering::Software,
@@ -63,8 +64,15 @@ pub fn plan(var: impl Fn(&str) -> Option<OsString>, render_nodes: &[PathBuf]) ->
             ),
         },
     };
+    if !cfg!(target_os = "linux") {
+        return WindowSetup {
+            rendering: WindowRendering::Gpu,
+            variables: Vec::new(),
+            problem,
+        };
+    }
     let mut variables = Vec::new();
-    if rendering == WindowRendering::Software && cfg!(target_os = "linux") {
+    if rendering == WindowRendering::Software {
         let render_node = render_nodes
             .first()
             .map(|node| node.clone().into_os_string())
