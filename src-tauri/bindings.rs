@@ -82,7 +82,8 @@ pub fn typescript() -> String {
         CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
-        WindowRendering, AppInfo, UiErrorKind, UiError, ResidentModel, MemoryView, LiveLine, RecordOutcome,
+        WindowRendering, AppInfo, UiErrorKind, UiError, ResidentModel, MemoryView, LiveLine,
+        RecordOutcome,
     );
     decls.extend(event_declarations(cfg));
     let mut out = String::from(

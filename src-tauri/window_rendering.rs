@@ -33,7 +33,7 @@ pub enum WindowRendering {
 
 /// A value of [`VARIABLE`] that names no mode.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{VARIABLE} must be \"software\" or \"gpu\", got {0:?}; drawing the window on the CPU")]
+#[error("{VARIABLE} must be \"software\" or \"gpu\", got {0:?}; using the default")]
 pub struct UnknownRendering(pub String);
 
 /// What `main` does to the environment before the toolkit starts, and why.
