@@ -330,16 +330,8 @@ fn app_process_tree(app: &Path) -> Vec<u32> {
 
 /// The resident memory of the app and its web view processes, in KiB.
 fn app_tree_rss_kib(tree: &[u32]) -> (u64, u64) {
-    let rss = |pid: u32| -> u64 {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            })
-            .unwrap_or(0)
-    };
+    // A web view process that exited since the tree was listed counts as nothing.
+    let rss = |pid: u32| headroom_gpu::process_resident_bytes(pid).unwrap_or(0) / 1024;
     (rss(tree[0]), tree.iter().map(|p| rss(*p)).sum())
 }
 
