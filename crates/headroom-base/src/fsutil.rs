@@ -1,6 +1,7 @@
-//! Writing user data so that a crash or a full disk never leaves a half-written file.
+//! Writing user data so that a crash or a full disk never leaves a half-written file, and
+//! ([`Beneath`]) keeping every read and write of a folder's files inside that folder.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Distinguishes the temporary files of writers in one process.
@@ -55,8 +56,13 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// large recording is never held in memory).
 pub fn copy_atomic(from: &Path, path: &Path) -> std::io::Result<()> {
     let mut source = std::fs::File::open(from)?;
+    copy_atomic_from(&mut source, path)
+}
+
+/// Writes what `content` reads to `path` as [`write_atomic`] writes, in pieces.
+pub fn copy_atomic_from(content: &mut dyn std::io::Read, path: &Path) -> std::io::Result<()> {
     let kept = std::fs::metadata(path).ok().map(|m| m.permissions());
-    write_atomic_from(path, &mut source, kept)
+    write_atomic_from(path, content, kept)
 }
 
 fn write_atomic_from(
@@ -69,11 +75,7 @@ fn write_atomic_from(
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-    ));
+    let tmp = dir.join(temporary_name(name));
     let result = (|| {
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
@@ -98,6 +100,15 @@ fn write_atomic_from(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A temporary file's name for a write of `name`: `.NAME.PID-N.tmp`, unique in this process.
+fn temporary_name(name: &str) -> String {
+    format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The process id in a temporary file's name as [`write_atomic`] makes it
@@ -162,6 +173,667 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
+}
+
+/// Why a path could not be used beneath a [`Beneath`] folder.
+#[derive(Debug, thiserror::Error)]
+pub enum BeneathError {
+    /// A part of the path (a folder or the file itself) is a symbolic link: it is never
+    /// followed, wherever it points.
+    #[error("{link} is a symbolic link; Headroom {} only inside the {what} folder ({})", verb(*.writing), .root.display())]
+    SymbolicLink {
+        /// The link, relative to the folder (e.g. `exports`).
+        link: String,
+        root: PathBuf,
+        /// What the folder is: `project`, `voice`.
+        what: &'static str,
+        writing: bool,
+    },
+    /// Not a path of plain names inside the folder (`..`, an absolute path, an empty one).
+    #[error("{path:?} is not a path inside the {what} folder")]
+    NotInside { path: String, what: &'static str },
+    /// A file was wanted and something else is there (a folder, a pipe, a device).
+    #[error("{} is not a regular file", .path.display())]
+    NotAFile { path: PathBuf },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn verb(writing: bool) -> &'static str {
+    if writing {
+        "writes"
+    } else {
+        "reads"
+    }
+}
+
+impl BeneathError {
+    /// Whether the path (or a folder on the way to it) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, BeneathError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// A folder whose files are read and written only beneath it: every path given is resolved
+/// from the folder's open handle one plain name at a time, and **no symbolic link is followed**
+/// on the way, not even one that points back inside. A link is refused with
+/// [`BeneathError::SymbolicLink`], which names it. The folder itself is opened as given (it
+/// may be reached through links: that is the user's choice of where it lives).
+///
+/// On Linux a path resolves with `openat2(2)` and `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` in
+/// one call; where that is missing (kernels before 5.6, a sandbox that forbids it), or to say
+/// which part is a link, by a walk of `openat(O_NOFOLLOW | O_DIRECTORY)` from the folder's
+/// handle, which other Unix systems always use. Either way a link swapped in while a write runs
+/// is refused, not followed. Elsewhere each part is checked before it is used.
+///
+/// Writes are atomic as [`write_atomic`]'s: a temporary file in the target's folder (opened
+/// through that folder's handle), synced, renamed over the target in the same folder, and the
+/// folder synced.
+#[derive(Debug)]
+pub struct Beneath {
+    root: PathBuf,
+    what: &'static str,
+    #[cfg(unix)]
+    dir: std::os::fd::OwnedFd,
+    /// Try `openat2` first (tests turn it off to exercise the walk).
+    #[cfg(target_os = "linux")]
+    fast: bool,
+}
+
+/// A checked relative path: its plain names, the last one split off.
+struct Parts<'a> {
+    folders: Vec<&'a std::ffi::OsStr>,
+    name: &'a std::ffi::OsStr,
+}
+
+impl Beneath {
+    /// Opens `root` (a folder that exists); `what` names it in errors ("project", "voice").
+    pub fn open(root: &Path, what: &'static str) -> Result<Beneath, BeneathError> {
+        let io = |source| BeneathError::Io {
+            path: root.to_path_buf(),
+            source,
+        };
+        #[cfg(unix)]
+        {
+            let dir = sys::open_dir(root).map_err(io)?;
+            Ok(Beneath {
+                root: root.to_path_buf(),
+                what,
+                dir,
+                #[cfg(target_os = "linux")]
+                fast: true,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            if !std::fs::metadata(root).map_err(io)?.is_dir() {
+                return Err(io(std::io::Error::from(std::io::ErrorKind::NotADirectory)));
+            }
+            Ok(Beneath {
+                root: root.to_path_buf(),
+                what,
+            })
+        }
+    }
+
+    /// The folder, as it was opened.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where `relative` is, for showing (nothing is checked).
+    pub fn shown(&self, relative: impl AsRef<Path>) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    fn parts<'a>(&self, relative: &'a Path) -> Result<Parts<'a>, BeneathError> {
+        let outside = || BeneathError::NotInside {
+            path: relative.to_string_lossy().into_owned(),
+            what: self.what,
+        };
+        let mut names = Vec::new();
+        for component in relative.components() {
+            match component {
+                std::path::Component::Normal(name) => names.push(name),
+                _ => return Err(outside()),
+            }
+        }
+        let name = names.pop().ok_or_else(outside)?;
+        Ok(Parts {
+            folders: names,
+            name,
+        })
+    }
+
+    fn io(&self, relative: &Path) -> impl FnOnce(std::io::Error) -> BeneathError + '_ {
+        let path = self.root.join(relative);
+        move |source| BeneathError::Io { path, source }
+    }
+
+    fn link(&self, parts: &[&std::ffi::OsStr], writing: bool) -> BeneathError {
+        let link: PathBuf = parts.iter().collect();
+        BeneathError::SymbolicLink {
+            link: link.to_string_lossy().into_owned(),
+            root: self.root.clone(),
+            what: self.what,
+            writing,
+        }
+    }
+
+    /// Makes the folder `relative` and every folder on the way, where missing.
+    pub fn create_dir_all(&self, relative: impl AsRef<Path>) -> Result<(), BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        let mut all = parts.folders;
+        all.push(parts.name);
+        self.folder(&all, true, true).map(drop)
+    }
+
+    /// Opens a regular file inside the folder for reading.
+    pub fn open_file(&self, relative: impl AsRef<Path>) -> Result<std::fs::File, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.open_in(relative, &parts)
+    }
+
+    /// Checks that `relative` is a regular file inside the folder, reached through no link,
+    /// and returns its path, for a reader that takes a path (a decoder). What the path names
+    /// is checked now, not when it is opened: prefer [`Beneath::open_file`] where a file will do.
+    pub fn file_path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, BeneathError> {
+        let relative = relative.as_ref();
+        self.open_file(relative)?;
+        Ok(self.root.join(relative))
+    }
+
+    /// Makes the folder `relative` (as [`Beneath::create_dir_all`]) and returns its path, for a
+    /// writer that takes a path (the recorder). As [`Beneath::file_path`], checked now.
+    pub fn dir_path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, BeneathError> {
+        let relative = relative.as_ref();
+        self.create_dir_all(relative)?;
+        Ok(self.root.join(relative))
+    }
+
+    /// Whether `relative` exists (as anything but a link, which is refused).
+    pub fn exists(&self, relative: impl AsRef<Path>) -> Result<bool, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        match self.kind_of(relative, &parts, false) {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `bytes` to `relative` atomically (see [`write_atomic`]), making the folders on
+    /// the way; returns the file's path. A file that exists keeps its permissions.
+    pub fn write_atomic(
+        &self,
+        relative: impl AsRef<Path>,
+        bytes: &[u8],
+    ) -> Result<PathBuf, BeneathError> {
+        self.copy_atomic_from(relative, &mut &bytes[..])
+    }
+
+    /// Writes what `content` reads to `relative` as [`Beneath::write_atomic`] does, in pieces.
+    pub fn copy_atomic_from(
+        &self,
+        relative: impl AsRef<Path>,
+        content: &mut dyn std::io::Read,
+    ) -> Result<PathBuf, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.write_in(relative, &parts, content)?;
+        Ok(self.root.join(relative))
+    }
+
+    /// Opens `relative` for writing, creating it (empty) when missing and never truncating it:
+    /// for lock files.
+    pub fn open_or_create(
+        &self,
+        relative: impl AsRef<Path>,
+    ) -> Result<std::fs::File, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.create_in(relative, &parts)
+    }
+
+    /// Removes the file `relative` (a link there is removed itself, never followed).
+    pub fn remove_file(&self, relative: impl AsRef<Path>) -> Result<(), BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.remove_in(relative, &parts)
+    }
+}
+
+#[cfg(unix)]
+impl Beneath {
+    /// The folder `names` under the root, as an open handle; made on the way when `create`.
+    fn folder(
+        &self,
+        names: &[&std::ffi::OsStr],
+        create: bool,
+        writing: bool,
+    ) -> Result<std::os::fd::OwnedFd, BeneathError> {
+        let shown: PathBuf = names.iter().collect();
+        let io = self.io(&shown);
+        if names.is_empty() {
+            return self.dir.try_clone().map_err(io);
+        }
+        #[cfg(target_os = "linux")]
+        if self.fast {
+            // The whole path in one call; any failure is explained by the walk below.
+            if let Some(fd) =
+                sys::open_beneath(&self.dir, &shown, libc::O_RDONLY | libc::O_DIRECTORY)
+            {
+                return Ok(fd);
+            }
+        }
+        let mut current = self.dir.try_clone().map_err(self.io(&shown))?;
+        for (i, name) in names.iter().enumerate() {
+            let c_name = sys::c_name(name).map_err(self.io(&shown))?;
+            let mut opened = sys::open_at(&current, &c_name, libc::O_RDONLY | libc::O_DIRECTORY, 0);
+            if create && matches!(&opened, Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+                match sys::mkdir_at(&current, &c_name) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(self.io(&names[..=i].iter().collect::<PathBuf>())(e)),
+                }
+                opened = sys::open_at(&current, &c_name, libc::O_RDONLY | libc::O_DIRECTORY, 0);
+            }
+            current = match opened {
+                Ok(fd) => fd,
+                Err(e) => return Err(self.explain(&current, &names[..=i], e, writing)),
+            };
+        }
+        Ok(current)
+    }
+
+    /// Names the link when `error` came from one at `names`' last part, else the error itself.
+    fn explain(
+        &self,
+        parent: &std::os::fd::OwnedFd,
+        names: &[&std::ffi::OsStr],
+        error: std::io::Error,
+        writing: bool,
+    ) -> BeneathError {
+        let last = names.last().expect("a name");
+        let is_link = sys::c_name(last)
+            .and_then(|c| sys::mode_at(parent, &c))
+            .is_ok_and(|mode| mode & libc::S_IFMT == libc::S_IFLNK);
+        if is_link {
+            self.link(names, writing)
+        } else {
+            self.io(&names.iter().collect::<PathBuf>())(error)
+        }
+    }
+
+    fn all<'a>(parts: &Parts<'a>) -> Vec<&'a std::ffi::OsStr> {
+        let mut all = parts.folders.clone();
+        all.push(parts.name);
+        all
+    }
+
+    fn open_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<std::fs::File, BeneathError> {
+        // Non-blocking, so a pipe put where a file was expected cannot hang the open.
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+        let mut fd = None;
+        #[cfg(target_os = "linux")]
+        if self.fast {
+            fd = sys::open_beneath(&self.dir, relative, flags);
+        }
+        let fd = match fd {
+            Some(fd) => fd,
+            None => {
+                let dir = self.folder(&parts.folders, false, false)?;
+                let name = sys::c_name(parts.name).map_err(self.io(relative))?;
+                sys::open_at(&dir, &name, flags, 0)
+                    .map_err(|e| self.explain(&dir, &Self::all(parts), e, false))?
+            }
+        };
+        let file = std::fs::File::from(fd);
+        let meta = file.metadata().map_err(self.io(relative))?;
+        if !meta.is_file() {
+            return Err(BeneathError::NotAFile {
+                path: self.root.join(relative),
+            });
+        }
+        sys::set_blocking(&file).map_err(self.io(relative))?;
+        Ok(file)
+    }
+
+    /// The file type bits of `relative` (not following a link: a link is refused).
+    fn kind_of(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        writing: bool,
+    ) -> Result<libc::mode_t, BeneathError> {
+        let dir = self.folder(&parts.folders, false, writing)?;
+        self.kind_in(&dir, relative, parts, writing)
+    }
+
+    fn kind_in(
+        &self,
+        dir: &std::os::fd::OwnedFd,
+        relative: &Path,
+        parts: &Parts<'_>,
+        writing: bool,
+    ) -> Result<libc::mode_t, BeneathError> {
+        let name = sys::c_name(parts.name).map_err(self.io(relative))?;
+        let mode = sys::mode_at(dir, &name).map_err(self.io(relative))?;
+        if mode & libc::S_IFMT == libc::S_IFLNK {
+            return Err(self.link(&Self::all(parts), writing));
+        }
+        Ok(mode)
+    }
+
+    fn write_in(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        content: &mut dyn std::io::Read,
+    ) -> Result<(), BeneathError> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.folder(&parts.folders, true, true)?;
+        let kept = match self.kind_in(&dir, relative, parts, true) {
+            Ok(mode) => Some(mode & 0o7777),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(e),
+        };
+        let name = sys::c_name(parts.name).map_err(self.io(relative))?;
+        let tmp = std::ffi::CString::new(temporary_name(&parts.name.to_string_lossy()))
+            .expect("a name without NUL");
+        let io = self.io(relative);
+        let result = (|| {
+            let fd = sys::open_at(
+                &dir,
+                &tmp,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                kept.unwrap_or(0o666),
+            )?;
+            let mut file = std::fs::File::from(fd);
+            if let Some(mode) = kept {
+                // mode_t is u16 on macOS.
+                #[allow(clippy::unnecessary_cast)]
+                file.set_permissions(std::fs::Permissions::from_mode(mode as u32))?;
+            }
+            std::io::copy(content, &mut file)?;
+            file.sync_all()?;
+            sys::rename_at(&dir, &tmp, &name)?;
+            std::fs::File::from(dir.try_clone()?).sync_all()
+        })();
+        if result.is_err() {
+            let _ = sys::unlink_at(&dir, &tmp);
+        }
+        result.map_err(io)
+    }
+
+    fn create_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<std::fs::File, BeneathError> {
+        let dir = self.folder(&parts.folders, true, true)?;
+        let name = sys::c_name(parts.name).map_err(self.io(relative))?;
+        let fd = sys::open_at(&dir, &name, libc::O_WRONLY | libc::O_CREAT, 0o666)
+            .map_err(|e| self.explain(&dir, &Self::all(parts), e, true))?;
+        Ok(std::fs::File::from(fd))
+    }
+
+    fn remove_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<(), BeneathError> {
+        let dir = self.folder(&parts.folders, false, true)?;
+        let name = sys::c_name(parts.name).map_err(self.io(relative))?;
+        sys::unlink_at(&dir, &name).map_err(self.io(relative))
+    }
+
+    /// Turns the fast path off, so the walk runs (for tests).
+    #[cfg(all(test, target_os = "linux"))]
+    fn walking(mut self) -> Self {
+        self.fast = false;
+        self
+    }
+}
+
+/// The system calls [`Beneath`] makes, each relative to an open folder and never following a
+/// link (`O_NOFOLLOW`, `AT_SYMLINK_NOFOLLOW`, `RESOLVE_NO_SYMLINKS`).
+#[cfg(unix)]
+mod sys {
+    use std::ffi::{CStr, CString, OsStr};
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    pub fn c_name(name: &OsStr) -> io::Result<CString> {
+        CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    }
+
+    fn fd_or_error(fd: libc::c_int) -> io::Result<OwnedFd> {
+        if fd < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            // SAFETY: the call just returned this descriptor, owned by no one else.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    }
+
+    fn ok_or_error(rc: libc::c_int) -> io::Result<()> {
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Opens a folder by its path (following links: the root is the user's choice).
+    pub fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a valid NUL-terminated path.
+        fd_or_error(unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })
+    }
+
+    /// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)`: one plain name, never a link.
+    pub fn open_at(
+        dir: &OwnedFd,
+        name: &CStr,
+        flags: libc::c_int,
+        mode: libc::mode_t,
+    ) -> io::Result<OwnedFd> {
+        // SAFETY: a live descriptor and a valid NUL-terminated name.
+        fd_or_error(unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        })
+    }
+
+    /// `openat2(dir, path, { flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS })`, or `None` when it
+    /// fails for any reason (missing, refused by a sandbox, a link on the way, not found): the
+    /// walk then does the work, and says exactly what is wrong.
+    #[cfg(target_os = "linux")]
+    pub fn open_beneath(dir: &OwnedFd, path: &Path, flags: libc::c_int) -> Option<OwnedFd> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static MISSING: AtomicBool = AtomicBool::new(false);
+        if MISSING.load(Ordering::Relaxed) {
+            return None;
+        }
+        let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+        // SAFETY: open_how is plain data; all-zero is its documented default.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS;
+        // SAFETY: a live descriptor, a valid path, and `how` with its true size.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error().raw_os_error();
+            if matches!(e, Some(libc::ENOSYS) | Some(libc::EPERM)) {
+                MISSING.store(true, Ordering::Relaxed);
+            }
+            return None;
+        }
+        fd_or_error(fd as libc::c_int).ok()
+    }
+
+    pub fn mkdir_at(dir: &OwnedFd, name: &CStr) -> io::Result<()> {
+        // SAFETY: a live descriptor and a valid name.
+        ok_or_error(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) })
+    }
+
+    /// The mode of `name` in `dir`, of a link itself when it is one.
+    pub fn mode_at(dir: &OwnedFd, name: &CStr) -> io::Result<libc::mode_t> {
+        // SAFETY: stat is plain data, filled by the call.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a live descriptor, a valid name, a stat to fill.
+        ok_or_error(unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })?;
+        Ok(st.st_mode)
+    }
+
+    pub fn rename_at(dir: &OwnedFd, from: &CStr, to: &CStr) -> io::Result<()> {
+        // SAFETY: live descriptors and valid names.
+        ok_or_error(unsafe {
+            libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr())
+        })
+    }
+
+    pub fn unlink_at(dir: &OwnedFd, name: &CStr) -> io::Result<()> {
+        // SAFETY: a live descriptor and a valid name.
+        ok_or_error(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) })
+    }
+
+    /// Clears `O_NONBLOCK` on an opened file.
+    pub fn set_blocking(file: &std::fs::File) -> io::Result<()> {
+        let fd = file.as_raw_fd();
+        // SAFETY: a live descriptor; F_GETFL/F_SETFL change only its status flags.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: as above.
+        ok_or_error(unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) })
+    }
+}
+
+/// Elsewhere: each part is checked (not a link) before the path is used.
+#[cfg(not(unix))]
+impl Beneath {
+    fn checked_walk(
+        &self,
+        names: &[&std::ffi::OsStr],
+        create: bool,
+        writing: bool,
+    ) -> Result<PathBuf, BeneathError> {
+        let mut path = self.root.clone();
+        for (i, name) in names.iter().enumerate() {
+            path.push(name);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => return Err(self.link(&names[..=i], writing)),
+                Ok(_) => {}
+                Err(e) if create && e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir(&path).map_err(|source| BeneathError::Io {
+                        path: path.clone(),
+                        source,
+                    })?
+                }
+                Err(source) => return Err(BeneathError::Io { path, source }),
+            }
+        }
+        Ok(path)
+    }
+
+    fn folder(
+        &self,
+        names: &[&std::ffi::OsStr],
+        create: bool,
+        writing: bool,
+    ) -> Result<PathBuf, BeneathError> {
+        self.checked_walk(names, create, writing)
+    }
+
+    fn all<'a>(parts: &Parts<'a>) -> Vec<&'a std::ffi::OsStr> {
+        let mut all = parts.folders.clone();
+        all.push(parts.name);
+        all
+    }
+
+    fn open_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<std::fs::File, BeneathError> {
+        let path = self.checked_walk(&Self::all(parts), false, false)?;
+        if !std::fs::metadata(&path)
+            .map_err(self.io(relative))?
+            .is_file()
+        {
+            return Err(BeneathError::NotAFile { path });
+        }
+        std::fs::File::open(&path).map_err(self.io(relative))
+    }
+
+    fn kind_of(
+        &self,
+        _relative: &Path,
+        parts: &Parts<'_>,
+        writing: bool,
+    ) -> Result<(), BeneathError> {
+        self.checked_walk(&Self::all(parts), false, writing)
+            .map(drop)
+    }
+
+    fn write_in(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        content: &mut dyn std::io::Read,
+    ) -> Result<(), BeneathError> {
+        self.folder(&parts.folders, true, true)?;
+        match self.kind_of(relative, parts, true) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+        copy_atomic_from(content, &self.root.join(relative)).map_err(self.io(relative))
+    }
+
+    fn create_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<std::fs::File, BeneathError> {
+        self.folder(&parts.folders, true, true)?;
+        match self.kind_of(relative, parts, true) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.root.join(relative))
+            .map_err(self.io(relative))
+    }
+
+    fn remove_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<(), BeneathError> {
+        self.folder(&parts.folders, false, true)?;
+        std::fs::remove_file(self.root.join(relative)).map_err(self.io(relative))
+    }
 }
 
 #[cfg(test)]
@@ -265,5 +937,184 @@ mod tests {
             "no temporary left"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    fn beneath_scratch(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!(
+            "headroom-beneath-{name}-{}-{}",
+            std::process::id(),
+            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("project");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(root.join("speech")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        (base, root, outside)
+    }
+
+    /// Both ways of resolving: `openat2` where the kernel has it, and the walk.
+    #[cfg(unix)]
+    fn both_ways(root: &Path) -> Vec<Beneath> {
+        let fast = Beneath::open(root, "project").unwrap();
+        #[cfg(target_os = "linux")]
+        return vec![fast, Beneath::open(root, "project").unwrap().walking()];
+        #[cfg(not(target_os = "linux"))]
+        vec![fast]
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn beneath_writes_reads_and_removes_inside_the_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let (base, root, _) = beneath_scratch("plain");
+        for b in both_ways(&root) {
+            let path = b.write_atomic("exports/deep/a.srt", b"one").unwrap();
+            assert_eq!(path, root.join("exports/deep/a.srt"));
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+            b.write_atomic("exports/deep/a.srt", b"two").unwrap();
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o640
+            );
+            let mut read = String::new();
+            std::io::Read::read_to_string(
+                &mut b.open_file("exports/deep/a.srt").unwrap(),
+                &mut read,
+            )
+            .unwrap();
+            assert_eq!(read, "two");
+            assert_eq!(b.file_path("exports/deep/a.srt").unwrap(), path);
+            assert!(b.exists("exports/deep").unwrap());
+            assert!(!b.exists("exports/none.txt").unwrap());
+            assert!(!b.exists("missing/none.txt").unwrap());
+            assert_eq!(
+                std::fs::read_dir(root.join("exports/deep"))
+                    .unwrap()
+                    .count(),
+                1,
+                "no temporary left"
+            );
+            b.remove_file("exports/deep/a.srt").unwrap();
+            assert!(!path.exists());
+            assert!(b
+                .open_file("exports/deep/a.srt")
+                .unwrap_err()
+                .is_not_found());
+            b.create_dir_all("speech/narration").unwrap();
+            assert!(root.join("speech/narration").is_dir());
+            let lock = b.open_or_create("jobs/1.lock").unwrap();
+            drop(lock);
+            assert!(root.join("jobs/1.lock").is_file());
+            for bad in [
+                "../escape.txt",
+                "/tmp/abs.txt",
+                "",
+                "exports/../../x",
+                "./a",
+            ] {
+                assert!(
+                    matches!(
+                        b.write_atomic(bad, b"x"),
+                        Err(BeneathError::NotInside { .. })
+                    ),
+                    "{bad}"
+                );
+            }
+            assert!(matches!(
+                b.open_file("exports/deep"),
+                Err(BeneathError::NotAFile { .. })
+            ));
+            std::fs::remove_dir_all(root.join("exports")).unwrap();
+        }
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn beneath_refuses_every_symbolic_link_and_names_it() {
+        use std::os::unix::fs::symlink;
+        let (base, root, outside) = beneath_scratch("links");
+        std::fs::write(outside.join("victim.txt"), b"keep").unwrap();
+        symlink(&outside, root.join("exports")).unwrap();
+        symlink(&outside, root.join("speech").join("narration")).unwrap();
+        symlink(outside.join("victim.txt"), root.join("project.json")).unwrap();
+        // Even a link that points back inside is refused: no link is followed at all.
+        symlink(root.join("speech"), root.join("alias")).unwrap();
+        for b in both_ways(&root) {
+            let refused = |result: Result<PathBuf, BeneathError>, link: &str| match result {
+                Err(e @ BeneathError::SymbolicLink { .. }) => {
+                    let message = e.to_string();
+                    assert!(
+                        message.starts_with(&format!(
+                            "{link} is a symbolic link; Headroom writes only inside the project folder"
+                        )),
+                        "{message}"
+                    );
+                }
+                other => panic!("{link}: {other:?}"),
+            };
+            refused(b.write_atomic("exports/talk.srt", b"x"), "exports");
+            refused(b.write_atomic("exports/new/talk.srt", b"x"), "exports");
+            refused(
+                b.write_atomic("speech/narration/s-1.wav", b"x"),
+                "speech/narration",
+            );
+            refused(b.write_atomic("project.json", b"x"), "project.json");
+            refused(b.write_atomic("alias/a.wav", b"x"), "alias");
+            refused(b.dir_path("exports"), "exports");
+            refused(b.copy_atomic_from("exports/a", &mut &b"x"[..]), "exports");
+            assert!(matches!(
+                b.open_or_create("exports/a.lock"),
+                Err(BeneathError::SymbolicLink { .. })
+            ));
+            assert!(matches!(
+                b.create_dir_all("exports/sub"),
+                Err(BeneathError::SymbolicLink { .. })
+            ));
+            match b.open_file("project.json") {
+                Err(e @ BeneathError::SymbolicLink { .. }) => assert!(
+                    e.to_string()
+                        .contains("Headroom reads only inside the project folder"),
+                    "{e}"
+                ),
+                other => panic!("{other:?}"),
+            }
+            assert!(matches!(
+                b.file_path("exports/victim.txt"),
+                Err(BeneathError::SymbolicLink { .. })
+            ));
+            assert!(matches!(
+                b.exists("exports/victim.txt"),
+                Err(BeneathError::SymbolicLink { .. })
+            ));
+        }
+        let left: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["victim.txt"], "nothing was written outside");
+        assert_eq!(std::fs::read(outside.join("victim.txt")).unwrap(), b"keep");
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn beneath_refuses_a_pipe_without_waiting_for_a_writer() {
+        let (base, root, _) = beneath_scratch("fifo");
+        let fifo = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+            root.join("speech/take.wav").as_os_str(),
+        ))
+        .unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        for b in both_ways(&root) {
+            assert!(matches!(
+                b.open_file("speech/take.wav"),
+                Err(BeneathError::NotAFile { .. })
+            ));
+        }
+        std::fs::remove_dir_all(base).unwrap();
     }
 }
