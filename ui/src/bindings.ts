@@ -336,7 +336,27 @@ max_concurrent_uploads: number,
  * Browser origins (e.g. `http://localhost:5173`) allowed to call the server; requests
  * from any other web page are refused. None by default.
  */
-allowed_origins: Array<string>, };
+allowed_origins: Array<string>, 
+/**
+ * Connections open at once; one more is answered 503 `too_many_connections` and closed.
+ */
+max_connections: number, 
+/**
+ * A client must send a request's headers within this many seconds, and its body at no
+ * less than `min_read_bytes_per_sec` over each window this long; else it is dropped and
+ * whatever it held (an upload slot, body memory, its connection) is freed.
+ */
+read_timeout_secs: number, 
+/**
+ * The slowest body accepted, in bytes a second averaged over `read_timeout_secs`.
+ */
+min_read_bytes_per_sec: number, 
+/**
+ * Request bodies held in memory at once, across all requests (chat and speech bodies;
+ * uploads go to disk). A body that does not fit is refused at once (503
+ * `request_memory_full`), never queued.
+ */
+max_buffered_body_bytes: number, };
 export type CloningSettings = { 
 /**
  * `chatterbox` (Chatterbox-TTS-API), `xtts` (the XTTS API server) or `openai` (an

@@ -117,6 +117,24 @@ pub struct ServerSettings {
     /// Browser origins (e.g. `http://localhost:5173`) allowed to call the server; requests
     /// from any other web page are refused. None by default.
     pub allowed_origins: Vec<String>,
+    /// Connections open at once; one more is answered 503 `too_many_connections` and closed.
+    pub max_connections: usize,
+    /// A client must send a request's headers within this many seconds, and its body at no
+    /// less than `min_read_bytes_per_sec` over each window this long; else it is dropped and
+    /// whatever it held (an upload slot, body memory, its connection) is freed.
+    pub read_timeout_secs: f64,
+    /// The slowest body accepted, in bytes a second averaged over `read_timeout_secs`.
+    pub min_read_bytes_per_sec: usize,
+    /// Request bodies held in memory at once, across all requests (chat and speech bodies;
+    /// uploads go to disk). A body that does not fit is refused at once (503
+    /// `request_memory_full`), never queued.
+    pub max_buffered_body_bytes: usize,
+    /// A bearer token every route but `/health` requires (`Authorization: Bearer TOKEN`).
+    /// None by default: any local process may call the server. Prefer the
+    /// `HEADROOM_SERVE_TOKEN` environment variable; never written by [`Config::save`].
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "typescript", ts(skip))]
+    pub token: Option<ServeToken>,
 }
 
 impl Default for ServerSettings {
@@ -127,7 +145,67 @@ impl Default for ServerSettings {
             max_upload_bytes: 200 * 1024 * 1024,
             max_concurrent_uploads: 4,
             allowed_origins: Vec::new(),
+            max_connections: 512,
+            read_timeout_secs: 10.0,
+            min_read_bytes_per_sec: 1024,
+            max_buffered_body_bytes: 32 * 1024 * 1024,
+            token: None,
         }
+    }
+}
+
+impl ServerSettings {
+    /// How long a client may take over a request's headers, and the window its body's rate is
+    /// measured over; `None` for a value [`Config::check`] refuses.
+    pub fn read_timeout(&self) -> Option<Duration> {
+        Duration::try_from_secs_f64(self.read_timeout_secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+    }
+}
+
+/// `headroom serve`'s bearer token. Its `Debug` never shows it; compare it with
+/// [`ServeToken::matches`], which takes the same time wherever the first difference is.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ServeToken(String);
+
+impl ServeToken {
+    /// A token, or `None` for an empty one (an empty flag or variable turns nothing on).
+    pub fn new(token: impl Into<String>) -> Option<ServeToken> {
+        let token = token.into();
+        (!token.trim().is_empty()).then(|| ServeToken(token.trim().to_string()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `presented` is this token, in time that depends on the lengths only.
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        let expected = self.0.as_bytes();
+        let longest = expected.len().max(presented.len());
+        let mut difference = expected.len() ^ presented.len();
+        for i in 0..longest {
+            let a = expected.get(i).copied().unwrap_or(0);
+            let b = presented.get(i).copied().unwrap_or(0);
+            difference |= usize::from(a ^ b);
+        }
+        std::hint::black_box(difference) == 0
+    }
+}
+
+impl std::fmt::Debug for ServeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServeToken(<redacted>)")
+    }
+}
+
+impl From<String> for ServeToken {
+    /// For the command line; an empty value becomes a token nothing matches but the empty
+    /// header, so prefer [`ServeToken::new`] where "none" is possible.
+    fn from(token: String) -> Self {
+        ServeToken(token.trim().to_string())
     }
 }
 
@@ -305,6 +383,27 @@ impl Config {
                 value: "0".into(),
             });
         }
+        if self.server.max_connections == 0 {
+            return Err(ConfigError::Invalid {
+                name: "server.max_connections",
+                expected: "at least 1",
+                value: "0".into(),
+            });
+        }
+        if self.server.read_timeout().is_none() {
+            return Err(ConfigError::Invalid {
+                name: "server.read_timeout_secs",
+                expected: "a positive number of seconds",
+                value: self.server.read_timeout_secs.to_string(),
+            });
+        }
+        if self.server.max_buffered_body_bytes < self.server.max_body_bytes {
+            return Err(ConfigError::Invalid {
+                name: "server.max_buffered_body_bytes",
+                expected: "at least server.max_body_bytes (else a largest body never fits)",
+                value: self.server.max_buffered_body_bytes.to_string(),
+            });
+        }
         crate::llm::LlmClient::new(&self.llm.url, None).map_err(|_| ConfigError::Invalid {
             name: "llm.url",
             expected: "an http:// or https:// URL such as http://127.0.0.1:8000/v1",
@@ -318,13 +417,19 @@ impl Config {
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
         self.check()?;
         let mut table = toml::Table::try_from(self)?;
-        let kept_key = std::fs::read_to_string(path)
+        let old = std::fs::read_to_string(path)
             .ok()
-            .and_then(|old| old.parse::<toml::Table>().ok())
-            .and_then(|old| old.get("llm")?.get("api_key").cloned());
-        let holds_key = kept_key.is_some();
-        if let (Some(key), Some(toml::Value::Table(llm))) = (kept_key, table.get_mut("llm")) {
-            llm.insert("api_key".into(), key);
+            .and_then(|old| old.parse::<toml::Table>().ok());
+        let kept = |section: &str, key: &str| old.as_ref()?.get(section)?.get(key).cloned();
+        // The text model's API key and serve's token: kept from the file, never added.
+        let mut holds_key = false;
+        for (section, key) in [("llm", "api_key"), ("server", "token")] {
+            if let (Some(value), Some(toml::Value::Table(t))) =
+                (kept(section, key), table.get_mut(section))
+            {
+                t.insert(key.into(), value);
+                holds_key = true;
+            }
         }
         let write_error = |source| ConfigError::Write {
             path: path.to_path_buf(),
@@ -354,7 +459,7 @@ impl Config {
     }
 
     /// `HEADROOM_LLM_URL`, `HEADROOM_MODEL`, `HEADROOM_API_KEY`, `HEADROOM_CLONING_URL`,
-    /// `HEADROOM_CLONING_KIND`.
+    /// `HEADROOM_CLONING_KIND`, `HEADROOM_SERVE_TOKEN`.
     pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) {
         if let Some(url) = var("HEADROOM_LLM_URL").filter(|v| !v.is_empty()) {
             self.llm.url = url;
@@ -364,6 +469,9 @@ impl Config {
         }
         if let Some(key) = var("HEADROOM_API_KEY").filter(|v| !v.is_empty()) {
             self.llm.api_key = Some(key);
+        }
+        if let Some(token) = var("HEADROOM_SERVE_TOKEN").and_then(ServeToken::new) {
+            self.server.token = Some(token);
         }
         if let Some(url) = var("HEADROOM_CLONING_URL").filter(|v| !v.is_empty()) {
             self.cloning.url = url;
@@ -518,6 +626,77 @@ mod tests {
             "a bad config is not written"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn serves_token_comes_from_the_file_or_the_environment_and_is_never_written_or_shown() {
+        let dir = std::env::temp_dir().join(format!("headroom-serve-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(&path, "[server]\ntoken = \"tok-in-file\"\n").unwrap();
+        let from_file = Config::load(Some(&path), |_| None).unwrap();
+        let token = from_file.server.token.clone().unwrap();
+        assert!(token.matches(b"tok-in-file"));
+        for wrong in [&b"tok-in-fil"[..], b"tok-in-filE", b"tok-in-file2", b""] {
+            assert!(!token.matches(wrong));
+        }
+        let from_env = Config::load(Some(&path), |name| {
+            (name == "HEADROOM_SERVE_TOKEN").then(|| "tok-from-env".to_string())
+        })
+        .unwrap();
+        let token = from_env.server.token.clone().unwrap();
+        assert!(token.matches(b"tok-from-env") && !token.matches(b"tok-in-file"));
+        let empty = Config::load(Some(&path), |name| {
+            (name == "HEADROOM_SERVE_TOKEN").then(String::new)
+        })
+        .unwrap();
+        assert!(empty.server.token.unwrap().matches(b"tok-in-file"));
+        assert!(!format!("{from_env:?}").contains("tok-from-env"));
+        // Saving keeps the file's token, writes none of its own, and keeps the file private.
+        from_env.save(&path).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(written.contains("tok-in-file") && !written.contains("tok-from-env"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "a file holding a token is the owner's alone");
+        }
+        std::fs::remove_file(&path).unwrap();
+        from_env.save(&path).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !written.contains("tok-")
+                && !written.lines().any(|l| l.trim_start().starts_with("token")),
+            "{written}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn serves_limits_are_checked() {
+        let mut config = Config::default();
+        config.server.read_timeout_secs = 0.0;
+        assert!(config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("read_timeout_secs"));
+        let mut config = Config::default();
+        config.server.max_connections = 0;
+        assert!(config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("max_connections"));
+        let mut config = Config::default();
+        config.server.max_buffered_body_bytes = config.server.max_body_bytes - 1;
+        assert!(config
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("max_buffered_body_bytes"));
+        assert!(Config::default().check().is_ok());
     }
 
     #[test]

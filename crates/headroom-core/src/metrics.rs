@@ -21,6 +21,11 @@ struct RejectionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     lane: &'static str,
     outcome: &'static str,
@@ -60,6 +65,7 @@ pub struct Metrics {
     ttft: Family<LaneLabel, Histogram, fn() -> Histogram>,
     latency: Family<LaneLabel, Histogram, fn() -> Histogram>,
     runtime_tasks: Gauge,
+    connection_refusals: Family<ReasonLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -115,8 +121,15 @@ impl Metrics {
             "Tasks alive in the server's async runtime (flat under steady load)",
             runtime_tasks.clone(),
         );
+        let connection_refusals = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "connection_refusals",
+            "Connections and requests `headroom serve` refused or dropped before any lane, by reason (too many connections, too slow, no body memory, no token)",
+            connection_refusals.clone(),
+        );
         let metrics = Metrics {
             runtime_tasks,
+            connection_refusals,
             registry,
             in_flight,
             waiting,
@@ -169,6 +182,20 @@ impl Metrics {
                 lane: lane.as_str(),
                 reason: reason.code(),
             })
+            .get()
+    }
+
+    /// Counts a refusal that comes before any lane (a connection, a body or a token), by its
+    /// code; a code counted with `by = 0` is exported as a zero series.
+    pub fn count_connection_refusal(&self, reason: &'static str, by: u64) {
+        self.connection_refusals
+            .get_or_create(&ReasonLabel { reason })
+            .inc_by(by);
+    }
+
+    pub fn connection_refusals(&self, reason: &'static str) -> u64 {
+        self.connection_refusals
+            .get_or_create(&ReasonLabel { reason })
             .get()
     }
 

@@ -2,9 +2,13 @@
 //! the audio lane: `POST /v1/audio/transcriptions` (multipart) and `POST /v1/audio/speech`.
 //! A client that disconnects cancels its job.
 
+use crate::body_budget::read_body;
+use crate::chat::unread_error;
+use crate::min_rate::is_too_slow;
 use crate::{HttpError, ServerState};
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Multipart, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -65,6 +69,12 @@ fn form_error(
 ) -> HttpError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return too_large(state);
+    }
+    if let Some(slow) = is_too_slow(&e) {
+        let error = HttpError::BodyTooSlow(slow.clone());
+        state.count_refusal(&error);
+        tracing::warn!(%error, "dropped an upload that arrived too slowly");
+        return error;
     }
     HttpError::bad_request(
         "invalid_multipart",
@@ -248,11 +258,24 @@ struct SpeechRequest {
 
 async fn speech(
     State(state): State<Arc<ServerState>>,
-    body: axum::body::Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Response, HttpError> {
-    let request: SpeechRequest = serde_json::from_slice(&body).map_err(|e| {
+    let limit = state.max_body_bytes;
+    let buffered = read_body(&state.body_budget, &headers, body, limit)
+        .await
+        .map_err(|unread| {
+            unread_error(&state, unread, || {
+                HttpError::bad_request(
+                    "input_too_long",
+                    format!("the request body is over the {limit} byte limit"),
+                )
+            })
+        })?;
+    let request: SpeechRequest = serde_json::from_slice(&buffered.bytes).map_err(|e| {
         HttpError::bad_request("invalid_request", format!("not a speech request: {e}"))
     })?;
+    drop(buffered);
     if let Some(format) = request.response_format.as_deref().filter(|f| *f != "wav") {
         return Err(HttpError::bad_request(
             "invalid_response_format",

@@ -1,10 +1,12 @@
 //! `/v1/chat/completions` through the text lane, and the endpoints that describe the server:
 //! models, health, metrics and lane snapshots.
 
+use crate::body_budget::{read_body, Unread};
+use crate::min_rate::is_too_slow;
 use crate::{HttpError, ServerState};
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -63,47 +65,56 @@ impl InboundChat {
     }
 }
 
-/// Why a body was not read.
-enum Unread {
-    TooLarge,
-    Broken(axum::Error),
-}
-
-/// Reads a body up to `limit` bytes, telling a body over the limit from one that broke.
-async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Unread> {
-    let mut frames = body.into_data_stream();
-    let mut bytes = Vec::new();
-    while let Some(frame) = frames.next().await {
-        let frame = frame.map_err(Unread::Broken)?;
-        if bytes.len() + frame.len() > limit {
-            return Err(Unread::TooLarge);
-        }
-        bytes.extend_from_slice(&frame);
+/// The answer to a body that was not read: `too_large` for one over its limit, else the
+/// budget's, the minimum rate's or a broken connection's, counted in the metrics.
+pub(crate) fn unread_error(
+    state: &ServerState,
+    unread: Unread,
+    too_large: impl FnOnce() -> HttpError,
+) -> HttpError {
+    let error = match unread {
+        Unread::TooLarge => too_large(),
+        Unread::NoBudget(e) => HttpError::RequestMemoryFull(e),
+        Unread::Broken(e) => match is_too_slow(&e) {
+            Some(slow) => HttpError::BodyTooSlow(slow.clone()),
+            None => HttpError::bad_request(
+                "body_unreadable",
+                format!("the request body could not be read: {e}"),
+            ),
+        },
+    };
+    state.count_refusal(&error);
+    if matches!(
+        error,
+        HttpError::RequestMemoryFull(_) | HttpError::BodyTooSlow(_)
+    ) {
+        tracing::warn!(%error, "refused a request body");
     }
-    Ok(bytes)
+    error
 }
 
 pub(crate) async fn completions(
     State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
     let lane = &state.text_lane;
-    let bytes = read_body(body, state.max_body_bytes)
+    let buffered = read_body(&state.body_budget, &headers, body, state.max_body_bytes)
         .await
-        .map_err(|unread| match unread {
-            Unread::TooLarge => HttpError::BodyTooLarge(Box::new(lane.record_rejection(
-                RejectReason::InputTooLong,
-                format!(
-                    "the request body is over the {} byte limit",
-                    state.max_body_bytes
-                ),
-            ))),
-            Unread::Broken(e) => HttpError::bad_request(
-                "body_unreadable",
-                format!("the request body could not be read: {e}"),
-            ),
+        .map_err(|unread| {
+            unread_error(&state, unread, || {
+                HttpError::BodyTooLarge(Box::new(lane.record_rejection(
+                    RejectReason::InputTooLong,
+                    format!(
+                        "the request body is over the {} byte limit",
+                        state.max_body_bytes
+                    ),
+                )))
+            })
         })?;
-    let chat = InboundChat::parse(&bytes)?;
+    // The buffered body (and the memory budget it holds) goes once it is parsed.
+    let chat = InboundChat::parse(&buffered.bytes)?;
+    drop(buffered);
     let wants_usage = chat.stream_options.unwrap_or_default().include_usage;
     let stream = lane.submit(chat.request).await?;
     if !chat.stream {

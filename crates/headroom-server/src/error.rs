@@ -50,7 +50,38 @@ pub enum HttpError {
         "the request body must be application/json or multipart/form-data, not {content_type:?}"
     )]
     UnsupportedMediaType { content_type: String },
+    /// Every connection place is taken (`server.max_connections`).
+    #[error("the server has {limit} connections open, as many as it takes (server.max_connections); try again shortly")]
+    TooManyConnections { limit: usize },
+    /// The bodies held in memory leave no room for this one (`server.max_buffered_body_bytes`).
+    #[error("{0}; try again shortly (server.max_buffered_body_bytes)")]
+    RequestMemoryFull(#[from] crate::body_budget::BudgetExhausted),
+    /// The client sent its body below the minimum rate (`server.min_read_bytes_per_sec`).
+    #[error(transparent)]
+    BodyTooSlow(#[from] crate::min_rate::BodyTooSlow),
+    /// No bearer token, or not the server's (the token is never echoed).
+    #[error("this server requires its token: send `Authorization: Bearer TOKEN` with the token headroom serve was given (server.token, HEADROOM_SERVE_TOKEN or --token)")]
+    InvalidApiKey,
 }
+
+/// The code of a connection beyond `server.max_connections`.
+pub const TOO_MANY_CONNECTIONS: &str = "too_many_connections";
+/// The code of a body refused for want of memory (`server.max_buffered_body_bytes`).
+pub const REQUEST_MEMORY_FULL: &str = "request_memory_full";
+/// The code of a body cut off for arriving too slowly.
+pub const BODY_TOO_SLOW: &str = "body_too_slow";
+/// The metric reason of a connection closed because its headers did not arrive in time.
+pub const HEADER_TIMEOUT: &str = "header_timeout";
+/// The code of a request without the server's token (OpenAI's for a bad key).
+pub const INVALID_API_KEY: &str = "invalid_api_key";
+/// Every reason `headroom_connection_refusals` counts.
+pub const CONNECTION_REFUSALS: &[&str] = &[
+    TOO_MANY_CONNECTIONS,
+    REQUEST_MEMORY_FULL,
+    BODY_TOO_SLOW,
+    HEADER_TIMEOUT,
+    INVALID_API_KEY,
+];
 
 impl From<Rejection> for HttpError {
     fn from(r: Rejection) -> Self {
@@ -115,6 +146,14 @@ impl HttpError {
             HttpError::UnsupportedMediaType { .. } => {
                 (S::UNSUPPORTED_MEDIA_TYPE, INVALID, "unsupported_media_type")
             }
+            HttpError::TooManyConnections { .. } => {
+                (S::SERVICE_UNAVAILABLE, SERVER, TOO_MANY_CONNECTIONS)
+            }
+            HttpError::RequestMemoryFull(_) => {
+                (S::SERVICE_UNAVAILABLE, SERVER, REQUEST_MEMORY_FULL)
+            }
+            HttpError::BodyTooSlow(_) => (S::REQUEST_TIMEOUT, INVALID, BODY_TOO_SLOW),
+            HttpError::InvalidApiKey => (S::UNAUTHORIZED, INVALID, INVALID_API_KEY),
             HttpError::Speech(e) => match e {
                 SpeechError::Audio(AudioError::Cancelled { .. }) => {
                     (S::REQUEST_TIMEOUT, SERVER, "cancelled")
@@ -171,19 +210,38 @@ impl HttpError {
     pub fn status(&self) -> StatusCode {
         self.classify().0
     }
+
+    /// The OpenAI-shaped `code`.
+    pub fn code(&self) -> &'static str {
+        self.classify().2
+    }
+
+    /// When a retry makes sense: a retryable rejection's estimate, or a moment for a server
+    /// that had no room for this connection or body.
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            HttpError::TooManyConnections { .. } | HttpError::RequestMemoryFull(_) => {
+                Some(std::time::Duration::from_secs(1))
+            }
+            _ => self
+                .rejection()
+                .filter(|r| r.is_retryable())
+                .and_then(|r| r.retry_after),
+        }
+    }
 }
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let mut resp = (self.status(), Json(self.body())).into_response();
-        if let Some(after) = self
-            .rejection()
-            .filter(|r| r.is_retryable())
-            .and_then(|r| r.retry_after)
-        {
+        if let Some(after) = self.retry_after() {
             let secs = after.as_secs_f64().ceil().max(1.0) as u64;
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if matches!(self, HttpError::InvalidApiKey) {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         resp
     }
@@ -256,6 +314,57 @@ mod tests {
         let body = HttpError::bad_request("invalid_json", "not JSON").body();
         assert_eq!(body["error"]["message"], "not JSON");
         assert!(body["error"].get("headroom").is_none());
+    }
+
+    #[test]
+    fn refusals_before_any_lane_are_openai_shaped() {
+        let cases: [(HttpError, u16, &str, bool); 4] = [
+            (
+                HttpError::TooManyConnections { limit: 512 },
+                503,
+                "too_many_connections",
+                true,
+            ),
+            (
+                crate::body_budget::BudgetExhausted {
+                    wanted: 10,
+                    held: 95,
+                    total: 100,
+                }
+                .into(),
+                503,
+                "request_memory_full",
+                true,
+            ),
+            (
+                crate::min_rate::BodyTooSlow {
+                    received: 3,
+                    window: Duration::from_secs(10),
+                    min_bytes: 10240,
+                }
+                .into(),
+                408,
+                "body_too_slow",
+                false,
+            ),
+            (HttpError::InvalidApiKey, 401, "invalid_api_key", false),
+        ];
+        for (error, status, code, retry) in cases {
+            let body = error.body();
+            assert_eq!(body["error"]["code"], code);
+            assert!(body["error"]["message"].as_str().unwrap().len() > 20);
+            assert!(body["error"]["param"].is_null());
+            assert!(CONNECTION_REFUSALS.contains(&error.code()));
+            let resp = error.into_response();
+            assert_eq!(resp.status().as_u16(), status, "{code}");
+            assert_eq!(
+                resp.headers().contains_key(header::RETRY_AFTER),
+                retry,
+                "{code}"
+            );
+        }
+        let resp = HttpError::InvalidApiKey.into_response();
+        assert_eq!(resp.headers()[header::WWW_AUTHENTICATE], "Bearer");
     }
 
     #[test]

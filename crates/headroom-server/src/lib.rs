@@ -20,20 +20,34 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Policies compose like tower layers, each small, named and tested alone, and are stacked in
+//! one place: per connection in [`serve`] ([`connections`]: a place among
+//! `server.max_connections`, headers within the read timeout), per request in [`router`]
+//! ([`guard`], then [`auth`], then [`min_rate`] on the body), and where a handler holds a body in
+//! memory, [`body_budget`].
+//!
 //! | module | for |
 //! |---|---|
 //! | [`error`] | [`HttpError`]: every rejection and error as status, OpenAI body and `Retry-After` |
+//! | [`connections`] | the connection limit, the header timeout, the accept loop |
 //! | [`guard`] | loopback `Host` only, no foreign browser `Origin`, JSON or multipart bodies |
+//! | [`auth`] | the optional bearer token on every route but `/health` |
+//! | [`min_rate`] | a body sent below the minimum rate is cut off |
+//! | [`body_budget`] | one bound on the request bodies held in memory at once |
 //! | [`state`] | [`ServerState`], borrowed from the services |
 //! | `chat` | `/v1/chat/completions` (typed, unknown fields passed through, SSE), models, health, metrics, lanes |
 //! | `audio` | `/v1/audio/transcriptions` and `/v1/audio/speech` on the audio lane |
 //! | `memory` | the speech models held (`/v1/headroom/memory`) and "free memory" |
 
 mod audio;
+pub mod auth;
+pub mod body_budget;
 mod chat;
+pub mod connections;
 pub mod error;
 pub mod guard;
 mod memory;
+pub mod min_rate;
 pub mod state;
 
 pub use error::{rejection_status, HttpError};
@@ -92,12 +106,16 @@ pub async fn bind_loopback(addr: &str) -> Result<TcpListener, ServerError> {
         .map_err(|source| ServerError::Bind { addr, source })
 }
 
-/// The routes, behind the [`guard`] for a server listening on `port`.
+/// The routes behind the request policies, for a server listening on `port`. From the
+/// outside in: the [`guard`] (loopback `Host`, no foreign `Origin`, JSON or multipart
+/// bodies), the token ([`auth`]), the body's minimum rate ([`min_rate`]).
 pub fn router(state: Arc<ServerState>, port: u16) -> Router {
     let guard = Arc::new(guard::LoopbackGuard {
         port,
         allowed_origins: state.allowed_origins.clone(),
     });
+    let gate = (Arc::new(state.token.clone()), state.metrics.clone());
+    let min_rate = state.min_rate;
     Router::new()
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/models", get(chat::models))
@@ -108,19 +126,22 @@ pub fn router(state: Arc<ServerState>, port: u16) -> Router {
         .route("/v1/headroom/memory/free", post(memory::free_memory))
         .merge(audio::routes(state.clone()))
         .with_state(state)
+        .layer(from_fn_with_state(min_rate, min_rate::min_rate))
+        .layer(from_fn_with_state(gate, auth::require_token))
         .layer(from_fn_with_state(guard, guard::guard))
 }
 
-/// Serves until `shutdown` resolves; open streams finish or are dropped with the process.
+/// Serves until `shutdown` resolves, each connection under the [`connections`] policy and
+/// each request through the [`router`]; then stops accepting and lets open requests finish.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<ServerState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
-    axum::serve(listener, router(state, port))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let policy = state.connections.clone();
+    let metrics = state.metrics.clone();
+    connections::serve_connections(listener, router(state, port), policy, metrics, shutdown).await
 }
 
 /// A server running on a background task, stopped by [`RunningServer::stop`] or on drop.

@@ -1,12 +1,17 @@
 //! What the handlers share: borrowed from the process's [`Services`], so the chat endpoint's
 //! text lane yields to the very audio lane the speech endpoints run on.
 
+use crate::auth::TokenGate;
+use crate::body_budget::BodyBudget;
+use crate::connections::{ConnectionLimit, ConnectionPolicy};
+use crate::min_rate::MinRate;
 use headroom_core::lanes::TextLane;
 use headroom_core::metrics::Metrics;
 use headroom_services::speech::SpeechService;
 use headroom_services::{Services, ServicesError};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Semaphore;
 
 pub struct ServerState {
@@ -26,9 +31,25 @@ pub struct ServerState {
     pub upload_dir: PathBuf,
     /// Browser origins allowed to call this server (none by default).
     pub allowed_origins: Vec<String>,
+    /// Connections open at once, and how long headers may take.
+    pub connections: ConnectionPolicy,
+    /// The slowest request body accepted.
+    pub min_rate: MinRate,
+    /// Bytes of request bodies held in memory at once, across all requests.
+    pub body_budget: BodyBudget,
+    /// The bearer token every route but `/health` requires, if any.
+    pub token: TokenGate,
 }
 
 impl ServerState {
+    /// Counts a refusal that comes before any lane (connection, body, token) in the metrics.
+    pub(crate) fn count_refusal(&self, error: &crate::HttpError) {
+        let code = error.code();
+        if crate::error::CONNECTION_REFUSALS.contains(&code) {
+            self.metrics.count_connection_refusal(code, 1);
+        }
+    }
+
     /// The server `headroom serve` runs: the configured upstream's shared text lane.
     pub fn from_services(services: &Services) -> Result<ServerState, ServicesError> {
         Ok(Self::with_text_lane(
@@ -41,11 +62,26 @@ impl ServerState {
     /// dedicated lane), with the services' speech, metrics and limits.
     pub fn with_text_lane(services: &Services, text_lane: TextLane) -> ServerState {
         let limits = services.config().server;
+        let read_timeout = limits.read_timeout().unwrap_or(Duration::from_secs(10));
+        let metrics = services.metrics().clone();
+        // Every refusal before a lane is a series from the start, zero until it happens.
+        for &reason in crate::error::CONNECTION_REFUSALS {
+            metrics.count_connection_refusal(reason, 0);
+        }
         ServerState {
+            connections: ConnectionPolicy {
+                limit: ConnectionLimit::new(limits.max_connections),
+                header_timeout: read_timeout,
+            },
+            min_rate: MinRate::new(read_timeout, limits.min_read_bytes_per_sec),
+            body_budget: BodyBudget::new(limits.max_buffered_body_bytes),
+            token: TokenGate {
+                token: limits.token.clone(),
+            },
             text_lane,
             speech: services.speech().clone(),
             voices: services.voices(),
-            metrics: services.metrics().clone(),
+            metrics,
             max_body_bytes: limits.max_body_bytes,
             max_upload_bytes: limits.max_upload_bytes,
             upload_slots: Arc::new(Semaphore::new(limits.max_concurrent_uploads)),

@@ -6,11 +6,11 @@
 
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::{folder_name, sync_dir, write_atomic};
-use headroom_speech::audio::{wav_bytes, Audio};
+use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
 use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, Score};
-use headroom_speech::voice::{ClipReport, Embedding};
+use headroom_speech::voice::{check_clip, ClipReport, Embedding, Severity};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 const PROFILE: &str = "profile.json";
@@ -19,8 +19,37 @@ const FORMAT_VERSION: u32 = 1;
 const MAX_NAME_CHARS: usize = 80;
 /// At most this many reference clips a voice.
 pub const MAX_CLIPS: usize = 10;
-/// The largest exported voice file imported (ten 30-second clips at 48 kHz are ~29 MB).
-const MAX_IMPORT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What an imported voice file may hold, counted in bytes actually unpacked (a zip entry's
+/// declared size is not trusted). A voice holds at most [`MAX_CLIPS`] clips of 5–30 s, stored
+/// as 16-bit mono WAV: 2.9 MB for 30 s at 48 kHz, 23 MB at 384 kHz, the highest rate
+/// Headroom decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// The voice file itself.
+    pub file_bytes: u64,
+    /// `profile.json`, unpacked.
+    pub profile_bytes: u64,
+    /// One clip, unpacked.
+    pub clip_bytes: u64,
+    /// Everything unpacked, together.
+    pub total_bytes: u64,
+    /// Clips in the voice.
+    pub clips: usize,
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        ImportLimits {
+            file_bytes: 64 << 20,
+            profile_bytes: 1 << 20,
+            clip_bytes: 24 << 20,
+            // Ten 30 s clips at 96 kHz (58 MB), or at 48 kHz (29 MB) with room to spare.
+            total_bytes: 64 << 20,
+            clips: MAX_CLIPS,
+        }
+    }
+}
 
 /// Why a voice library operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +74,16 @@ pub enum LibraryError {
     BadProfile { path: PathBuf, reason: String },
     #[error("{path} is not a Headroom voice file: {reason}")]
     BadImport { path: PathBuf, reason: String },
+    /// An imported file holds more than a voice does; nothing was kept.
+    #[error("{path} holds more than a voice does: {reason}; nothing was imported")]
+    ImportTooLarge { path: PathBuf, reason: String },
+    /// An imported clip fails the checks an added clip must pass; nothing was kept.
+    #[error("{path}: {clip} is refused, as it would be if it were added: {advice}; nothing was imported")]
+    ImportedClipRefused {
+        path: PathBuf,
+        clip: String,
+        advice: String,
+    },
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LibraryError + '_ {
@@ -272,32 +311,40 @@ impl VoiceLibrary {
             server_voice: None,
             matched: None,
         };
-        self.install(&profile, &[])?;
+        self.install(&profile)?;
         tracing::info!(voice = %id, "voice created");
         Ok(profile)
     }
 
-    /// Builds a voice's folder under a hidden name (its clips, then its profile) and renames it
-    /// into place, so a crash never leaves half a voice.
-    fn install(
+    /// Builds a voice's folder under a hidden name (its clips, written by `fill`, then its
+    /// profile) and renames it into place, so a crash never leaves half a voice; when `fill`
+    /// or a write fails, the hidden folder is removed and nothing is left behind.
+    fn install_with(
         &self,
-        profile: &VoiceProfile,
-        clips: &[(String, Vec<u8>)],
+        profile: &mut VoiceProfile,
+        fill: impl FnOnce(&Path, &mut VoiceProfile) -> Result<(), LibraryError>,
     ) -> Result<(), LibraryError> {
         let building = self
             .root
             .join(format!(".new-{}-{}", profile.id, std::process::id()));
         let _ = std::fs::remove_dir_all(&building);
-        let clips_dir = building.join(CLIPS);
-        std::fs::create_dir_all(&clips_dir).map_err(io_error(&clips_dir))?;
-        for (file, bytes) in clips {
-            let path = building.join(file);
-            write_atomic(&path, bytes).map_err(io_error(&path))?;
+        let result = (|| {
+            let clips_dir = building.join(CLIPS);
+            std::fs::create_dir_all(&clips_dir).map_err(io_error(&clips_dir))?;
+            fill(&building, profile)?;
+            self.write_profile(&building, profile)?;
+            let folder = self.root.join(&profile.id);
+            std::fs::rename(&building, &folder).map_err(io_error(&folder))?;
+            sync_dir(&self.root).map_err(io_error(&self.root))
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(&building);
         }
-        self.write_profile(&building, profile)?;
-        let folder = self.root.join(&profile.id);
-        std::fs::rename(&building, &folder).map_err(io_error(&folder))?;
-        sync_dir(&self.root).map_err(io_error(&self.root))
+        result
+    }
+
+    fn install(&self, profile: &VoiceProfile) -> Result<(), LibraryError> {
+        self.install_with(&mut profile.clone(), |_, _| Ok(()))
     }
 
     pub fn rename(&self, id: &str, new_name: &str) -> Result<VoiceProfile, LibraryError> {
@@ -432,58 +479,86 @@ impl VoiceLibrary {
         write_atomic(to, &bytes).map_err(io_error(to))
     }
 
-    /// Imports a voice file made by [`VoiceLibrary::export`]; a taken name gets " (2)" and so
-    /// on. Sizes are checked before anything is unpacked.
+    /// Imports a voice file made by [`VoiceLibrary::export`] within [`ImportLimits::default`];
+    /// a taken name gets " (2)" and so on.
     pub fn import(&self, from: &Path) -> Result<VoiceProfile, LibraryError> {
-        let bad = |reason: String| LibraryError::BadImport {
-            path: from.to_path_buf(),
-            reason,
-        };
+        self.import_within(from, ImportLimits::default())
+    }
+
+    /// Imports a voice file within `limits`. Clips are streamed to disk, never held whole in
+    /// memory, and counted as they are unpacked: the file's own sizes are not believed. Each
+    /// clip is checked as an added clip is (5–30 s, level, silence: [`check_clip`]) and its
+    /// report and length are measured again. A refused import leaves nothing behind.
+    pub fn import_within(
+        &self,
+        from: &Path,
+        limits: ImportLimits,
+    ) -> Result<VoiceProfile, LibraryError> {
         let size = std::fs::metadata(from).map_err(io_error(from))?.len();
-        if size > MAX_IMPORT_BYTES {
-            return Err(bad(format!(
-                "it is {size} bytes, more than a voice file holds"
-            )));
+        if size > limits.file_bytes {
+            return Err(LibraryError::ImportTooLarge {
+                path: from.to_path_buf(),
+                reason: format!(
+                    "the file is {size} bytes, more than the {} a voice file may be",
+                    limits.file_bytes
+                ),
+            });
         }
         let file = std::fs::File::open(from).map_err(io_error(from))?;
-        let mut archive = zip::ZipArchive::new(file).map_err(|e| bad(e.to_string()))?;
-        let mut read_member = |name: &str| -> Result<Vec<u8>, LibraryError> {
-            let entry = archive
-                .by_name(name)
-                .map_err(|e| bad(format!("{name}: {e}")))?;
-            if entry.size() > MAX_IMPORT_BYTES {
-                return Err(bad(format!("{name} unpacks to {} bytes", entry.size())));
-            }
-            let mut bytes = Vec::new();
-            entry
-                .take(MAX_IMPORT_BYTES + 1)
-                .read_to_end(&mut bytes)
-                .map_err(io_error(from))?;
-            if bytes.len() as u64 > MAX_IMPORT_BYTES {
-                return Err(bad(format!("{name} unpacks past the size limit")));
-            }
-            Ok(bytes)
+        self.import_from(std::io::BufReader::new(file), from, limits)
+    }
+
+    /// [`VoiceLibrary::import_within`] from any seekable source; `shown` names it in errors.
+    fn import_from<R: Read + Seek>(
+        &self,
+        source: R,
+        shown: &Path,
+        limits: ImportLimits,
+    ) -> Result<VoiceProfile, LibraryError> {
+        let bad = |reason: String| LibraryError::BadImport {
+            path: shown.to_path_buf(),
+            reason,
         };
-        let mut profile: VoiceProfile = serde_json::from_slice(&read_member(PROFILE)?)
-            .map_err(|e| bad(format!("{PROFILE}: {e}")))?;
-        if profile.clips.len() > MAX_CLIPS {
-            return Err(bad(format!("it has {} clips", profile.clips.len())));
+        let too_large = |reason: String| LibraryError::ImportTooLarge {
+            path: shown.to_path_buf(),
+            reason,
+        };
+        let mut archive = zip::ZipArchive::new(source).map_err(|e| bad(e.to_string()))?;
+        let mut profile_json = Vec::new();
+        {
+            let entry = archive
+                .by_name(PROFILE)
+                .map_err(|e| bad(format!("{PROFILE}: {e}")))?;
+            entry
+                .take(limits.profile_bytes + 1)
+                .read_to_end(&mut profile_json)
+                .map_err(|e| bad(format!("{PROFILE}: {e}")))?;
         }
-        let mut clips = Vec::new();
-        for clip in &profile.clips {
+        if profile_json.len() as u64 > limits.profile_bytes {
+            return Err(too_large(format!(
+                "{PROFILE} unpacks to more than {} bytes",
+                limits.profile_bytes
+            )));
+        }
+        let mut unpacked = profile_json.len() as u64;
+        let mut profile: VoiceProfile =
+            serde_json::from_slice(&profile_json).map_err(|e| bad(format!("{PROFILE}: {e}")))?;
+        drop(profile_json);
+        if profile.clips.len() > limits.clips {
+            return Err(too_large(format!(
+                "it has {} clips; a voice has at most {}",
+                profile.clips.len(),
+                limits.clips
+            )));
+        }
+        for (i, clip) in profile.clips.iter().enumerate() {
             let expected = format!("{CLIPS}/{}.wav", clip.id);
             if clip.file != expected || !plain_id(&clip.id) {
                 return Err(bad(format!("a clip is stored as {:?}", clip.file)));
             }
-            let bytes = read_member(&clip.file)?;
-            headroom_speech::audio::decode_bytes(
-                bytes.clone(),
-                Some("wav"),
-                Path::new(&clip.file),
-                Default::default(),
-            )
-            .map_err(|e| bad(e.to_string()))?;
-            clips.push((clip.file.clone(), bytes));
+            if profile.clips[..i].iter().any(|c| c.id == clip.id) {
+                return Err(bad(format!("{} is listed twice", clip.id)));
+            }
         }
         let base_name = profile.name.trim().to_string();
         slug(&base_name)?;
@@ -504,9 +579,59 @@ impl VoiceLibrary {
         profile.id = id;
         profile.name = name;
         profile.format = FORMAT_VERSION;
-        profile.refresh_embedding();
-        profile.modified_unix_ms = unix_ms();
-        self.install(&profile, &clips)?;
+        self.install_with(&mut profile, |building, profile| {
+            for clip in &mut profile.clips {
+                let path = building.join(&clip.file);
+                let entry = archive
+                    .by_name(&clip.file)
+                    .map_err(|e| bad(format!("{}: {e}", clip.file)))?;
+                let left = limits.total_bytes.saturating_sub(unpacked);
+                let bound = limits.clip_bytes.min(left);
+                let mut out = std::fs::File::create_new(&path).map_err(io_error(&path))?;
+                // One byte past the bound tells a clip that is too large from one that fits.
+                let copied = std::io::copy(&mut entry.take(bound + 1), &mut out)
+                    .map_err(|e| bad(format!("{}: {e}", clip.file)))?;
+                if copied > bound {
+                    return Err(too_large(if bound < limits.clip_bytes {
+                        format!(
+                            "its files unpack to more than {} bytes in all",
+                            limits.total_bytes
+                        )
+                    } else {
+                        format!(
+                            "{} unpacks to more than {} bytes (a clip is at most 30 s)",
+                            clip.file, limits.clip_bytes
+                        )
+                    }));
+                }
+                unpacked += copied;
+                out.sync_all().map_err(io_error(&path))?;
+                drop(out);
+                let audio = decode_file(&path, DecodeLimits::default())
+                    .map_err(|e| bad(format!("{}: {e}", clip.file)))?;
+                let report = check_clip(&audio);
+                if !report.accepted() {
+                    let advice = report
+                        .findings
+                        .iter()
+                        .filter(|f| f.severity == Severity::Refused)
+                        .map(|f| f.advice.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Err(LibraryError::ImportedClipRefused {
+                        path: shown.to_path_buf(),
+                        clip: clip.id.clone(),
+                        advice,
+                    });
+                }
+                // Measured here, not taken from the file.
+                clip.seconds = audio.duration_secs();
+                clip.report = report;
+            }
+            profile.refresh_embedding();
+            profile.modified_unix_ms = unix_ms();
+            Ok(())
+        })?;
         Ok(profile)
     }
 }
@@ -666,5 +791,205 @@ mod tests {
             Err(LibraryError::BadImport { .. })
         ));
         assert_eq!(library.list().unwrap().len(), 2);
+    }
+
+    /// A voice file as `export` writes one, from a profile and its members' bytes.
+    fn voice_file(profile: &VoiceProfile, members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file(PROFILE, options).unwrap();
+        zip.write_all(&serde_json::to_vec(profile).unwrap())
+            .unwrap();
+        for (name, bytes) in members {
+            zip.start_file(*name, options).unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    /// A profile listing `count` clips named as export names them.
+    fn profile_with_clips(count: usize) -> VoiceProfile {
+        let audio = tone(6.0);
+        VoiceProfile {
+            format: FORMAT_VERSION,
+            id: "max".into(),
+            name: "Max".into(),
+            created_unix_ms: 0,
+            modified_unix_ms: 0,
+            clips: (1..=count)
+                .map(|n| ReferenceClip {
+                    id: format!("clip-{n}"),
+                    file: format!("{CLIPS}/clip-{n}.wav"),
+                    seconds: 6.0,
+                    report: check_clip(&audio),
+                    transcript: None,
+                    embedding: embedding(n),
+                    added_unix_ms: 0,
+                })
+                .collect(),
+            embedding: None,
+            server_voice: None,
+            matched: None,
+        }
+    }
+
+    /// Nothing but the finished voices in the library: no hidden half-made folder.
+    fn only_voices(library: &VoiceLibrary, expected: usize) {
+        let names: Vec<_> = std::fs::read_dir(library.root())
+            .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+            .unwrap_or_default();
+        assert_eq!(names.len(), expected, "{names:?}");
+        assert_eq!(library.list().unwrap().len(), expected);
+    }
+
+    #[test]
+    fn an_import_is_bounded_in_clips_and_bytes_and_each_clip_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = VoiceLibrary::new(dir.path().join("voices"));
+        let clip = wav_bytes(&tone(6.0)); // 192 KB
+        let import = |name: &str, profile: &VoiceProfile, members: &[(&str, &[u8])], limits| {
+            let file = dir.path().join(name);
+            std::fs::write(&file, voice_file(profile, members)).unwrap();
+            library.import_within(&file, limits)
+        };
+        let three: Vec<(String, &[u8])> = (1..=3)
+            .map(|n| (format!("{CLIPS}/clip-{n}.wav"), &clip[..]))
+            .collect();
+        let three: Vec<(&str, &[u8])> = three.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+        let limits = ImportLimits {
+            clip_bytes: clip.len() as u64,
+            total_bytes: 3 * clip.len() as u64 + 64 * 1024,
+            clips: 3,
+            ..ImportLimits::default()
+        };
+        // Within every bound: imported, each clip measured again.
+        let max = import("ok.voice", &profile_with_clips(3), &three, limits).unwrap();
+        assert_eq!(max.clips.len(), 3);
+        assert!((max.clips[2].seconds - 6.0).abs() < 1e-3);
+        only_voices(&library, 1);
+
+        // More clips than a voice holds: refused before anything is unpacked.
+        let four = profile_with_clips(4);
+        let error = import("four.voice", &four, &three, limits).unwrap_err();
+        assert!(
+            matches!(error, LibraryError::ImportTooLarge { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("4 clips"), "{error}");
+        // A clip past its bound, and clips that together pass the total: refused, nothing left.
+        let tight = ImportLimits {
+            clip_bytes: clip.len() as u64 - 1,
+            ..limits
+        };
+        let error = import("big.voice", &profile_with_clips(3), &three, tight).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("clips/clip-1.wav unpacks to more than"),
+            "{error}"
+        );
+        let total = ImportLimits {
+            total_bytes: 2 * clip.len() as u64 + 1024,
+            ..limits
+        };
+        let error = import("total.voice", &profile_with_clips(3), &three, total).unwrap_err();
+        assert!(error.to_string().contains("in all"), "{error}");
+        only_voices(&library, 1);
+
+        // Each clip is checked as an added clip is: too short, or silent, is refused.
+        let short = wav_bytes(&tone(2.0));
+        let error = import(
+            "short.voice",
+            &profile_with_clips(2),
+            &[(three[0].0, &clip), (three[1].0, &short)],
+            limits,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&error, LibraryError::ImportedClipRefused { clip, .. } if clip == "clip-2"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("at least 5 s"), "{error}");
+        let silent = wav_bytes(&Audio {
+            samples: vec![0.0; 16_000 * 6],
+            sample_rate: 16_000,
+        });
+        let error = import(
+            "silent.voice",
+            &profile_with_clips(1),
+            &[(three[0].0, &silent)],
+            limits,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("silent"), "{error}");
+        only_voices(&library, 1);
+    }
+
+    /// Reads through to `inner`, counting the bytes it gives.
+    struct Counting<R> {
+        inner: R,
+        read: std::rc::Rc<std::cell::Cell<u64>>,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read.set(self.read.get() + n as u64);
+            Ok(n)
+        }
+    }
+
+    impl<R: Seek> Seek for Counting<R> {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(to)
+        }
+    }
+
+    #[test]
+    fn a_highly_compressible_clip_is_refused_after_reading_no_more_than_the_bound() {
+        // 64 MiB of zeros packs into about 64 KB: the hostile file of the issue, one clip.
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file(PROFILE, options).unwrap();
+        zip.write_all(&serde_json::to_vec(&profile_with_clips(1)).unwrap())
+            .unwrap();
+        zip.start_file(format!("{CLIPS}/clip-1.wav"), options)
+            .unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            zip.write_all(&zeros).unwrap();
+        }
+        let packed = zip.finish().unwrap().into_inner();
+        assert!(packed.len() < 1 << 20, "{} bytes", packed.len());
+
+        let dir = tempfile::tempdir().unwrap();
+        let library = VoiceLibrary::new(dir.path().join("voices"));
+        let read = std::rc::Rc::new(std::cell::Cell::new(0));
+        let source = Counting {
+            inner: std::io::Cursor::new(packed.clone()),
+            read: read.clone(),
+        };
+        let limits = ImportLimits {
+            clip_bytes: 256 * 1024,
+            ..ImportLimits::default()
+        };
+        let error = library
+            .import_from(source, Path::new("max.voice"), limits)
+            .unwrap_err();
+        assert!(
+            matches!(error, LibraryError::ImportTooLarge { .. }),
+            "{error}"
+        );
+        // Unpacking stopped at the bound: a fraction of the packed clip was read (the whole
+        // of it unpacks to 64 MiB).
+        assert!(
+            read.get() < packed.len() as u64 / 4,
+            "read {} of {} packed bytes",
+            read.get(),
+            packed.len()
+        );
+        only_voices(&library, 0);
     }
 }
