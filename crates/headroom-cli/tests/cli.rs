@@ -953,6 +953,64 @@ async fn a_project_narrated_from_the_command_line() {
     );
 }
 
+/// A project whose `speech/` and `exports/` were replaced by symbolic links to a folder outside
+/// it (a shared or synced folder, an unpacked archive): speaking and narrating are refused,
+/// naming the link, and nothing is written where the links point.
+#[cfg(unix)]
+#[tokio::test]
+async fn speak_and_narrate_never_write_through_a_link_out_of_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let env = [("HEADROOM_PROJECTS_DIR", projects.to_str().unwrap())];
+    let out = headroom(&["project", "create", "Talk"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A typed transcript, so no speech model is needed.
+    let folder = projects.join("talk");
+    let manifest = folder.join("project.json");
+    let mut project: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    project["language"] = "en".into();
+    project["duration_secs"] = 4.0.into();
+    project["segments"] = serde_json::json!([
+        {"start": 0.0, "end": 1.8, "text": "Hello there."},
+        {"start": 2.0, "end": 3.8, "text": "A second line."}
+    ]);
+    std::fs::write(&manifest, serde_json::to_vec(&project).unwrap()).unwrap();
+    for sub in ["speech", "exports"] {
+        std::fs::remove_dir_all(folder.join(sub)).unwrap();
+        std::os::unix::fs::symlink(&outside, folder.join(sub)).unwrap();
+    }
+    let refused = |out: &Output, link: &str| {
+        assert!(!out.status.success());
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{link} is a symbolic link; Headroom writes only inside the project folder"
+            )),
+            "{stderr}"
+        );
+        let written: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            written.is_empty(),
+            "written outside the project: {written:?}"
+        );
+    };
+    refused(
+        &headroom(&["project", "speak", "Talk", "--segment", "1"], &env).await,
+        "speech",
+    );
+    refused(&headroom(&["narrate", "Talk"], &env).await, "speech");
+    // Takes inside the project: the narration's WAV and subtitles still go nowhere.
+    std::fs::remove_file(folder.join("speech")).unwrap();
+    refused(&headroom(&["narrate", "Talk"], &env).await, "exports");
+    assert!(folder.join("speech/narration").is_dir());
+}
+
 #[tokio::test]
 async fn record_live_prints_each_phrase_as_it_is_spoken() {
     let dir = std::env::temp_dir().join(format!("headroom-live-{}", std::process::id()));

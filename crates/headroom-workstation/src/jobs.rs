@@ -8,10 +8,10 @@
 
 use crate::projects::{json_files, ProjectEntry, ProjectError, ProjectStore, JOBS};
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::write_atomic;
+use headroom_base::fsutil::Beneath;
 use headroom_speech::asr::Segment;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 const FORMAT_VERSION: u32 = 1;
@@ -143,6 +143,9 @@ pub struct JobInfo {
 #[derive(Debug)]
 pub struct RunningJob {
     record: JobRecord,
+    /// The project's folder: the record and its lock are written only beneath it.
+    project: Beneath,
+    /// Relative to the project, as the lock's.
     path: PathBuf,
     lock_path: PathBuf,
     _lock: File,
@@ -166,28 +169,33 @@ impl RunningJob {
     ) -> Result<(), ProjectError> {
         change(&mut self.record.progress);
         self.record.updated_unix_ms = unix_ms();
-        write_record(&self.path, &self.record)
+        write_record(&self.project, &self.path, &self.record)
     }
 
     /// The job is over (finished, cancelled or failed): its record goes; nothing to resume.
     pub fn end(self) {
         for path in [&self.path, &self.lock_path] {
-            if let Err(e) = std::fs::remove_file(path) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(path = %path.display(), error = %e, "a finished job's file stays");
+            if let Err(e) = self.project.remove_file(path) {
+                if !e.is_not_found() {
+                    tracing::warn!(error = %e, "a finished job's file stays");
                 }
             }
         }
     }
 }
 
-fn write_record(path: &Path, record: &JobRecord) -> Result<(), ProjectError> {
+fn write_record(project: &Beneath, path: &Path, record: &JobRecord) -> Result<(), ProjectError> {
     let json = serde_json::to_vec_pretty(record).expect("a job record serializes");
-    write_atomic(path, &json).map_err(ProjectError::from_io(path))
+    project.write_atomic(path, &json)?;
+    Ok(())
 }
 
-fn read_record(path: &Path) -> Result<JobRecord, ProjectError> {
-    let bytes = std::fs::read(path).map_err(ProjectError::from_io(path))?;
+fn read_record(project: &Beneath, relative: &Path) -> Result<JobRecord, ProjectError> {
+    let path = project.shown(relative);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut project.open_file(relative)?, &mut bytes)
+        .map_err(ProjectError::from_io(&path))?;
+    let path = path.as_path();
     let record: JobRecord =
         serde_json::from_slice(&bytes).map_err(|e| ProjectError::BadManifest {
             path: path.to_path_buf(),
@@ -206,17 +214,12 @@ fn read_record(path: &Path) -> Result<JobRecord, ProjectError> {
 }
 
 /// Opens a job's lock file and takes its lock without waiting; `None` when a process holds it.
-fn try_lock(path: &Path) -> Result<Option<File>, ProjectError> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(ProjectError::from_io(path))?;
+fn try_lock(project: &Beneath, path: &Path) -> Result<Option<File>, ProjectError> {
+    let file = project.open_or_create(path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(TryLockError::WouldBlock) => Ok(None),
-        Err(TryLockError::Error(e)) => Err(ProjectError::from_io(path)(e)),
+        Err(TryLockError::Error(e)) => Err(ProjectError::from_io(&project.shown(path))(e)),
     }
 }
 
@@ -226,25 +229,22 @@ fn plain_job_id(id: &str) -> bool {
 }
 
 impl ProjectStore {
-    fn jobs_dir(&self, project_id: &str) -> Result<PathBuf, ProjectError> {
-        Ok(self.folder(project_id)?.join(JOBS))
-    }
-
     /// Records a job in the project and takes its lock, before the job does anything.
     pub fn start_job(&self, project_id: &str, kind: JobKind) -> Result<RunningJob, ProjectError> {
         // The project must exist; its lock keeps a delete from racing the record's creation.
         let _store = self.lock()?;
         self.open(project_id)?;
-        let dir = self.jobs_dir(project_id)?;
-        std::fs::create_dir_all(&dir).map_err(ProjectError::from_io(&dir))?;
+        let project = self.beneath(project_id)?;
+        project.create_dir_all(JOBS)?;
+        let dir = Path::new(JOBS);
         let created = unix_ms();
         let mut n = 0;
         let (id, path, lock_path, lock) = loop {
             let id = format!("{created}-{}-{n}", kind.name());
             let path = dir.join(format!("{id}.json"));
             let lock_path = dir.join(format!("{id}.lock"));
-            if !path.exists() {
-                if let Some(lock) = try_lock(&lock_path)? {
+            if !project.exists(&path)? {
+                if let Some(lock) = try_lock(&project, &lock_path)? {
                     break (id, path, lock_path, lock);
                 }
             }
@@ -258,10 +258,11 @@ impl ProjectStore {
             updated_unix_ms: created,
             progress: JobProgress::default(),
         };
-        write_record(&path, &record)?;
+        write_record(&project, &path, &record)?;
         tracing::info!(project = project_id, job = %record.id, "job recorded");
         Ok(RunningJob {
             record,
+            project,
             path,
             lock_path,
             _lock: lock,
@@ -270,26 +271,29 @@ impl ProjectStore {
 
     /// Takes an interrupted job to resume or discard it; refused while a process runs it.
     pub fn claim_job(&self, project_id: &str, job_id: &str) -> Result<RunningJob, ProjectError> {
-        let dir = self.jobs_dir(project_id)?;
+        if !plain_job_id(job_id) {
+            return Err(ProjectError::NoSuchJob(job_id.to_string()));
+        }
+        let project = self.beneath(project_id)?;
+        let dir = Path::new(JOBS);
         let path = dir.join(format!("{job_id}.json"));
-        if !plain_job_id(job_id) || !path.exists() {
+        if !project.exists(&path)? {
             return Err(ProjectError::NoSuchJob(job_id.to_string()));
         }
         let lock_path = dir.join(format!("{job_id}.lock"));
-        let Some(lock) = try_lock(&lock_path)? else {
+        let Some(lock) = try_lock(&project, &lock_path)? else {
             return Err(ProjectError::JobRunning(job_id.to_string()));
         };
         // Read after taking the lock: the job may have ended just before.
-        let record = match read_record(&path) {
-            Err(ProjectError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
+        let record = match read_record(&project, &path) {
+            Err(ProjectError::Beneath(e)) if e.is_not_found() => {
                 return Err(ProjectError::NoSuchJob(job_id.to_string()))
             }
             other => other?,
         };
         Ok(RunningJob {
             record,
+            project,
             path,
             lock_path,
             _lock: lock,
@@ -313,8 +317,16 @@ impl ProjectStore {
     /// [`ProjectStore::jobs`] for a project whose manifest was already read.
     fn jobs_of(&self, project_id: &str, project_name: &str) -> Result<Vec<JobInfo>, ProjectError> {
         let mut jobs = Vec::new();
-        for path in json_files(&self.jobs_dir(project_id)?)? {
-            let record = match read_record(&path) {
+        let project = self.beneath(project_id)?;
+        if !project.exists(JOBS)? {
+            return Ok(jobs);
+        }
+        for found in json_files(&project.shown(JOBS))? {
+            let Some(name) = found.file_name() else {
+                continue;
+            };
+            let path = Path::new(JOBS).join(name);
+            let record = match read_record(&project, &path) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::warn!(error = %e, "a job record is skipped");
@@ -322,7 +334,7 @@ impl ProjectStore {
                 }
             };
             // Free lock: nobody runs it. The probe's lock is released at once.
-            let running = try_lock(&path.with_extension("lock"))?.is_none();
+            let running = try_lock(&project, &path.with_extension("lock"))?.is_none();
             jobs.push(JobInfo {
                 description: record.describe(),
                 kind: record.kind.name().to_string(),

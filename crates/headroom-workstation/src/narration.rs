@@ -31,6 +31,7 @@ use headroom_speech::audio::timeline::{duck_under, fit_to_slot, lay_out, Ducking
 use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
 use headroom_speech::tts::{join_clips, sentences};
 use serde::Serialize;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -852,8 +853,8 @@ impl Workstation {
         .await?;
         // The take it replaces is no longer part of the narration.
         if let Some(old) = replaced.lock().expect("old take").take() {
-            if let Ok(path) = self.project_file(project_id, &old) {
-                let _ = std::fs::remove_file(path);
+            if let Ok(project) = self.store().beneath(project_id) {
+                let _ = project.remove_file(&old);
             }
         }
         Ok(())
@@ -955,18 +956,23 @@ impl Workstation {
             .narration
             .clone()
             .ok_or(WorkstationError::NothingToNarrate)?;
-        let folder = self.store().folder(project_id)?;
-        let source_audio = project.source_audio.clone();
+        // Every file decoded is checked to be inside the project, reached through no link.
+        let source_audio = project
+            .source_audio
+            .as_deref()
+            .map(|source| self.project_file(project_id, source))
+            .transpose()?;
         let duration = project.duration_secs;
         let mix = narration.settings.mix;
         // A refused segment keeps its earlier take on disk, but the narration leaves it out:
         // it no longer says what the segment says now.
-        let takes: Vec<(f64, String)> = narration
+        let takes: Vec<(f64, PathBuf)> = narration
             .segments
             .iter()
             .filter(|s| s.is_spoken())
-            .filter_map(|s| s.take.as_ref().map(|t| (s.start, t.file.clone())))
-            .collect();
+            .filter_map(|s| s.take.as_ref().map(|t| (s.start, t.file.as_str())))
+            .map(|(start, file)| Ok((start, self.project_file(project_id, file)?)))
+            .collect::<Result<_, WorkstationError>>()?;
         if takes.is_empty() {
             // Nothing was spoken (every segment refused): no files that would look finished.
             let (project, ()) = self
@@ -983,16 +989,13 @@ impl Workstation {
             move || -> Result<(Audio, Option<Audio>), WorkstationError> {
                 let mut decoded = Vec::new();
                 for (start, file) in &takes {
-                    decoded.push((
-                        *start,
-                        decode_file(&folder.join(file), DecodeLimits::default())?,
-                    ));
+                    decoded.push((*start, decode_file(file, DecodeLimits::default())?));
                 }
                 let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
                 let track = lay_out(&placed, duration, NARRATION_RATE)?;
                 let mixed = match (mix, source_audio) {
                     (true, Some(source)) => {
-                        let original = decode_file(&folder.join(source), DecodeLimits::default())?;
+                        let original = decode_file(&source, DecodeLimits::default())?;
                         Some(duck_under(&track, &original, Ducking::default())?)
                     }
                     _ => None,

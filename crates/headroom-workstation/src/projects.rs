@@ -2,10 +2,15 @@
 //! manifest: settings, transcript, cleanup decisions), `audio/` (imported and recorded audio),
 //! `speech/` (synthesized WAVs) and `exports/`. Every write of the manifest is atomic, and a
 //! manifest that cannot be read is reported, never overwritten or deleted.
+//!
+//! Every file of a project is read and written through [`ProjectStore::beneath`], which
+//! resolves paths beneath the project's folder and follows no symbolic link: a `speech/` or
+//! `exports/` that leads out of the folder (a shared or synced folder, an unpacked archive)
+//! is refused by name, and nothing is written where it points.
 
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::{
-    copy_atomic, folder_name, remove_stale_temporaries, sync_dir, write_atomic,
+    folder_name, remove_stale_temporaries, sync_dir, Beneath, BeneathError,
 };
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::asr::{Segment, Transcript};
@@ -52,6 +57,9 @@ pub enum ProjectError {
     },
     #[error("{path} is not a readable project manifest ({reason}); it was left as it is")]
     BadManifest { path: PathBuf, reason: String },
+    /// A path that would leave the project (a symbolic link on the way, `..`).
+    #[error(transparent)]
+    Beneath(#[from] BeneathError),
 }
 
 impl ProjectError {
@@ -427,6 +435,19 @@ impl ProjectStore {
         Ok(self.root.join(id))
     }
 
+    /// The project's folder, opened so that every file of it is read and written beneath it
+    /// and through no symbolic link (see [`Beneath`]): the one way into a project's files.
+    pub fn beneath(&self, id: &str) -> Result<Beneath, ProjectError> {
+        let folder = self.folder(id)?;
+        Beneath::open(&folder, "project").map_err(|e| {
+            if e.is_not_found() {
+                ProjectError::NotFound(id.to_string())
+            } else {
+                e.into()
+            }
+        })
+    }
+
     /// Every project folder, newest first; unreadable manifests are listed with their error.
     pub fn list(&self) -> Result<Vec<ProjectEntry>, ProjectError> {
         let entries = match std::fs::read_dir(&self.root) {
@@ -543,14 +564,14 @@ impl ProjectStore {
         if project.segments.is_empty() {
             return Ok(());
         }
-        let folder = self.folder(&project.id)?.join(VERSIONS);
-        std::fs::create_dir_all(&folder).map_err(ProjectError::from_io(&folder))?;
+        let beneath = self.beneath(&project.id)?;
+        beneath.create_dir_all(VERSIONS)?;
         let saved = unix_ms();
         // Unique even for two versions kept in one millisecond.
         let mut n = 0;
         let id = loop {
             let id = format!("{saved}-{n}");
-            if !folder.join(format!("{id}.json")).exists() {
+            if !beneath.exists(format!("{VERSIONS}/{id}.json"))? {
                 break id;
             }
             n += 1;
@@ -564,16 +585,23 @@ impl ProjectStore {
             duration_secs: project.duration_secs,
             segments: project.segments.clone(),
         };
-        let path = folder.join(format!("{id}.json"));
         let json = serde_json::to_vec_pretty(&version).expect("a version serializes");
-        write_atomic(&path, &json).map_err(ProjectError::from_io(&path))
+        beneath.write_atomic(format!("{VERSIONS}/{id}.json"), &json)?;
+        Ok(())
     }
 
     /// The kept versions of a project's transcript, newest first.
     pub fn versions(&self, id: &str) -> Result<Vec<VersionInfo>, ProjectError> {
         let mut versions = Vec::new();
-        for path in json_files(&self.folder(id)?.join(VERSIONS))? {
-            let Ok(version) = self.read_version(&path) else {
+        let beneath = self.beneath(id)?;
+        if !beneath.exists(VERSIONS)? {
+            return Ok(versions);
+        }
+        for path in json_files(&beneath.shown(VERSIONS))? {
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            let Ok(version) = self.read_version(&beneath, &Path::new(VERSIONS).join(name)) else {
                 continue; // a damaged version is skipped, never deleted
             };
             versions.push(VersionInfo {
@@ -587,10 +615,17 @@ impl ProjectStore {
         Ok(versions)
     }
 
-    fn read_version(&self, path: &Path) -> Result<TranscriptVersion, ProjectError> {
-        let bytes = std::fs::read(path).map_err(ProjectError::from_io(path))?;
+    fn read_version(
+        &self,
+        beneath: &Beneath,
+        relative: &Path,
+    ) -> Result<TranscriptVersion, ProjectError> {
+        let path = beneath.shown(relative);
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut beneath.open_file(relative)?, &mut bytes)
+            .map_err(ProjectError::from_io(&path))?;
         serde_json::from_slice(&bytes).map_err(|e| ProjectError::BadManifest {
-            path: path.to_path_buf(),
+            path,
             reason: e.to_string(),
         })
     }
@@ -598,14 +633,12 @@ impl ProjectStore {
     /// Brings back a kept version; the transcript it replaces is kept as a version first.
     pub fn restore(&self, id: &str, version: &str) -> Result<Project, ProjectError> {
         let plain = !version.is_empty() && version.chars().all(|c| c.is_ascii_digit() || c == '-');
-        let path = self
-            .folder(id)?
-            .join(VERSIONS)
-            .join(format!("{version}.json"));
-        if !plain || !path.exists() {
+        let beneath = self.beneath(id)?;
+        let relative = Path::new(VERSIONS).join(format!("{version}.json"));
+        if !plain || !beneath.exists(&relative)? {
             return Err(ProjectError::NoSuchVersion(version.to_string()));
         }
-        let kept = self.read_version(&path)?;
+        let kept = self.read_version(&beneath, &relative)?;
         let (project, ()) =
             self.update_keeping_version(id, &format!("before restoring {version}"), |p| {
                 p.source_audio = kept.source_audio;
@@ -633,14 +666,20 @@ impl ProjectStore {
             let ProjectEntry::Ok { id, .. } = entry else {
                 continue;
             };
-            let Ok(folder) = self.folder(&id) else {
+            let Ok(beneath) = self.beneath(&id) else {
                 continue;
             };
-            recovered.temporaries_removed += remove_stale_temporaries(&folder);
-            for sub in SUBFOLDERS {
-                recovered.temporaries_removed += remove_stale_temporaries(&folder.join(sub));
+            recovered.temporaries_removed += remove_stale_temporaries(beneath.root());
+            // A subfolder that is a link out of the project is left alone: nothing there is
+            // the project's to remove or repair.
+            let inside = |sub: &str| beneath.exists(sub).unwrap_or(false);
+            for sub in SUBFOLDERS.into_iter().filter(|sub| inside(sub)) {
+                recovered.temporaries_removed += remove_stale_temporaries(&beneath.shown(sub));
             }
-            let Ok(files) = std::fs::read_dir(folder.join("audio")) else {
+            if !inside("audio") {
+                continue;
+            }
+            let Ok(files) = std::fs::read_dir(beneath.shown("audio")) else {
                 continue;
             };
             for file in files.flatten() {
@@ -715,9 +754,8 @@ impl ProjectStore {
             speech: Vec::new(),
             narration: None,
         };
-        let manifest = building.join(MANIFEST);
         let json = serde_json::to_vec_pretty(&project).expect("a project serializes");
-        write_atomic(&manifest, &json).map_err(ProjectError::from_io(&manifest))?;
+        Beneath::open(&building, "project")?.write_atomic(MANIFEST, &json)?;
         let folder = self.root.join(&project.id);
         std::fs::rename(&building, &folder).map_err(ProjectError::from_io(&folder))?;
         sync_dir(&self.root).map_err(ProjectError::from_io(&self.root))?;
@@ -726,14 +764,17 @@ impl ProjectStore {
     }
 
     pub fn open(&self, id: &str) -> Result<Project, ProjectError> {
-        let path = self.folder(id)?.join(MANIFEST);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ProjectError::NotFound(id.to_string()))
+        let beneath = self.beneath(id)?;
+        let path = beneath.shown(MANIFEST);
+        let mut bytes = Vec::new();
+        match beneath.open_file(MANIFEST) {
+            Ok(mut file) => {
+                std::io::Read::read_to_end(&mut file, &mut bytes)
+                    .map_err(ProjectError::from_io(&path))?;
             }
-            Err(e) => return Err(ProjectError::from_io(&path)(e)),
-        };
+            Err(e) if e.is_not_found() => return Err(ProjectError::NotFound(id.to_string())),
+            Err(e) => return Err(e.into()),
+        }
         let mut project = Project::from_manifest(&bytes, &path)?;
         // The folder is the identity; a copied or moved folder keeps working.
         project.id = id.to_string();
@@ -743,7 +784,7 @@ impl ProjectStore {
     /// Saves the manifest atomically, stamping the modification time; the caller holds the
     /// store's lock and opened `project` under it.
     fn save_locked(&self, project: &mut Project) -> Result<(), ProjectError> {
-        if !self.folder(&project.id)?.join(MANIFEST).exists() {
+        if !self.beneath(&project.id)?.exists(MANIFEST)? {
             return Err(ProjectError::NotFound(project.id.clone()));
         }
         project.modified_unix_ms = unix_ms().max(project.modified_unix_ms);
@@ -751,9 +792,9 @@ impl ProjectStore {
     }
 
     fn write_manifest(&self, project: &Project) -> Result<(), ProjectError> {
-        let path = self.folder(&project.id)?.join(MANIFEST);
         let json = serde_json::to_vec_pretty(project).expect("a project serializes");
-        write_atomic(&path, &json).map_err(ProjectError::from_io(&path))
+        self.beneath(&project.id)?.write_atomic(MANIFEST, &json)?;
+        Ok(())
     }
 
     /// Renames a project. Its folder (its id) stays: a job running on the project, in this
@@ -806,9 +847,17 @@ impl ProjectStore {
                     ),
                 })?;
         let relative = format!("audio/{file_name}");
-        let target = self.folder(&project.id)?.join(&relative);
-        if source.canonicalize().ok() != target.canonicalize().ok() || !target.exists() {
-            copy_atomic(source, &target).map_err(ProjectError::from_io(&target))?;
+        let beneath = self.beneath(&project.id)?;
+        beneath.create_dir_all("audio")?;
+        // The project's own file imported again is left as it is.
+        let same = match beneath.file_path(&relative) {
+            Ok(target) => source.canonicalize().ok() == target.canonicalize().ok(),
+            Err(e) if e.is_not_found() => false,
+            Err(e) => return Err(e.into()),
+        };
+        if !same {
+            let mut from = std::fs::File::open(source).map_err(ProjectError::from_io(source))?;
+            beneath.copy_atomic_from(&relative, &mut from)?;
         }
         Ok(relative)
     }
@@ -820,21 +869,7 @@ impl ProjectStore {
         relative: &str,
         bytes: &[u8],
     ) -> Result<PathBuf, ProjectError> {
-        let relative_path = Path::new(relative);
-        let plain = relative_path
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
-        if !plain {
-            return Err(ProjectError::InvalidName(format!(
-                "{relative:?} is not a path inside the project"
-            )));
-        }
-        let path = self.folder(&project.id)?.join(relative_path);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(ProjectError::from_io(dir))?;
-        }
-        write_atomic(&path, bytes).map_err(ProjectError::from_io(&path))?;
-        Ok(path)
+        Ok(self.beneath(&project.id)?.write_atomic(relative, bytes)?)
     }
 }
 

@@ -9,7 +9,7 @@ use crate::projects::{
     SpeechTake, Suggestion, SuggestionSource, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::copy_atomic;
+use headroom_base::fsutil::copy_atomic_from;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
 use headroom_core::admission::{Priority, Rejection};
@@ -573,7 +573,9 @@ impl Workstation {
             unreachable!("run_transcription runs transcription jobs")
         };
         let from_secs = job.record().progress.done_secs;
-        let input = AudioInput::from_file(&self.store.folder(project_id)?.join(&audio));
+        let input = self
+            .project_file(project_id, &audio)
+            .and_then(|path| Ok(AudioInput::from_file(&path)?));
         let job = Arc::new(Mutex::new(Some(job)));
         let result = match input {
             Ok(input) => {
@@ -610,7 +612,7 @@ impl Workstation {
                     .await
                     .map_err(WorkstationError::from)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         };
         let job = job
             .lock()
@@ -975,70 +977,36 @@ impl Workstation {
         relative: &str,
         destination: &SaveDestination,
     ) -> Result<PathBuf, WorkstationError> {
-        let source = self.project_file(project_id, relative)?;
-        let target = match destination {
-            SaveDestination::InProject(name) => {
-                let target = self.project_path_for_writing(project_id, name)?;
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent).map_err(ProjectError::from_io(parent))?;
-                }
-                target
+        let project = self.store.beneath(project_id)?;
+        let mut source = project
+            .open_file(plain_relative(relative)?)
+            .map_err(ProjectError::from)?;
+        match destination {
+            SaveDestination::InProject(name) => Ok(project
+                .copy_atomic_from(plain_relative(name)?, &mut source)
+                .map_err(ProjectError::from)?),
+            // Outside the project on purpose: the user chose it in the system's Save dialog.
+            SaveDestination::Chosen(path) => {
+                copy_atomic_from(&mut source, path).map_err(ProjectError::from_io(path))?;
+                Ok(path.clone())
             }
-            SaveDestination::Chosen(path) => path.clone(),
-        };
-        copy_atomic(&source, &target).map_err(ProjectError::from_io(&target))?;
-        Ok(target)
+        }
     }
 
-    /// The absolute path of an existing file inside a project. Refuses paths that leave it,
-    /// by `..`, an absolute path, or a symbolic link inside the folder that points out of it.
+    /// The path of an existing regular file inside a project, for a reader that takes a path
+    /// (the decoder). Refuses paths that leave it by `..` or an absolute path, and any reached
+    /// through a symbolic link, naming the link (see [`ProjectStore::beneath`]).
     pub fn project_file(
         &self,
         project_id: &str,
         relative: &str,
     ) -> Result<PathBuf, WorkstationError> {
-        let folder = self.store.folder(project_id)?;
-        let path = plain_relative(relative).map(|rel| folder.join(rel))?;
-        let outside = || WorkstationError::OutsideProject {
-            path: relative.to_string(),
-        };
-        let real = path.canonicalize().map_err(ProjectError::from_io(&path))?;
-        let root = folder
-            .canonicalize()
-            .map_err(ProjectError::from_io(&folder))?;
-        if !real.starts_with(&root) {
-            return Err(outside());
-        }
-        Ok(real)
-    }
-
-    /// Where a new file inside a project goes; its existing parent folders must not lead out
-    /// of the project by a symbolic link.
-    fn project_path_for_writing(
-        &self,
-        project_id: &str,
-        relative: &str,
-    ) -> Result<PathBuf, WorkstationError> {
-        let folder = self.store.folder(project_id)?;
-        let path = folder.join(plain_relative(relative)?);
-        let root = folder
-            .canonicalize()
-            .map_err(ProjectError::from_io(&folder))?;
-        // The deepest part of the path that exists must resolve inside the project.
-        let existing = path
-            .ancestors()
-            .find(|a| a.exists())
-            .unwrap_or(folder.as_path());
-        let real = existing
-            .canonicalize()
-            .map_err(ProjectError::from_io(existing))?;
-        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-        if !real.starts_with(&root) || is_link {
-            return Err(WorkstationError::OutsideProject {
-                path: relative.to_string(),
-            });
-        }
-        Ok(path)
+        let relative = plain_relative(relative)?;
+        Ok(self
+            .store
+            .beneath(project_id)?
+            .file_path(relative)
+            .map_err(ProjectError::from)?)
     }
 
     /// Plays a project file on the default output device (an interactive audio job).
@@ -1126,7 +1094,13 @@ impl Workstation {
     ) -> Result<ProjectRecording, WorkstationError> {
         let project = self.store.open(project_id)?;
         let relative = format!("audio/recording-{}.wav", unix_ms());
-        let target = self.store.folder(&project.id)?.join(&relative);
+        // The recorder takes a path: `audio/` is checked (made when missing) just before.
+        let target = self
+            .store
+            .beneath(&project.id)?
+            .dir_path("audio")
+            .map_err(ProjectError::from)?
+            .join(relative.trim_start_matches("audio/"));
         // Live text is on by default in the app: when it cannot start (silero-vad not
         // installed, say), the recording goes ahead without it and says why afterwards.
         let (live, unavailable) = match live {
@@ -1262,5 +1236,169 @@ pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
         note: (!fallback_reasons.is_empty())
             .then(|| format!("Cleaned up by the rules: {}", fallback_reasons.join("; "))),
         decision: Decision::Pending,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::projects::NarrationOptions;
+    use headroom_services::Environment;
+    use headroom_speech::asr::Segment;
+
+    /// A project with a two-segment transcript (typed, so no speech model is needed) whose
+    /// `speech/` and `exports/` are symbolic links to a folder outside it, as a shared or
+    /// synced folder or an unpacked archive can leave them.
+    fn project_with_links_out() -> (tempfile::TempDir, Arc<Workstation>, String, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ProjectStore::new(dir.path().join("projects"));
+        let services = Services::new(
+            Config::default(),
+            Environment::from_vars(|name| std::env::var_os(name)),
+        );
+        let ws = Workstation::new(store, services, None);
+        let project = ws.store().create("Talk").unwrap();
+        ws.store()
+            .update(&project.id, |p| {
+                p.set_transcript(&Transcript {
+                    language: Some("en".into()),
+                    duration: 4.0,
+                    segments: ["Hello there.", "A second line."]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, text)| Segment {
+                            start: i as f64 * 2.0,
+                            end: i as f64 * 2.0 + 1.8,
+                            text: text.to_string(),
+                            words: Vec::new(),
+                        })
+                        .collect(),
+                });
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        let folder = ws.store().folder(&project.id).unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        for sub in ["speech", "exports"] {
+            std::fs::remove_dir_all(folder.join(sub)).unwrap();
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&outside, folder.join(sub)).unwrap();
+        }
+        (dir, ws, project.id, outside)
+    }
+
+    fn names_the_link(error: &WorkstationError, link: &str) {
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!(
+                "{link} is a symbolic link; Headroom writes only inside the project folder"
+            )),
+            "{message}"
+        );
+    }
+
+    fn nothing_in(outside: &Path) {
+        let written: Vec<_> = std::fs::read_dir(outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            written.is_empty(),
+            "written outside the project: {written:?}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn speak_narrate_and_export_never_write_through_a_link_out_of_the_project() {
+        let (_dir, ws, id, outside) = project_with_links_out();
+        let cancel = CancellationToken::new();
+
+        let spoken = ws.synthesize(&id, Some(0), cancel.clone()).await;
+        names_the_link(&spoken.unwrap_err(), "speech");
+        nothing_in(&outside);
+
+        let exported = ws.export(&id, ExportFormat::Srt).await;
+        names_the_link(&exported.unwrap_err(), "exports");
+        nothing_in(&outside);
+
+        let narrated = ws
+            .narrate(&id, NarrationOptions::default(), &|_| {}, &cancel)
+            .await;
+        names_the_link(&narrated.unwrap_err(), "speech");
+        nothing_in(&outside);
+
+        // With takes inside the project, the narration's WAV and subtitles still go nowhere.
+        let folder = ws.store().folder(&id).unwrap();
+        std::fs::remove_file(folder.join("speech")).unwrap();
+        let narrated = ws
+            .narrate(&id, NarrationOptions::default(), &|_| {}, &cancel)
+            .await;
+        names_the_link(&narrated.unwrap_err(), "exports");
+        nothing_in(&outside);
+        assert!(
+            folder.join("speech/narration").is_dir(),
+            "takes are made inside"
+        );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn copies_imports_reads_and_the_manifest_stay_inside_the_project() {
+        let (dir, ws, id, outside) = project_with_links_out();
+        let folder = ws.store().folder(&id).unwrap();
+        std::fs::write(folder.join("take.wav"), b"RIFF").unwrap();
+        let copied = ws.save_copy(
+            &id,
+            "take.wav",
+            &SaveDestination::InProject("exports/take.wav".into()),
+        );
+        names_the_link(&copied.unwrap_err(), "exports");
+        // A file reached through a link is not read either (played, copied, decoded).
+        std::fs::write(outside.join("secret.wav"), b"RIFF").unwrap();
+        let read = ws.project_file(&id, "exports/secret.wav").unwrap_err();
+        assert!(
+            read.to_string()
+                .contains("exports is a symbolic link; Headroom reads only inside"),
+            "{read}"
+        );
+        let copied = ws.save_copy(
+            &id,
+            "exports/secret.wav",
+            &SaveDestination::Chosen(dir.path().join("mine.wav")),
+        );
+        assert!(copied.is_err() && !dir.path().join("mine.wav").exists());
+        std::fs::remove_file(outside.join("secret.wav")).unwrap();
+        // The user's own Save dialog choice is outside on purpose, and is written.
+        let chosen = ws
+            .save_copy(
+                &id,
+                "take.wav",
+                &SaveDestination::Chosen(dir.path().join("chosen.wav")),
+            )
+            .unwrap();
+        assert_eq!(std::fs::read(chosen).unwrap(), b"RIFF");
+
+        // audio/ led out: an import is refused.
+        std::fs::remove_dir_all(folder.join("audio")).unwrap();
+        std::os::unix::fs::symlink(&outside, folder.join("audio")).unwrap();
+        let project = ws.store().open(&id).unwrap();
+        let imported = ws
+            .store()
+            .import_audio(&project, &folder.join("take.wav"))
+            .map_err(WorkstationError::from);
+        names_the_link(&imported.unwrap_err(), "audio");
+
+        // project.json itself a link out: neither read nor written.
+        std::fs::write(outside.join("victim.json"), b"{}").unwrap();
+        std::fs::rename(folder.join("project.json"), dir.path().join("kept.json")).unwrap();
+        std::os::unix::fs::symlink(outside.join("victim.json"), folder.join("project.json"))
+            .unwrap();
+        assert!(ws.store().open(&id).is_err());
+        assert!(ws.store().rename(&id, "Elsewhere").is_err());
+        assert_eq!(std::fs::read(outside.join("victim.json")).unwrap(), b"{}");
+        std::fs::remove_file(outside.join("victim.json")).unwrap();
+        nothing_in(&outside);
     }
 }
