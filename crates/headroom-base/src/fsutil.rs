@@ -480,12 +480,14 @@ impl Beneath {
     fn open_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<std::fs::File, BeneathError> {
         // Non-blocking, so a pipe put where a file was expected cannot hang the open.
         let flags = libc::O_RDONLY | libc::O_NONBLOCK;
-        let mut fd = None;
         #[cfg(target_os = "linux")]
-        if self.fast {
-            fd = sys::open_beneath(&self.dir, relative, flags);
-        }
-        let fd = match fd {
+        let fast = self
+            .fast
+            .then(|| sys::open_beneath(&self.dir, relative, flags))
+            .flatten();
+        #[cfg(not(target_os = "linux"))]
+        let fast: Option<std::os::fd::OwnedFd> = None;
+        let fd = match fast {
             Some(fd) => fd,
             None => {
                 let dir = self.folder(&parts.folders, false, false)?;
