@@ -5,7 +5,7 @@
 //! match, speak) are [`crate::voice_work`].
 
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::{folder_name, sync_dir, write_atomic};
+use headroom_base::fsutil::{folder_name, sync_dir, write_atomic, Beneath, BeneathError};
 use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
 use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, Score};
 use headroom_speech::voice::{check_clip, ClipReport, Embedding, Severity};
@@ -74,6 +74,9 @@ pub enum LibraryError {
     BadProfile { path: PathBuf, reason: String },
     #[error("{path} is not a Headroom voice file: {reason}")]
     BadImport { path: PathBuf, reason: String },
+    /// A path in a voice's folder that would leave it (a symbolic link on the way).
+    #[error(transparent)]
+    Beneath(#[from] BeneathError),
     /// An imported file holds more than a voice does; nothing was kept.
     #[error("{path} holds more than a voice does: {reason}; nothing was imported")]
     ImportTooLarge { path: PathBuf, reason: String },
@@ -199,20 +202,34 @@ impl VoiceLibrary {
         Ok(self.root.join(id))
     }
 
+    /// A voice's folder, opened so that its files are read and written only beneath it and
+    /// through no symbolic link (see [`Beneath`]).
+    pub fn beneath(&self, id: &str) -> Result<Beneath, LibraryError> {
+        Beneath::open(&self.folder(id)?, "voice").map_err(|e| {
+            if e.is_not_found() {
+                LibraryError::NotFound(id.to_string())
+            } else {
+                e.into()
+            }
+        })
+    }
+
     /// A clip's WAV file.
     pub fn clip_path(&self, profile: &VoiceProfile, clip: &ReferenceClip) -> PathBuf {
         self.root.join(&profile.id).join(&clip.file)
     }
 
     fn read(&self, id: &str) -> Result<VoiceProfile, LibraryError> {
-        let path = self.folder(id)?.join(PROFILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(LibraryError::NotFound(id.to_string()))
+        let voice = self.beneath(id)?;
+        let path = voice.shown(PROFILE);
+        let mut bytes = Vec::new();
+        match voice.open_file(PROFILE) {
+            Ok(mut file) => {
+                file.read_to_end(&mut bytes).map_err(io_error(&path))?;
             }
-            Err(e) => return Err(io_error(&path)(e)),
-        };
+            Err(e) if e.is_not_found() => return Err(LibraryError::NotFound(id.to_string())),
+            Err(e) => return Err(e.into()),
+        }
         let mut profile: VoiceProfile =
             serde_json::from_slice(&bytes).map_err(|e| LibraryError::BadProfile {
                 path: path.clone(),
@@ -272,14 +289,17 @@ impl VoiceLibrary {
 
     /// Saves a profile atomically, stamping its modification time.
     pub fn save(&self, profile: &mut VoiceProfile) -> Result<(), LibraryError> {
-        let folder = self.folder(&profile.id)?;
-        if !folder.join(PROFILE).exists() {
+        let voice = self.beneath(&profile.id)?;
+        if !voice.exists(PROFILE)? {
             return Err(LibraryError::NotFound(profile.id.clone()));
         }
         profile.modified_unix_ms = unix_ms().max(profile.modified_unix_ms);
-        self.write_profile(&folder, profile)
+        let json = serde_json::to_vec_pretty(profile).expect("a profile serializes");
+        voice.write_atomic(PROFILE, &json)?;
+        Ok(())
     }
 
+    /// Writes a profile into a voice folder being built (made by this process, hidden).
     fn write_profile(&self, folder: &Path, profile: &VoiceProfile) -> Result<(), LibraryError> {
         let path = folder.join(PROFILE);
         let json = serde_json::to_vec_pretty(profile).expect("a profile serializes");
@@ -390,8 +410,7 @@ impl VoiceLibrary {
             .find(|c| !profile.clips.iter().any(|k| &k.id == c))
             .expect("a free clip id");
         let file = format!("{CLIPS}/{clip_id}.wav");
-        let path = self.folder(id)?.join(&file);
-        write_atomic(&path, &wav_bytes(audio)).map_err(io_error(&path))?;
+        self.beneath(id)?.write_atomic(&file, &wav_bytes(audio))?;
         profile.clips.push(ReferenceClip {
             id: clip_id,
             file,
@@ -421,7 +440,7 @@ impl VoiceLibrary {
         let clip = profile.clips.remove(index);
         profile.refresh_embedding();
         self.save(&mut profile)?;
-        let _ = std::fs::remove_file(self.folder(id)?.join(&clip.file));
+        let _ = self.beneath(id)?.remove_file(&clip.file);
         Ok(profile)
     }
 
@@ -469,11 +488,11 @@ impl VoiceLibrary {
         zip.start_file(PROFILE, options).map_err(bad)?;
         zip.write_all(&serde_json::to_vec_pretty(&profile).expect("a profile serializes"))
             .map_err(io_error(to))?;
+        let voice = self.beneath(&profile.id)?;
         for clip in &profile.clips {
-            let path = self.clip_path(&profile, clip);
-            let bytes = std::fs::read(&path).map_err(io_error(&path))?;
+            let mut source = voice.open_file(&clip.file)?;
             zip.start_file(&clip.file, options).map_err(bad)?;
-            zip.write_all(&bytes).map_err(io_error(to))?;
+            std::io::copy(&mut source, &mut zip).map_err(io_error(to))?;
         }
         let bytes = zip.finish().map_err(bad)?.into_inner();
         write_atomic(to, &bytes).map_err(io_error(to))
@@ -991,5 +1010,30 @@ mod tests {
             packed.len()
         );
         only_voices(&library, 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_voice_folder_never_leads_out_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = VoiceLibrary::new(dir.path().join("voices"));
+        let voice = library.create("Eve").unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let clips = library.root().join(&voice.id).join(CLIPS);
+        std::fs::remove_dir_all(&clips).unwrap();
+        std::os::unix::fs::symlink(&outside, &clips).unwrap();
+        let audio = tone(6.0);
+        let error = library
+            .add_clip(&voice.id, &audio, check_clip(&audio), None, embedding(1))
+            .unwrap_err();
+        assert!(
+            error.to_string().starts_with(
+                "clips is a symbolic link; Headroom writes only inside the voice folder"
+            ),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        assert!(library.open("Eve").unwrap().clips.is_empty());
     }
 }

@@ -4,7 +4,6 @@
 
 use crate::workstation::{Workstation, WorkstationError};
 use headroom_base::clock::unix_ms;
-use headroom_base::fsutil::write_atomic;
 use headroom_services::speech::AudioInput;
 use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
 use headroom_services::voices::{LibraryError, VoiceProfile};
@@ -185,16 +184,15 @@ impl Workstation {
         let voices = self.services().voices();
         let take = voices.speak(id, text, cancel).await?;
         let profile = voices.library().open(id).map_err(VoiceWorkError::from)?;
-        let folder = voices.library().root().join(&profile.id).join("takes");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| VoiceWorkError::Library(LibraryError::Io { path, source })
-        };
-        std::fs::create_dir_all(&folder).map_err(io(&folder))?;
+        let voice = voices
+            .library()
+            .beneath(&profile.id)
+            .map_err(VoiceWorkError::from)?;
         let file = format!("takes/take-{}.wav", unix_ms());
-        let path = folder.parent().expect("the voice folder").join(&file);
-        write_atomic(&path, &wav_bytes(&take.audio)).map_err(io(&path))?;
-        prune_takes(&folder);
+        voice
+            .write_atomic(&file, &wav_bytes(&take.audio))
+            .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?;
+        prune_takes(&voice.shown("takes"));
         Ok(VoiceTakeView {
             file,
             method: take.method.label(),
@@ -227,13 +225,15 @@ impl Workstation {
             && Path::new(file)
                 .components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)));
-        let path = library.root().join(&profile.id).join(file);
-        if !plain || !path.is_file() {
+        if !plain {
             return Err(WorkstationError::OutsideProject {
                 path: file.to_string(),
             });
         }
-        Ok(path)
+        let voice = library.beneath(&profile.id).map_err(VoiceWorkError::from)?;
+        Ok(voice
+            .file_path(file)
+            .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?)
     }
 
     /// Asks the configured cloning server whether it is up.
