@@ -1119,4 +1119,26 @@ mod tests {
         }
         std::fs::remove_dir_all(base).unwrap();
     }
+
+    /// The one-call path: `openat2` itself refuses a link and `..`, where the kernel has it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn openat2_resolves_beneath_and_refuses_links_where_the_kernel_has_it() {
+        let (base, root, outside) = beneath_scratch("openat2");
+        std::os::unix::fs::symlink(&outside, root.join("exports")).unwrap();
+        let b = Beneath::open(&root, "project").unwrap();
+        let dir = libc::O_RDONLY | libc::O_DIRECTORY;
+        match sys::open_beneath(&b.dir, Path::new("speech"), dir) {
+            Some(_) => {
+                for refused in ["exports", "../outside", "speech/../../outside"] {
+                    assert!(
+                        sys::open_beneath(&b.dir, Path::new(refused), dir).is_none(),
+                        "{refused}"
+                    );
+                }
+            }
+            None => eprintln!("openat2 is not available here: the walk does the work"),
+        }
+        std::fs::remove_dir_all(base).unwrap();
+    }
 }
