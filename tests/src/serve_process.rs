@@ -3,6 +3,8 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// A running `headroom serve`, killed when dropped.
@@ -10,44 +12,133 @@ pub struct ServeProcess {
     child: tokio::process::Child,
     /// Its base URL, e.g. `http://127.0.0.1:41234/v1`.
     pub base: String,
+    /// Everything it has written to stderr so far.
+    stderr: Arc<Mutex<String>>,
+}
+
+/// How to start it beyond the defaults.
+#[derive(Debug, Default, Clone)]
+pub struct ServeOptions<'a> {
+    /// Further command-line arguments.
+    pub args: &'a [&'a str],
+    /// The config file's text (`# defaults` when empty).
+    pub config: &'a str,
+    /// Environment variables to set.
+    pub env: &'a [(&'a str, &'a str)],
+}
+
+/// A process's resident memory now and at its peak (`VmRSS`, `VmHWM`), in KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resident {
+    pub now_kib: u64,
+    pub peak_kib: u64,
 }
 
 impl ServeProcess {
     /// Starts `binary serve --listen 127.0.0.1:0 --upstream URL` plus `args`, with an empty
     /// config file of its own, and returns once it has printed its address.
     pub async fn start(binary: &Path, upstream: &str, args: &[&str]) -> ServeProcess {
+        Self::start_with(
+            binary,
+            upstream,
+            ServeOptions {
+                args,
+                ..ServeOptions::default()
+            },
+        )
+        .await
+    }
+
+    /// As [`ServeProcess::start`], with a config file's text and environment variables.
+    pub async fn start_with(
+        binary: &Path,
+        upstream: &str,
+        options: ServeOptions<'_>,
+    ) -> ServeProcess {
         assert!(
             std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
             "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
         );
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
         let config = std::env::temp_dir().join(format!(
-            "headroom-serve-process-{}.toml",
-            std::process::id()
+            "headroom-serve-process-{}-{}.toml",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::write(&config, "# defaults\n").unwrap();
-        let mut child = tokio::process::Command::new(binary)
+        let text = if options.config.is_empty() {
+            "# defaults\n"
+        } else {
+            options.config
+        };
+        std::fs::write(&config, text).unwrap();
+        let mut command = tokio::process::Command::new(binary);
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--upstream", upstream])
-            .args(args)
+            .args(options.args)
             .env("HEADROOM_CONFIG", &config)
             .env_remove("HEADROOM_LLM_URL")
+            .env_remove("HEADROOM_SERVE_TOKEN");
+        for (name, value) in options.env {
+            command.env(name, value);
+        }
+        let mut child = command
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("headroom runs");
+        let stderr = Arc::new(Mutex::new(String::new()));
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let base = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("serve printed its address before exiting");
+            let line = lines.next_line().await.unwrap().unwrap_or_else(|| {
+                panic!(
+                    "serve exited before printing its address:\n{}",
+                    stderr.lock().unwrap()
+                )
+            });
+            stderr.lock().unwrap().push_str(&format!("{line}\n"));
             if let Some(rest) = line.strip_prefix("headroom: serving ") {
                 break rest.split_whitespace().next().unwrap().to_string();
             }
         };
         // Keep draining stderr so the server never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        ServeProcess { child, base }
+        let kept = stderr.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut kept = kept.lock().unwrap();
+                // Enough to search; a long run's log is not kept whole.
+                if kept.len() < 4 * 1024 * 1024 {
+                    kept.push_str(&line);
+                    kept.push('\n');
+                }
+            }
+        });
+        ServeProcess {
+            child,
+            base,
+            stderr,
+        }
+    }
+
+    /// What the server has written to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Its resident memory now and at its peak, from `/proc` (Linux).
+    pub fn resident(&self) -> Resident {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in /proc status"))
+        };
+        Resident {
+            now_kib: field("VmRSS:"),
+            peak_kib: field("VmHWM:"),
+        }
     }
 
     pub fn pid(&self) -> u32 {

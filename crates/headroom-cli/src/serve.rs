@@ -1,6 +1,6 @@
 use crate::LaneArgs;
 use clap::Args;
-use headroom_core::config::Config;
+use headroom_core::config::{Config, ServeToken};
 use headroom_server::{bind_loopback, serve, ServerState};
 use headroom_services::Services;
 use std::process::ExitCode;
@@ -20,6 +20,10 @@ pub struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long)]
     max_body_bytes: Option<usize>,
+    /// Require `Authorization: Bearer TOKEN` on every route but /health. Other users can see
+    /// a command line: prefer HEADROOM_SERVE_TOKEN or server.token in the config file.
+    #[arg(long, visible_alias = "api-key", value_name = "TOKEN")]
+    token: Option<ServeToken>,
     #[command(flatten)]
     lane: LaneArgs,
 }
@@ -38,6 +42,10 @@ impl ServeArgs {
         }
         if let Some(max) = self.max_body_bytes {
             config.server.max_body_bytes = max;
+        }
+        // The flag wins over the file and HEADROOM_SERVE_TOKEN; an empty one changes nothing.
+        if let Some(token) = self.token.clone().filter(|t| !t.is_empty()) {
+            config.server.token = Some(token);
         }
         self.lane.apply(config);
     }
@@ -69,6 +77,19 @@ pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCo
         lane_config.max_in_flight,
         lane_config.max_waiting,
         text_lane.context_tokens()
+    );
+    let server = &config.server;
+    eprintln!(
+        "headroom: {}; at most {} connections; a client has {} s for its headers and sends at least {} bytes/s; {} MiB for request bodies at once",
+        if server.token.is_some() {
+            "a bearer token is required on every route but /health"
+        } else {
+            "no token required (any local process may call; set HEADROOM_SERVE_TOKEN to require one)"
+        },
+        server.max_connections,
+        server.read_timeout_secs,
+        server.min_read_bytes_per_sec,
+        server.max_buffered_body_bytes / (1024 * 1024),
     );
     serve(listener, state, async {
         let _ = tokio::signal::ctrl_c().await;
