@@ -517,4 +517,20 @@ async fn idle_connections_are_closed_and_one_too_many_is_refused_at_once() {
         .await;
     assert!(timeouts >= 4.0 && refused >= 1.0, "{timeouts} {refused}");
     eprintln!("idle connections closed after {closed_after:?}");
+    // A head larger than a connection's buffer is refused, not buffered.
+    let mut huge = TcpStream::connect(&authority).await.unwrap();
+    let pad = "x".repeat(100 * 1024);
+    huge.write_all(
+        format!("GET /health HTTP/1.1\r\nHost: {authority}\r\nX-Pad: {pad}\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    let _ = huge.read_to_end(&mut got).await;
+    assert_eq!(
+        status_of(&got),
+        Some(431),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
 }

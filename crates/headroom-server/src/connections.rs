@@ -1,5 +1,5 @@
-//! Connections: how many are open at once, and how long a client may take over a request's
-//! headers. Each accepted connection holds a [`ConnectionPermit`] for as long as it is open;
+//! Connections: how many are open at once, how much each buffers, and how long a client may
+//! take over a request's headers. Each accepted connection holds a [`ConnectionPermit`] for as long as it is open;
 //! one beyond `server.max_connections` is answered 503 `too_many_connections` (the
 //! [`HttpError`] path, with `Retry-After`) and closed without its request being read. Headers
 //! must arrive within the read timeout (hyper's `header_read_timeout`, which also ends a
@@ -71,6 +71,13 @@ pub struct ConnectionPolicy {
     /// How long a client may take over a request's headers (and idle between requests).
     pub header_timeout: Duration,
 }
+
+/// The largest request head (request line and headers) taken; a larger one is refused (431).
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+/// The most a connection buffers, reading (a request's head, a body's next bytes) or writing,
+/// so 512 connections that each send a huge head slowly hold at most 32 MiB, not hyper's
+/// default of ~400 KiB each.
+pub const MAX_CONNECTION_BUFFER: usize = 64 * 1024;
 
 /// Refusals being written at once; beyond them a connection is closed without a word, so
 /// refusing costs a bounded amount too.
@@ -177,7 +184,9 @@ pub async fn serve_connections(
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(policy.header_timeout);
+            .header_read_timeout(policy.header_timeout)
+            .max_header_size(MAX_HEAD_BYTES)
+            .max_buf_size(MAX_CONNECTION_BUFFER);
         let conn =
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         let conn = graceful.watch(conn);
