@@ -70,7 +70,8 @@ pub const TOO_MANY_CONNECTIONS: &str = "too_many_connections";
 pub const REQUEST_MEMORY_FULL: &str = "request_memory_full";
 /// The code of a body cut off for arriving too slowly.
 pub const BODY_TOO_SLOW: &str = "body_too_slow";
-/// The metric reason of a connection closed because its headers did not arrive in time.
+/// The metric reason of a connection closed because no whole request head arrived within the
+/// read timeout: a slow or silent client, or a keep-alive connection left idle that long.
 pub const HEADER_TIMEOUT: &str = "header_timeout";
 /// The code of a request without the server's token (OpenAI's for a bad key).
 pub const INVALID_API_KEY: &str = "invalid_api_key";
