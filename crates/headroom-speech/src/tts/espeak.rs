@@ -2,9 +2,8 @@
 
 use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
-use std::io::Write;
+use headroom_base::process::{ProcessError, Tool};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use tokio_util::sync::CancellationToken;
 
 /// The espeak-ng engine.
@@ -35,18 +34,8 @@ impl Espeak {
         }
     }
 
-    fn missing(&self, e: std::io::Error) -> TtsError {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TtsError::EngineMissing {
-                engine: "espeak-ng".into(),
-                hint: "install it (Debian/Ubuntu: apt-get install espeak-ng)".into(),
-            }
-        } else {
-            TtsError::Engine {
-                engine: "espeak-ng".into(),
-                message: e.to_string(),
-            }
-        }
+    fn failed(&self, e: ProcessError) -> TtsError {
+        engine_failure(e)
     }
 
     fn speak_one(&self, text: &str, voice: &str) -> Result<Audio, TtsError> {
@@ -63,22 +52,16 @@ impl Espeak {
     }
 
     fn speak_to(&self, text: &str, voice: &str, wav: &Path) -> Result<Audio, TtsError> {
-        let mut child = Command::new(&self.program)
-            .args(["-b", "1", "-s", &self.speed.to_string()])
-            .args(["-p", &self.pitch.min(99).to_string(), "-v", voice, "-w"])
-            .arg(wav)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| self.missing(e))?;
-        child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(text.as_bytes())
-            .map_err(|e| self.missing(e))?;
-        let output = child.wait_with_output().map_err(|e| self.missing(e))?;
+        // The text goes on stdin, never among the arguments: a sentence such as
+        // "--phonout=/file" or "-f/file" must stay words to speak.
+        let output = Tool::new(&self.program)
+            .option("-b", "1")
+            .option("-s", self.speed.to_string())
+            .option("-p", self.pitch.min(99).to_string())
+            .option("-v", voice)
+            .path_option("-w", wav)
+            .run(spoken_text(text).as_bytes())
+            .map_err(|e| self.failed(e))?;
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success()
             || stderr.contains("Voice does not exist")
@@ -94,7 +77,10 @@ impl Espeak {
                 message: stderr.trim().to_string(),
             });
         }
-        let bytes = std::fs::read(wav).map_err(|e| self.missing(e))?;
+        let bytes = std::fs::read(wav).map_err(|e| TtsError::Engine {
+            engine: "espeak-ng".into(),
+            message: format!("cannot read its output: {e}"),
+        })?;
         decode_bytes(
             bytes,
             Some("wav"),
@@ -112,14 +98,12 @@ impl Espeak {
 /// spaces and the sentence's final punctuation kept (espeak drops it; neural voices use it for
 /// intonation and pauses).
 pub fn ipa_phonemes(program: &str, voice: &str, sentence: &str) -> Result<String, TtsError> {
-    let output = Command::new(program)
-        .args(["-q", "--ipa", "-v", voice])
-        .arg(sentence)
-        .output()
-        .map_err(|e| TtsError::Engine {
-            engine: "espeak-ng".into(),
-            message: format!("cannot run espeak-ng for phonemes: {e}"),
-        })?;
+    let output = Tool::new(program)
+        .flag("-q")
+        .flag("--ipa")
+        .option("-v", voice)
+        .run(spoken_text(sentence).as_bytes())
+        .map_err(engine_failure)?;
     let mut ipa = String::from_utf8_lossy(&output.stdout)
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -135,16 +119,44 @@ pub fn ipa_phonemes(program: &str, voice: &str, sentence: &str) -> Result<String
     Ok(ipa)
 }
 
+/// Text as espeak-ng should read it on stdin: control characters (NUL ends its input early)
+/// become spaces; line breaks stay, since espeak-ng reads them as pauses.
+fn spoken_text(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn engine_failure(e: ProcessError) -> TtsError {
+    if e.is_not_found() {
+        TtsError::EngineMissing {
+            engine: "espeak-ng".into(),
+            hint: "install it (Debian/Ubuntu: apt-get install espeak-ng)".into(),
+        }
+    } else {
+        TtsError::Engine {
+            engine: "espeak-ng".into(),
+            message: e.to_string(),
+        }
+    }
+}
+
 impl Synthesizer for Espeak {
     fn name(&self) -> &str {
         "espeak-ng"
     }
 
     fn voices(&self) -> Result<Vec<Voice>, TtsError> {
-        let output = Command::new(&self.program)
-            .arg("--voices")
-            .output()
-            .map_err(|e| self.missing(e))?;
+        let output = Tool::new(&self.program)
+            .flag("--voices")
+            .run(b"")
+            .map_err(|e| self.failed(e))?;
         // Columns: Pty Language Age/Gender VoiceName File Other
         Ok(String::from_utf8_lossy(&output.stdout)
             .lines()

@@ -1,0 +1,300 @@
+//! Programs Headroom starts (espeak-ng, pip, the system's file opener, nvidia-smi), with one
+//! rule: **data never takes an option's place**. Text, names and paths that come from a user,
+//! a web page or a model reach a program only
+//! - on its standard input ([`Tool::run`]),
+//! - as the value of an option written in the code ([`Tool::option`]), refused when it starts
+//!   with `-` (some parsers, argparse among them, read `-d -x` as two options),
+//! - as a path made unambiguous ([`Tool::path`]: `./-x`, never `-x`), or
+//! - after `--` ([`Tool::operands`]).
+//!
+//! Flags are `&'static str`, so a flag can only be text written in Headroom's source. Every
+//! subprocess in the workspace is started here (`tests/tests/architecture.rs` checks it).
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+/// Why a program could not be run with what it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// A value would be read as an option, or cannot be passed at all (a NUL byte).
+    #[error("{program}: refusing to pass {shown:?} as the value of {flag}: {reason}")]
+    UnsafeArgument {
+        program: String,
+        flag: &'static str,
+        shown: String,
+        reason: &'static str,
+    },
+    /// The program is not installed (not on `PATH`, or not at the path given).
+    #[error("{program} is not installed or not on PATH")]
+    NotFound { program: String },
+    #[error("cannot run {program}: {source}")]
+    Io {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ProcessError {
+    /// Whether the program itself is missing (the caller may say how to install it).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ProcessError::NotFound { .. })
+    }
+}
+
+/// What a finished program left: its status and everything it wrote.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// A program and its arguments, built so that data cannot become an option.
+#[derive(Debug)]
+pub struct Tool {
+    program: OsString,
+    args: Vec<OsString>,
+    operands: Vec<OsString>,
+    problem: Option<ProcessError>,
+}
+
+impl Tool {
+    /// `program`, a name on `PATH` or a path (from configuration, never from a request).
+    pub fn new(program: impl AsRef<OsStr>) -> Tool {
+        Tool {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            operands: Vec::new(),
+            problem: None,
+        }
+    }
+
+    fn name(&self) -> String {
+        self.program.to_string_lossy().into_owned()
+    }
+
+    /// A flag written in the code: `-q`, `--ipa`.
+    pub fn flag(mut self, flag: &'static str) -> Tool {
+        debug_assert!(flag.starts_with('-'), "a flag starts with '-': {flag}");
+        self.args.push(flag.into());
+        self
+    }
+
+    /// A subcommand written in the code: `download` in `pip download`.
+    pub fn subcommand(mut self, word: &'static str) -> Tool {
+        debug_assert!(!word.starts_with('-'), "a subcommand is not a flag: {word}");
+        self.args.push(word.into());
+        self
+    }
+
+    /// `flag` followed by `value` as its own argument. A value that starts with `-` or holds a
+    /// NUL byte is refused (the run then fails with [`ProcessError::UnsafeArgument`]).
+    pub fn option(mut self, flag: &'static str, value: impl AsRef<OsStr>) -> Tool {
+        let value = value.as_ref();
+        let reason = if value.to_string_lossy().starts_with('-') {
+            Some("it starts with '-' and would be read as an option")
+        } else if value.as_encoded_bytes().contains(&0) {
+            Some("it contains a NUL byte")
+        } else if value.is_empty() {
+            Some("it is empty")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            self.refuse(flag, value, reason);
+        }
+        self.args.push(flag.into());
+        self.args.push(value.to_owned());
+        self
+    }
+
+    /// `flag` followed by a path, made unambiguous: a relative path that starts with `-` is
+    /// passed as `./-...`.
+    pub fn path_option(mut self, flag: &'static str, path: &Path) -> Tool {
+        self.args.push(flag.into());
+        let path = self.checked_path(flag, path);
+        self.args.push(path.into_os_string());
+        self
+    }
+
+    /// A path as an operand of a program that takes no `--` (`xdg-open`): absolute, or
+    /// relative and starting with `./`, so never an option.
+    pub fn path(mut self, path: &Path) -> Tool {
+        let path = self.checked_path("(operand)", path);
+        self.args.push(path.into_os_string());
+        self
+    }
+
+    /// Operands placed after `--`, where every parser stops reading options.
+    pub fn operands<I, S>(mut self, operands: I) -> Tool
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for operand in operands {
+            let operand = operand.as_ref();
+            if operand.as_encoded_bytes().contains(&0) {
+                self.refuse("--", operand, "it contains a NUL byte");
+            }
+            self.operands.push(operand.to_owned());
+        }
+        self
+    }
+
+    fn checked_path(&mut self, flag: &'static str, path: &Path) -> PathBuf {
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            self.refuse(flag, path.as_os_str(), "it contains a NUL byte");
+        }
+        match path.components().next() {
+            Some(Component::Normal(_)) => Path::new(".").join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    fn refuse(&mut self, flag: &'static str, value: &OsStr, reason: &'static str) {
+        if self.problem.is_none() {
+            let shown: String = value.to_string_lossy().chars().take(80).collect();
+            self.problem = Some(ProcessError::UnsafeArgument {
+                program: self.name(),
+                flag,
+                shown,
+                reason,
+            });
+        }
+    }
+
+    /// The arguments as they will be passed (for tests and logs).
+    pub fn argv(&self) -> Vec<OsString> {
+        let mut argv = self.args.clone();
+        if !self.operands.is_empty() {
+            argv.push("--".into());
+            argv.extend(self.operands.iter().cloned());
+        }
+        argv
+    }
+
+    fn command(self) -> Result<(Command, String), ProcessError> {
+        if let Some(problem) = self.problem {
+            return Err(problem);
+        }
+        let name = self.name();
+        let mut command = Command::new(&self.program);
+        command.args(self.argv());
+        Ok((command, name))
+    }
+
+    fn spawn_error(program: &str, source: std::io::Error) -> ProcessError {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            ProcessError::NotFound {
+                program: program.to_string(),
+            }
+        } else {
+            ProcessError::Io {
+                program: program.to_string(),
+                source,
+            }
+        }
+    }
+
+    /// Runs the program with `input` on its standard input, to the end, and returns what it
+    /// wrote. The input is fed from a thread of its own, so a program that writes a lot before
+    /// it has read everything (espeak-ng on a long text) cannot deadlock against us.
+    pub fn run(self, input: &[u8]) -> Result<Finished, ProcessError> {
+        let (mut command, program) = self.command()?;
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Self::spawn_error(&program, e))?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let output = std::thread::scope(|scope| {
+            // A program that exits without reading all its input closes the pipe; that is its
+            // business, and its status says how it went.
+            scope.spawn(move || {
+                let _ = stdin.write_all(input);
+            });
+            child.wait_with_output()
+        })
+        .map_err(|source| ProcessError::Io {
+            program: program.clone(),
+            source,
+        })?;
+        Ok(Finished {
+            status: output.status,
+            stdout: output.stdout,
+            stderr: output.stderr,
+        })
+    }
+
+    /// Starts the program detached from Headroom's streams (a file opener), not waiting.
+    pub fn launch(self) -> Result<(), ProcessError> {
+        let (mut command, program) = self.command()?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| Self::spawn_error(&program, e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_that_look_like_options_are_refused_before_anything_runs() {
+        for hostile in ["--phonout=/tmp/x", "-f/etc/passwd", "-", "a\0b", ""] {
+            let tool = Tool::new("true").option("-v", hostile);
+            let err = tool.run(b"").unwrap_err();
+            assert!(
+                matches!(err, ProcessError::UnsafeArgument { flag: "-v", .. }),
+                "{hostile:?}: {err}"
+            );
+        }
+        // An ordinary value passes as it is, right after its flag.
+        let tool = Tool::new("true").option("-v", "en-us");
+        assert_eq!(tool.argv(), ["-v", "en-us"]);
+    }
+
+    #[test]
+    fn paths_and_operands_cannot_be_read_as_options() {
+        let tool = Tool::new("x")
+            .path_option("-d", Path::new("-rf"))
+            .path(Path::new("--help"))
+            .path(Path::new("/abs/-x"))
+            .operands(["-f/etc/passwd", "--phonout=v"]);
+        assert_eq!(
+            tool.argv(),
+            [
+                "-d",
+                "./-rf",
+                "./--help",
+                "/abs/-x",
+                "--",
+                "-f/etc/passwd",
+                "--phonout=v"
+            ]
+        );
+    }
+
+    #[test]
+    fn input_goes_on_stdin_whole_even_when_larger_than_a_pipe() {
+        // `cat` writes while it reads: 1 MiB in and out would deadlock a naive write-then-read.
+        let input: Vec<u8> = (0..1 << 20).map(|i| b"-\n\0a\xe2"[i % 5]).collect();
+        let done = Tool::new("cat").run(&input).unwrap();
+        assert!(done.status.success());
+        assert_eq!(done.stdout, input);
+    }
+
+    #[test]
+    fn a_missing_program_says_so() {
+        let err = Tool::new("headroom-no-such-program").run(b"").unwrap_err();
+        assert!(err.is_not_found(), "{err}");
+    }
+}

@@ -1,0 +1,108 @@
+//! Text Headroom speaks comes from anyone: a request to `/v1/audio/speech`, a text model's
+//! reply, a transcript. It reaches espeak-ng (speech, and phonemes for Kokoro and Piper) only
+//! on its standard input, so text that looks like an option is read aloud, not obeyed. Needs
+//! espeak-ng (scripts/test installs it).
+
+use headroom_speech::tts::{ipa_phonemes, Espeak, Synthesizer, TtsError, ESPEAK_PROGRAM};
+use tokio_util::sync::CancellationToken;
+
+struct Bait {
+    _dir: tempfile::TempDir,
+    victim: std::path::PathBuf,
+    secret: std::path::PathBuf,
+}
+
+fn bait() -> Bait {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "xylophone").unwrap();
+    Bait {
+        _dir: dir,
+        victim,
+        secret,
+    }
+}
+
+fn phonemes(text: &str) -> String {
+    ipa_phonemes(ESPEAK_PROGRAM, "en-us", text).unwrap()
+}
+
+/// Each kind of text an attacker or an accident sends.
+fn hostile_lines(bait: &Bait) -> Vec<String> {
+    vec![
+        format!("--phonout={}", bait.victim.display()),
+        format!("-f{}", bait.secret.display()),
+        format!("-w {}", bait.victim.display()),
+        "--".into(),
+        "-".into(),
+        "one\0two".into(),
+        "first line\nsecond line\r\n-x third".into(),
+        "\u{202E}hello\u{200F} \u{2067}world\u{2069}".into(),
+    ]
+}
+
+#[test]
+fn phonemes_are_made_from_the_text_whatever_it_looks_like() {
+    let bait = bait();
+    let secret_word = phonemes("xylophone");
+    for line in hostile_lines(&bait) {
+        let ipa = ipa_phonemes(ESPEAK_PROGRAM, "en-us", &line)
+            .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        assert_eq!(
+            std::fs::read_to_string(&bait.victim).unwrap(),
+            "keep me",
+            "{line:?} was obeyed as an option"
+        );
+        assert!(
+            !ipa.contains(&secret_word),
+            "{line:?} made espeak-ng read another file: {ipa}"
+        );
+    }
+    // A NUL byte does not end the text early: both words are there.
+    let nul = phonemes("one\0two");
+    assert!(nul.contains(&phonemes("two")), "{nul}");
+    // Every line of a text is read.
+    let lines = phonemes("first line\nsecond line");
+    assert!(lines.contains(&phonemes("second")), "{lines}");
+}
+
+#[test]
+fn a_long_text_goes_through_whole() {
+    // 100k characters: more than a pipe holds, in and out.
+    let long = "word ".repeat(20_000);
+    let ipa = phonemes(&long);
+    assert!(
+        ipa.matches(&phonemes("word")).count() >= 19_000,
+        "{}",
+        ipa.len()
+    );
+}
+
+#[test]
+fn espeak_speech_speaks_hostile_lines_and_refuses_a_hostile_voice() {
+    let bait = bait();
+    let espeak = Espeak::default();
+    let cancel = CancellationToken::new();
+    for line in hostile_lines(&bait) {
+        // Lines of only punctuation make no sound and say so; none may fail otherwise.
+        match espeak.synthesize(&line, Some("en-us"), &cancel) {
+            Ok(_) => {}
+            Err(TtsError::EmptyText) if line.chars().all(|c| c == '-') => {}
+            Err(e) => panic!("{line:?}: {e}"),
+        }
+        assert_eq!(std::fs::read_to_string(&bait.victim).unwrap(), "keep me");
+    }
+    // A voice name is a value, never an option.
+    let voice = format!("--phonout={}", bait.victim.display());
+    let err = espeak
+        .synthesize("hello", Some(&voice), &cancel)
+        .unwrap_err();
+    assert!(
+        matches!(&err, TtsError::Engine { message, .. } if message.contains("would be read as an option")),
+        "{err}"
+    );
+    assert!(ipa_phonemes(ESPEAK_PROGRAM, &voice, "hello").is_err());
+    assert_eq!(std::fs::read_to_string(&bait.victim).unwrap(), "keep me");
+}
