@@ -173,6 +173,20 @@ pub async fn restore_version(
     Ok(shell.workstation.restore_version(&id, &version).await?)
 }
 
+/// Where the project's takes in a voice profile go (the cloning server: the text and the
+/// profile's reference clips), and whether the project allows it; `None` with no server set.
+#[tauri::command]
+pub async fn voice_destination(
+    shell: State<'_, Shell>,
+    id: String,
+) -> Reply<Option<TextDestination>> {
+    blocking(&shell, move |w| {
+        let project = w.store().open(&id)?;
+        Ok(w.voice_destination(&project))
+    })
+    .await
+}
+
 /// Where the project's text goes for cleanup with the text model, and whether it may.
 #[tauri::command]
 pub async fn text_destination(shell: State<'_, Shell>, id: String) -> Reply<TextDestination> {
@@ -852,10 +866,10 @@ fn open_in_browser(dir: &std::path::Path, path: PathBuf) -> Reply<()> {
     } else {
         "xdg-open"
     };
-    std::process::Command::new(opener)
-        .arg(&path)
-        .spawn()
-        .map_err(|e| invalid(format!("cannot open {} with {opener}: {e}", path.display())))?;
+    headroom_base::process::Tool::new(opener)
+        .path(&path)
+        .launch()
+        .map_err(|e| invalid(format!("cannot open {}: {e}", path.display())))?;
     Ok(())
 }
 

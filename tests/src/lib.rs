@@ -5,6 +5,7 @@ pub mod fake_cloning;
 pub mod fake_upstream;
 pub mod llama;
 pub mod microphone;
+pub mod redirector;
 pub mod serve_process;
 
 use headroom_core::config::Config;

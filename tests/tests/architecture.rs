@@ -212,3 +212,78 @@ fn module_graphs_are_acyclic() {
         );
     }
 }
+
+/// Every non-test source file of the product: the libraries, the CLI and the desktop shell.
+fn product_sources() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
+        rust_files(&krate.unwrap().path().join("src"), &mut files);
+    }
+    rust_files(&root().join("src-tauri"), &mut files);
+    files.sort();
+    files
+}
+
+/// The code of `file` before its `#[cfg(test)]` module (tests may start helpers as they like).
+fn product_code_of(file: &Path) -> String {
+    let code = code_of(file);
+    match code.find("#[cfg(test)]") {
+        Some(at) => code[..at].to_string(),
+        None => code,
+    }
+}
+
+#[test]
+fn every_subprocess_starts_through_the_one_tool_that_keeps_data_out_of_options() {
+    let allowed = root().join("crates/headroom-base/src/process.rs");
+    let mut found = Vec::new();
+    for file in product_sources() {
+        if file == allowed {
+            continue;
+        }
+        let code = product_code_of(&file);
+        for pattern in [
+            "Command::new",
+            "process::Command",
+            ".spawn()",
+            "Command::from",
+        ] {
+            if code.contains(pattern) {
+                found.push(format!("{}: {pattern}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "start programs with headroom_base::process::Tool (data on stdin, as option values \
+         or after `--`), not directly: {found:#?}"
+    );
+}
+
+#[test]
+fn every_outbound_http_client_refuses_redirects_to_another_origin() {
+    let allowed = root().join("crates/headroom-base/src/http.rs");
+    let mut found = Vec::new();
+    for file in product_sources() {
+        if file == allowed {
+            continue;
+        }
+        let code = product_code_of(&file);
+        for pattern in ["Client::new(", "Client::builder(", "ClientBuilder::new("] {
+            // `LlmClient::new(` is Headroom's own type, built on the policy's client.
+            let constructed = code.match_indices(pattern).any(|(at, _)| {
+                code[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            });
+            if constructed {
+                found.push(format!("{}: {pattern}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "build HTTP clients with headroom_base::http (no redirect to another origin): {found:#?}"
+    );
+}

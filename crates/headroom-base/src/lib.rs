@@ -19,11 +19,17 @@
 //! | [`language`] | the languages narration is translated into, with their espeak-ng voices |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
 //! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
-//! | [`redact`] | passwords and keys inside URLs kept out of what is shown |
+//! | [`redact`] | passwords and keys inside URLs kept out of what is shown ([`redact::SecretUrl`]) |
+//! | [`consent`] | what may leave the machine, and where to: one rule for every destination |
+//! | [`process`] | programs started with data only on stdin, as option values or after `--` |
+//! | [`http`] | outbound HTTP clients that follow no redirect to another origin |
 
 pub mod allocator;
 pub mod clock;
+pub mod consent;
 pub mod fsutil;
+pub mod http;
 pub mod language;
 pub mod openai;
+pub mod process;
 pub mod redact;

@@ -8,6 +8,73 @@ const SECRET_PARAMS: [&str; 6] = ["key", "token", "secret", "password", "signatu
 
 const REDACTED: &str = "<redacted>";
 
+/// A URL that may carry secrets (`http://user:password@host/`, `?api_key=...`). It prints,
+/// logs, serializes and compares in errors only redacted; the full text is reached through
+/// [`SecretUrl::expose`], which only the code that makes the request calls. Everything that
+/// shows, stores or sends a URL as information (messages, project files, headers, metrics)
+/// holds one of these rather than a `String`.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct SecretUrl(String);
+
+impl SecretUrl {
+    pub fn new(url: impl Into<String>) -> SecretUrl {
+        SecretUrl(url.into())
+    }
+
+    /// The URL as given, secrets included: for the request only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL as it may be shown.
+    pub fn redacted(&self) -> String {
+        urls(&self.0)
+    }
+
+    /// Whether it carries anything that [`SecretUrl::redacted`] hides.
+    pub fn has_secrets(&self) -> bool {
+        self.redacted() != self.0
+    }
+}
+
+impl std::fmt::Display for SecretUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl std::fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretUrl({:?})", self.redacted())
+    }
+}
+
+/// Serialized redacted: a URL written to a project file, a report or an answer never carries
+/// its secrets. (Configuration keeps URLs as the user wrote them, as plain strings.)
+impl serde::Serialize for SecretUrl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.redacted())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SecretUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(SecretUrl)
+    }
+}
+
+impl From<&str> for SecretUrl {
+    fn from(url: &str) -> Self {
+        SecretUrl::new(url)
+    }
+}
+
+impl From<String> for SecretUrl {
+    fn from(url: String) -> Self {
+        SecretUrl::new(url)
+    }
+}
+
 /// `text` with the user information and secret query values of every URL in it replaced by
 /// `<redacted>`; everything else is kept as it was.
 pub fn urls(text: &str) -> String {
@@ -75,6 +142,29 @@ mod tests {
             urls("error sending request for url (http://u:p@h:1/v1/chat/completions): refused"),
             "error sending request for url (http://<redacted>@h:1/v1/chat/completions): refused"
         );
+    }
+
+    #[test]
+    fn a_secret_url_shows_serializes_and_debugs_redacted() {
+        let url = SecretUrl::new("http://alice:s3cret@host:1/v1?api_key=K&model=m");
+        for shown in [
+            url.to_string(),
+            format!("{url:?}"),
+            serde_json::to_string(&url).unwrap(),
+            format!("{}", SecretUrl::from("https://u:pw@h/")),
+        ] {
+            assert!(
+                !shown.contains("s3cret") && !shown.contains("=K") && !shown.contains(":pw"),
+                "{shown}"
+            );
+            assert!(shown.contains("<redacted>"), "{shown}");
+        }
+        assert!(url.has_secrets());
+        assert_eq!(
+            url.expose(),
+            "http://alice:s3cret@host:1/v1?api_key=K&model=m"
+        );
+        assert!(!SecretUrl::new("http://127.0.0.1:8000/v1").has_secrets());
     }
 
     #[test]

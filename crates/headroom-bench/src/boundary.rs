@@ -167,7 +167,7 @@ pub async fn flood(
         }
         holders.push(stream);
     }
-    let http = reqwest::Client::new();
+    let http = headroom_base::http::client();
     let url = format!("{}/chat/completions", server.base_url());
     let body = serde_json::to_value(bench_request(lane.model(), 16)).expect("request serializes");
     let results: Vec<(u16, Option<String>, Duration)> = futures::stream::iter(0..requests)

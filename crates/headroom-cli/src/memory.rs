@@ -45,7 +45,7 @@ pub async fn run(args: MemoryArgs, services: &Services) -> anyhow::Result<ExitCo
         .clone()
         .unwrap_or_else(|| format!("http://{}", services.config().server.listen));
     let base = base.trim_end_matches('/').trim_end_matches("/v1");
-    let client = reqwest::Client::new();
+    let client = headroom_base::http::client();
     let request = if args.free {
         client
             .post(format!("{base}/v1/headroom/memory/free"))

@@ -77,7 +77,9 @@ impl LlmClient {
             let path = format!("{}/", base.path());
             base.set_path(&path);
         }
-        let http = reqwest::Client::builder()
+        // No redirect to another origin: the consent given for this server is not consent for
+        // wherever it points.
+        let http = headroom_base::http::client_builder()
             .connect_timeout(Duration::from_secs(5))
             // No idle connection reuse: servers close idle keep-alive connections on their own
             // schedule (llama-server after 5 s), and a POST sent on a connection the server is
@@ -224,6 +226,12 @@ impl LlmClient {
             .await
             .map_err(|e| self.unreachable(e))?;
         let status = resp.status().as_u16();
+        if let Some(redirect) = headroom_base::http::unfollowed_redirect(&resp) {
+            return Err(LlmError::Unreachable {
+                url: self.shown_url(),
+                message: redirect.to_string(),
+            });
+        }
         if !(200..300).contains(&status) {
             let retry_after = resp
                 .headers()
@@ -481,23 +489,7 @@ where
 /// what happened.
 /// What went wrong on the wire, in words, with any URL in it redacted.
 fn describe_transport_error(err: &reqwest::Error) -> String {
-    redact::urls(&describe_transport_cause(err))
-}
-
-fn describe_transport_cause(err: &reqwest::Error) -> String {
-    if err.is_timeout() {
-        return "timed out".into();
-    }
-    let mut innermost = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        innermost = s.to_string();
-        source = s.source();
-    }
-    if err.is_connect() && innermost.to_ascii_lowercase().contains("refused") {
-        return "connection refused (is the server running?)".into();
-    }
-    innermost
+    headroom_base::http::describe(err)
 }
 
 #[cfg(test)]
