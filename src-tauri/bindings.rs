@@ -12,8 +12,8 @@ use headroom_core::admission::{
 };
 use headroom_core::cleanup::{CleanupEvent, CleanupMode, FailurePolicy, PieceSource};
 use headroom_core::config::{
-    AudioLaneSettings, CleanupSettings, CloningSettings, Config, LlmSettings, ServerSettings,
-    TextLaneSettings,
+    AudioLaneSettings, CleanupSettings, CloningSettings, Config, LlmSettings, PrivacySettings,
+    ServerSettings, TextLaneSettings,
 };
 use headroom_core::lanes::{LaneSnapshot, RejectionRecord};
 use headroom_core::llm::{ModelCard, ServerInfo};
@@ -75,7 +75,7 @@ pub fn typescript() -> String {
         JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
         // Settings, servers, models, voices.
         Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
-        ServerSettings, CloningSettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
+        ServerSettings, CloningSettings, PrivacySettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
         // Voice profiles, matches, cloning.
         Severity, Finding, ClipReport, ReferenceClip, Style, Score, MatchOutcome, EspeakSetting,
         VoiceMatch, VoiceProfile, MatchProgress, Closeness, ClipAdded, VoiceTakeView,

@@ -85,6 +85,7 @@ commands![
     delete_project,
     update_project_settings,
     text_destination,
+    voice_destination,
     project_versions,
     restore_version,
     transcribe,

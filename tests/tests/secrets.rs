@@ -1,6 +1,7 @@
 //! Where the API key and the URLs' secrets go: the key only to the server it was configured
 //! for, kept when the desktop app saves settings, and never shown inside a URL.
 
+use headroom_base::consent::RemoteConsent;
 use headroom_core::config::Config;
 use headroom_core::llm::{ChatMessage, ChatRequest};
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
@@ -98,4 +99,133 @@ async fn passwords_in_server_urls_are_never_shown() {
         assert!(!text.contains("sk-in-url"), "{text}");
     }
     assert!(health.contains("<redacted>@127.0.0.1"), "{health}");
+}
+
+// ---- Redirects: consent is for a destination, not for wherever it points ----
+
+use headroom_core::llm::LlmClient;
+use headroom_speech::asr::{TranscribeOptions, Transcriber};
+use headroom_speech::cloning::{CloningKind, CloningServer, Reference};
+use headroom_speech::remote::{RemoteSynthesizer, RemoteTranscriber};
+use headroom_speech::tts::Synthesizer;
+use headroom_tests::fake_cloning::{FakeCloning, Kind};
+use headroom_tests::redirector::Redirector;
+use tokio_util::sync::CancellationToken;
+
+fn refused_redirect(message: &str, to: &str) {
+    assert!(
+        message.contains("redirected to") && message.contains(to),
+        "the error names the refused redirect and where it pointed: {message}"
+    );
+    assert!(message.contains("set that URL directly"), "{message}");
+}
+
+#[tokio::test]
+async fn the_text_client_follows_no_redirect_to_another_server() {
+    let elsewhere = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let redirector = Redirector::start(&elsewhere.base_url().replace("/v1", "")).await;
+    let client = LlmClient::new(&format!("{}/v1", redirector.origin()), None).unwrap();
+    let error = match client.stream_chat(&ask()).await {
+        Ok(_) => panic!("a redirect to another server was followed"),
+        Err(e) => e.to_string(),
+    };
+    refused_redirect(&error, &elsewhere.base_url().replace("/v1", ""));
+    assert_eq!(redirector.redirected(), 1);
+    assert_eq!(
+        elsewhere.requests(),
+        0,
+        "the transcript reached the other server"
+    );
+    // The same through the lane a project's cleanup uses.
+    let services = headroom_tests::services_for(&format!("{}/v1", redirector.origin()));
+    let lane = services.default_text_lane().unwrap();
+    let refused = match lane.submit(ask()).await {
+        Ok(stream) => stream.collect_text().await.unwrap_err().1.to_string(),
+        Err(rejection) => rejection.to_string(),
+    };
+    assert!(refused.contains("redirected to"), "{refused}");
+    assert_eq!(elsewhere.requests(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn speech_and_cloning_clients_follow_no_redirect_to_another_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip = dir.path().join("clip.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut wav = hound::WavWriter::create(&clip, spec).unwrap();
+    for i in 0..16_000 {
+        wav.write_sample(((i as f32 * 0.05).sin() * 8000.0) as i16)
+            .unwrap();
+    }
+    wav.finalize().unwrap();
+
+    let cloning = FakeCloning::start(Kind::Chatterbox, Default::default()).await;
+    let redirector = Redirector::start(&cloning.url()).await;
+    let server = CloningServer::new(
+        CloningKind::Chatterbox,
+        &redirector.origin(),
+        None,
+        "en",
+        &RemoteConsent::none(),
+    )
+    .unwrap();
+    let reference = Reference {
+        name: "max".into(),
+        clip: clip.clone(),
+        transcript: None,
+        server_voice: None,
+    };
+    let error = tokio::task::spawn_blocking(move || {
+        server
+            .speak("a line of narration", &reference, &CancellationToken::new())
+            .unwrap_err()
+            .to_string()
+    })
+    .await
+    .unwrap();
+    refused_redirect(&error, &cloning.url());
+    assert!(
+        cloning.seen().is_empty(),
+        "the clip reached the other server"
+    );
+
+    // Remote transcription and speech: the audio and the text stay where they were sent.
+    let elsewhere = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let redirector = Redirector::start(&elsewhere.base_url().replace("/v1", "")).await;
+    let base = format!("{}/v1", redirector.origin());
+    let (transcribed, spoken) = tokio::task::spawn_blocking({
+        let base = base.clone();
+        move || {
+            let cancel = CancellationToken::new();
+            let transcriber =
+                RemoteTranscriber::new(&base, "whisper-1", None, &RemoteConsent::none()).unwrap();
+            let transcribed = transcriber
+                .transcribe(
+                    &[0.0; 16_000],
+                    &TranscribeOptions::default(),
+                    &|_| {},
+                    &cancel,
+                )
+                .unwrap_err()
+                .to_string();
+            let synthesizer =
+                RemoteSynthesizer::new(&base, "tts-1", None, &RemoteConsent::none()).unwrap();
+            let spoken = synthesizer
+                .synthesize("hello", None, &cancel)
+                .unwrap_err()
+                .to_string();
+            (transcribed, spoken)
+        }
+    })
+    .await
+    .unwrap();
+    let target = elsewhere.base_url().replace("/v1", "");
+    refused_redirect(&transcribed, &target);
+    refused_redirect(&spoken, &target);
+    assert_eq!(elsewhere.requests(), 0);
 }

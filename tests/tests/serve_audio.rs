@@ -1,6 +1,7 @@
 //! `headroom serve`'s audio endpoints with the embedded engines: the official openai Python
 //! client for both endpoints, and upload limits.
 
+use headroom_base::consent::RemoteConsent;
 use headroom_server::{bind_loopback, RunningServer, ServerState};
 use headroom_services::Services;
 use serde_json::Value;
@@ -108,10 +109,10 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
     let client = services();
     let client_side = client.speech_using(
         Some(Arc::new(
-            RemoteTranscriber::new(&url, "whisper-tiny.en", None).unwrap(),
+            RemoteTranscriber::new(&url, "whisper-tiny.en", None, &RemoteConsent::none()).unwrap(),
         )),
         Some(Arc::new(
-            RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
+            RemoteSynthesizer::new(&url, "tts-1", None, &RemoteConsent::none()).unwrap(),
         )),
     );
     let audio = client_side
@@ -149,7 +150,7 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
     let bad = client.speech_using(
         None,
         Some(Arc::new(
-            RemoteSynthesizer::new(&url, "tts-1", None).unwrap(),
+            RemoteSynthesizer::new(&url, "tts-1", None, &RemoteConsent::none()).unwrap(),
         )),
     );
     let err = bad

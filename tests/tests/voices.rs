@@ -431,7 +431,9 @@ async fn an_approximate_match_is_found_kept_and_used_without_a_server() {
 async fn the_speech_endpoint_speaks_a_voice_profile_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeCloning::start(Kind::Chatterbox, HashMap::new()).await;
-    let services = services(dir.path(), Some(("chatterbox", &fake.url())));
+    // A password inside the server's URL is used, and shown nowhere.
+    let with_password = fake.url().replace("http://", "http://alice:s3cret-pw@");
+    let services = services(dir.path(), Some(("chatterbox", &with_password)));
     voice_from_clip(&services, dir.path(), "Petra").await;
     let server = headroom_tests::serve(&services).await;
     let http = reqwest::Client::new();
@@ -451,6 +453,19 @@ async fn the_speech_endpoint_speaks_a_voice_profile_by_name() {
         method.starts_with("cloned by Chatterbox-TTS-API"),
         "{method}"
     );
+    assert!(
+        !method.contains("s3cret-pw") && method.contains("<redacted>@"),
+        "{method}"
+    );
+    let metrics = http
+        .get(server.base_url().replace("/v1", "/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains("s3cret-pw"));
     let similarity: f32 = resp.headers()["x-headroom-similarity"]
         .to_str()
         .unwrap()

@@ -123,6 +123,7 @@ export const api = {
   updateProjectSettings: (id: string, settings: ProjectSettings, shown: ProjectSettings) =>
     call<Project>("update_project_settings", { id, settings, shown }),
   textDestination: (id: string) => call<TextDestination>("text_destination", { id }),
+  voiceDestination: (id: string) => call<TextDestination | null>("voice_destination", { id }),
   projectVersions: (id: string) => call<VersionInfo[]>("project_versions", { id }),
   restoreVersion: (id: string, version: string) => call<Project>("restore_version", { id, version }),
   transcribe: (project: string, path: string, job: string) =>

@@ -103,6 +103,12 @@ server_url: string | null,
  */
 remote_text_allowed: string | null, 
 /**
+ * The one cloning server on another machine (its origin) this project's text and voice
+ * clips may be sent to, by the user's explicit consent; servers on this machine need
+ * none. A different server elsewhere needs consent again.
+ */
+remote_voice_allowed: string | null, 
+/**
  * The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
  * engine's default.
  */
@@ -274,7 +280,7 @@ refused: Array<RefusedSegment>,
  */
 outcomes: Array<SegmentOutcome>, };
 export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake } | { "kind": "narrated", "result": NarrationSummary };
-export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, cloning: CloningSettings, };
+export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, cloning: CloningSettings, privacy: PrivacySettings, };
 export type LlmSettings = { 
 /**
  * Base URL of an OpenAI-compatible server, ending in `/v1`.
@@ -371,6 +377,13 @@ url: string,
  * The language the text is in, for servers that ask (XTTS).
  */
 language: string, };
+export type PrivacySettings = { 
+/**
+ * Servers on other machines (origins such as `https://gpu.example:8000`) that text, voice
+ * clips and audio may be sent to from the CLI and `headroom serve`. Servers on this
+ * machine need no entry. The desktop asks per project instead.
+ */
+allow_remote: Array<string>, };
 export type ServerInfo = { models: Array<ModelCard>, 
 /**
  * The context length per request, when the server says: vLLM's `max_model_len`, or
@@ -497,7 +510,11 @@ export type VoiceTakeView = {
  */
 file: string, method: string, closeness: Closeness, default_voice: string, duration_secs: number, };
 export type CloningKind = "chatterbox" | "xtts" | "openai";
-export type Health = { kind: CloningKind, url: string, 
+export type Health = { kind: CloningKind, 
+/**
+ * Shown and serialized without its secrets.
+ */
+url: string, 
 /**
  * What the server said, in a line (its status, or the speakers it has).
  */
@@ -599,6 +616,7 @@ export const COMMANDS = [
   "delete_project",
   "update_project_settings",
   "text_destination",
+  "voice_destination",
   "project_versions",
   "restore_version",
   "transcribe",

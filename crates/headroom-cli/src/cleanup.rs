@@ -1,6 +1,7 @@
 use crate::{cancel_on_ctrl_c, LaneArgs, EXIT_CANCELLED, EXIT_REJECTED};
 use anyhow::Context;
 use clap::Args;
+use headroom_base::consent::{Payload, Role};
 use headroom_core::admission::{human_duration, Rejection, SuggestedAction};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupMode, CleanupOutput,
@@ -67,7 +68,12 @@ pub async fn run(args: CleanupArgs, services: &Services) -> anyhow::Result<ExitC
         print_output(&clean_offline(&text), args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // The transcript leaves the machine only for a server the user allowed.
     let config = services.config();
+    config
+        .privacy
+        .consent()
+        .check(Role::TextModel, &config.llm.url, &[Payload::Text])?;
     let lane = services.default_text_lane()?;
     if let Err(e) = lane.discover().await {
         // Not fatal: the request itself will be refused and the policy decides.

@@ -36,7 +36,10 @@ pub async fn run(_args: DoctorArgs, services: &Services) -> anyhow::Result<ExitC
     let client = services.client(&config.llm.url)?;
     let mut healthy = true;
     match client.health().await {
-        Ok(()) => println!("server      ok: {} is up", config.llm.url),
+        Ok(()) => println!(
+            "server      ok: {} is up",
+            headroom_base::redact::SecretUrl::from(config.llm.url.as_str())
+        ),
         Err(e) => {
             healthy = false;
             println!("server      FAIL: {e}");

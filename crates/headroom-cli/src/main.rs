@@ -2,6 +2,20 @@
 //! applies the command's flags, builds the process's `Services` (the composition root) and
 //! hands each command a borrow of it.
 
+// Standard output that a reader closed (`headroom project show X --json | head`) ends the
+// process quietly, as Unix tools end, instead of std's panic "failed printing to stdout".
+// These shadow std's macros for every module below; SIGPIPE itself stays ignored, so a
+// subprocess or a client that goes away never kills a running server.
+macro_rules! println {
+    () => { $crate::stdout::write_line(format_args!("")) };
+    ($($arg:tt)*) => { $crate::stdout::write_line(format_args!($($arg)*)) };
+}
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::stdout::write(format_args!($($arg)*)) };
+}
+
+mod stdout;
+
 mod bench;
 mod bench_narration;
 mod bench_voices;
@@ -42,6 +56,11 @@ struct Cli {
     /// Config file (default: the platform config dir's headroom/config.toml, or $HEADROOM_CONFIG).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    /// Allow text, voice clips and audio to be sent to this server on another machine (an
+    /// origin such as https://gpu.example:8000; repeatable). Servers on this machine need
+    /// nothing; others are refused without it (or privacy.allow_remote in the config).
+    #[arg(long = "allow-remote", global = true, value_name = "ORIGIN")]
+    allow_remote: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -180,6 +199,7 @@ fn main() -> ExitCode {
         }
     };
     cli.command.configure(&mut config);
+    config.privacy.allow_remote.extend(cli.allow_remote);
     let command = match cli.command {
         Command::Models(cmd) => return exit_code(models::run(cmd, &env)),
         other => other,

@@ -1,5 +1,7 @@
 use crate::LaneArgs;
 use clap::Args;
+use headroom_base::consent::{Payload, Role};
+use headroom_base::redact::SecretUrl;
 use headroom_core::config::{Config, ServeToken};
 use headroom_server::{bind_loopback, serve, ServerState};
 use headroom_services::Services;
@@ -53,6 +55,12 @@ impl ServeArgs {
 
 pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let config = services.config();
+    // What clients send to the chat endpoint is relayed to the upstream: a server on another
+    // machine must be allowed (--allow-remote, privacy.allow_remote) before serve starts.
+    config
+        .privacy
+        .consent()
+        .check(Role::TextModel, &config.llm.url, &[Payload::Text])?;
     let listener = bind_loopback(&config.server.listen).await?;
     // The chat endpoint's text lane yields to the same audio lane the speech endpoints use
     // (text_lane.yield_to_audio), and watches GPU memory when an audio headroom is set.
@@ -61,13 +69,13 @@ pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCo
     match text_lane.discover().await {
         Ok(info) => eprintln!(
             "headroom: upstream {} is up: model {}, context {} tokens",
-            config.llm.url,
+            SecretUrl::from(config.llm.url.as_str()),
             text_lane.model().unwrap_or_else(|| "(unnamed)".into()),
             info.context_tokens.unwrap_or(text_lane.context_tokens())
         ),
         Err(e) => eprintln!(
             "headroom: upstream {} is not answering yet ({e}); requests get 502 until it does",
-            config.llm.url
+            SecretUrl::from(config.llm.url.as_str())
         ),
     }
     let lane_config = text_lane.config();

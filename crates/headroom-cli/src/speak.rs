@@ -51,7 +51,8 @@ pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitC
     let (speech, voice) = match &args.server_url {
         Some(url) => {
             let key = services.env().audio_api_key.clone();
-            let remote = RemoteSynthesizer::new(url, &args.model, key)?;
+            let consent = services.config().privacy.consent();
+            let remote = RemoteSynthesizer::new(url, &args.model, key, &consent)?;
             (
                 services.speech_using(None, Some(Arc::new(remote))),
                 args.voice.clone(),

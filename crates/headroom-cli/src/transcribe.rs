@@ -63,7 +63,8 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
     let speech = match &args.server_url {
         Some(url) => {
             let key = services.env().audio_api_key.clone();
-            let remote = RemoteTranscriber::new(url, &args.model, key)?;
+            let consent = services.config().privacy.consent();
+            let remote = RemoteTranscriber::new(url, &args.model, key, &consent)?;
             services.speech_using(Some(Arc::new(remote)), None)
         }
         None => services.speech().clone(),

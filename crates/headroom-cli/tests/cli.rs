@@ -1166,3 +1166,236 @@ async fn memory_shows_what_serve_holds_and_free_lets_it_go() {
         text(&nobody.stderr)
     );
 }
+
+// ---- Trust boundaries: text never becomes an option, secrets never print, pipes close ----
+
+/// Seconds of sound in a WAV file.
+fn wav_seconds(path: &Path) -> f64 {
+    let reader = hound::WavReader::open(path).unwrap();
+    reader.duration() as f64 / reader.spec().sample_rate as f64
+}
+
+#[tokio::test]
+async fn text_that_looks_like_an_espeak_option_is_spoken_not_obeyed() {
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    // Were this file read, its sentence would make a take of half a minute or more.
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "Xylophone zebra quartz. ".repeat(40)).unwrap();
+    let out_wav = dir.path().join("o.wav");
+    let wipe = format!("--phonout={}", victim.display());
+    let read = format!("-f{}", secret.display());
+    // Kokoro phonemizes with espeak-ng; espeak-ng's own voice speaks with it.
+    for voice in ["kokoro", "en-us"] {
+        for line in [wipe.as_str(), read.as_str()] {
+            let out = headroom(
+                &[
+                    "speak",
+                    "--voice",
+                    voice,
+                    "--out",
+                    out_wav.to_str().unwrap(),
+                    "--",
+                    line,
+                ],
+                &[],
+            )
+            .await;
+            assert!(
+                out.status.success(),
+                "{voice} {line}: {}",
+                text(&out.stderr)
+            );
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                "keep me",
+                "{voice} {line}: espeak-ng took the text as an option"
+            );
+            let seconds = wav_seconds(&out_wav);
+            assert!(
+                seconds > 0.3 && seconds < 12.0,
+                "{voice} {line}: {seconds} s is not the line itself being spoken"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn secrets_inside_urls_are_never_printed() {
+    use headroom_tests::fake_cloning::{FakeCloning, Kind};
+    let secrets = ["s3cret-pw", "K3Y-value"];
+    let clean = |out: &Output, what: &str| {
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        for secret in secrets {
+            assert!(!all.contains(secret), "{what} printed a secret: {all}");
+        }
+        all
+    };
+    let with_password = |url: &str| url.replace("http://", "http://alice:s3cret-pw@");
+
+    // A cloning server that is down, then one that answers.
+    let down = with_password(&closed_port_url().replace("/v1", "/"));
+    let out = headroom(&["voice", "server"], &[("HEADROOM_CLONING_URL", &down)]).await;
+    assert!(!out.status.success());
+    assert!(clean(&out, "voice server (down)").contains("<redacted>@"));
+    let fake = FakeCloning::start(Kind::Chatterbox, Default::default()).await;
+    let up = with_password(&fake.url());
+    let out = headroom(&["voice", "server"], &[("HEADROOM_CLONING_URL", &up)]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(clean(&out, "voice server (up)").contains("<redacted>@"));
+
+    // A remote transcription server that is down.
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let server = with_password(&closed_port_url()) + "?api_key=K3Y-value";
+    let out = headroom(&["transcribe", sample, "--server-url", &server], &[]).await;
+    assert!(!out.status.success());
+    clean(&out, "transcribe --server-url");
+
+    // serve's start-up lines, with the upstream down.
+    let upstream = with_password(&closed_port_url()) + "?api_key=K3Y-value";
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--upstream", &upstream])
+        .env("HEADROOM_CONFIG", empty_config())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+    let mut seen = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("serving http://") {
+            break;
+        }
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    assert!(seen.contains("serving http://"), "{seen}");
+    assert!(seen.contains("<redacted>"), "{seen}");
+    for secret in secrets {
+        assert!(!seen.contains(secret), "serve printed a secret: {seen}");
+    }
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_cli_quietly() {
+    use std::io::Read;
+    // `headroom cleanup long.txt --no-llm | head -c 1`: far more than a pipe holds, and the
+    // reader goes away after one byte.
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.txt");
+    std::fs::write(
+        &long,
+        "So, um, we we recorded the the birds at dawn.\n".repeat(8000),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+        .args(["cleanup", long.to_str().unwrap(), "--no-llm"])
+        .env("HEADROOM_CONFIG", empty_config())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+    use std::os::unix::process::ExitStatusExt;
+    // Ended by SIGPIPE, as `ls | head` ends `ls`.
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+}
+
+#[tokio::test]
+async fn nothing_goes_to_another_machine_without_consent() {
+    // `.invalid` never resolves: were the check bypassed, nothing could be reached either.
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let refused = |out: &Output, what: &str, origin: &str| {
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{what}: {stderr}");
+        assert!(
+            stderr.contains("is not on this machine")
+                && stderr.contains(&format!("--allow-remote {origin}")),
+            "{what}: {stderr}"
+        );
+    };
+    let out = headroom(
+        &[
+            "cleanup",
+            SAMPLE,
+            "--llm-url",
+            "http://gpu.invalid:8000/v1",
+            "--policy",
+            "reject",
+        ],
+        &[],
+    )
+    .await;
+    refused(&out, "cleanup", "http://gpu.invalid:8000");
+    assert!(text(&out.stderr).contains("text"));
+    let out = headroom(
+        &[
+            "transcribe",
+            sample,
+            "--server-url",
+            "https://asr.invalid/v1",
+        ],
+        &[],
+    )
+    .await;
+    refused(&out, "transcribe --server-url", "https://asr.invalid");
+    assert!(text(&out.stderr).contains("audio"));
+    let out = headroom(
+        &["voice", "server"],
+        &[("HEADROOM_CLONING_URL", "http://clone.invalid:4123")],
+    )
+    .await;
+    refused(&out, "voice server", "http://clone.invalid:4123");
+    assert!(text(&out.stderr).contains("text and voice clips"));
+    let out = headroom(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://gpu.invalid:8000/v1",
+        ],
+        &[],
+    )
+    .await;
+    refused(&out, "serve", "http://gpu.invalid:8000");
+
+    // Allowed, the request is made (and fails here only because the name does not resolve).
+    let out = headroom(
+        &[
+            "cleanup",
+            SAMPLE,
+            "--llm-url",
+            "http://gpu.invalid:8000/v1",
+            "--policy",
+            "reject",
+            "--allow-remote",
+            "http://gpu.invalid:8000",
+        ],
+        &[],
+    )
+    .await;
+    assert!(
+        !text(&out.stderr).contains("is not on this machine"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -289,6 +289,24 @@ pub struct Config {
     pub cleanup: CleanupSettings,
     pub server: ServerSettings,
     pub cloning: CloningSettings,
+    pub privacy: PrivacySettings,
+}
+
+/// What may leave this machine (see [`headroom_base::consent`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(default, deny_unknown_fields)]
+pub struct PrivacySettings {
+    /// Servers on other machines (origins such as `https://gpu.example:8000`) that text, voice
+    /// clips and audio may be sent to from the CLI and `headroom serve`. Servers on this
+    /// machine need no entry. The desktop asks per project instead.
+    pub allow_remote: Vec<String>,
+}
+
+impl PrivacySettings {
+    pub fn consent(&self) -> headroom_base::consent::RemoteConsent {
+        headroom_base::consent::RemoteConsent::allowing(&self.allow_remote)
+    }
 }
 
 /// A settings problem, naming the file and what is wrong.
@@ -365,7 +383,7 @@ impl Config {
             return Err(ConfigError::Invalid {
                 name: "cloning.url",
                 expected: "empty, or an http:// URL such as http://127.0.0.1:4123",
-                value: self.cloning.url.clone(),
+                value: headroom_base::redact::urls(&self.cloning.url),
             });
         }
         if !(self.audio_lane.model_idle_secs.is_finite() && self.audio_lane.model_idle_secs >= 0.0)
@@ -407,7 +425,7 @@ impl Config {
         crate::llm::LlmClient::new(&self.llm.url, None).map_err(|_| ConfigError::Invalid {
             name: "llm.url",
             expected: "an http:// or https:// URL such as http://127.0.0.1:8000/v1",
-            value: self.llm.url.clone(),
+            value: headroom_base::redact::urls(&self.llm.url),
         })?;
         Ok(())
     }

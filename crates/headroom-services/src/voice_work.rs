@@ -8,6 +8,7 @@ use crate::speech::{AudioInput, SpeechError};
 use crate::voices::{LibraryError, VoiceMatch, VoiceProfile};
 use crate::{Services, ServicesError};
 use headroom_base::clock::unix_ms;
+use headroom_base::consent::RemoteConsent;
 use headroom_base::language::Language;
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::config::CloningSettings;
@@ -229,11 +230,23 @@ fn espeak_for(services: &Services, setting: &EspeakSetting) -> Espeak {
 #[derive(Clone)]
 pub struct Voices {
     services: Arc<Services>,
+    /// Servers off this machine allowed beyond the settings' `privacy.allow_remote` (a
+    /// project's own consent).
+    consent: RemoteConsent,
 }
 
 impl Voices {
     pub fn new(services: Arc<Services>) -> Voices {
-        Voices { services }
+        Voices {
+            services,
+            consent: RemoteConsent::none(),
+        }
+    }
+
+    /// These voice workflows, also allowed to send to what `consent` allows (a project's).
+    pub fn with_consent(mut self, consent: &RemoteConsent) -> Voices {
+        self.consent = self.consent.and(consent);
+        self
     }
 
     pub fn library(&self) -> &crate::voices::VoiceLibrary {
@@ -412,10 +425,12 @@ impl Voices {
 
     /// The configured cloning server, told the text is in `language` (for XTTS).
     fn cloning_server_in(&self, language: &str) -> Result<Option<CloningServer>, VoiceWorkError> {
-        let settings: CloningSettings = self.services.config().cloning;
+        let config = self.services.config();
+        let settings: CloningSettings = config.cloning;
         if settings.url.trim().is_empty() {
             return Ok(None);
         }
+        let consent = config.privacy.consent().and(&self.consent);
         let kind: CloningKind =
             serde_json::from_value(serde_json::Value::String(settings.kind.clone()))
                 .unwrap_or_default();
@@ -424,6 +439,7 @@ impl Voices {
             &settings.url,
             self.services.env().audio_api_key.clone(),
             language,
+            &consent,
         )?))
     }
 

@@ -11,7 +11,9 @@
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
 use crate::remote_error::RemoteError;
 use crate::tts::TtsError;
+use headroom_base::consent::{NotAllowed, Payload, RemoteConsent, Role};
 use headroom_base::openai::ApiKey;
+use headroom_base::redact::SecretUrl;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -65,7 +67,9 @@ pub struct Reference {
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Health {
     pub kind: CloningKind,
-    pub url: String,
+    /// Shown and serialized without its secrets.
+    #[cfg_attr(feature = "typescript", ts(type = "string"))]
+    pub url: SecretUrl,
     /// What the server said, in a line (its status, or the speakers it has).
     pub detail: String,
 }
@@ -86,10 +90,13 @@ pub enum CloningError {
     },
     #[error("the XTTS server at {url} has no speaker {name:?} and is not on this machine, so it cannot read the clip: copy {clip} into its speakers folder as {name}.wav")]
     XttsSpeakerMissing {
-        url: String,
+        url: SecretUrl,
         name: String,
         clip: PathBuf,
     },
+    /// The server is on another machine that was not allowed: nothing was sent.
+    #[error(transparent)]
+    NotAllowed(#[from] NotAllowed),
     #[error("cloning cancelled")]
     Cancelled,
 }
@@ -123,15 +130,23 @@ pub struct CloningServer {
 
 impl CloningServer {
     /// A server of `kind` at `url` (its root, or its OpenAI base ending in `/v1`); made inside the
-    /// async runtime, whose handle drives its requests from the audio lane's thread.
+    /// async runtime, whose handle drives its requests from the audio lane's thread. Each
+    /// take sends the text and the reference clip there, so a server on another machine must
+    /// be allowed by `consent`.
     pub fn new(
         kind: CloningKind,
         url: &str,
         api_key: Option<ApiKey>,
         language: &str,
+        consent: &RemoteConsent,
     ) -> Result<CloningServer, CloningError> {
+        consent.check(
+            Role::CloningServer,
+            url,
+            &[Payload::Text, Payload::VoiceClips],
+        )?;
         let mut root = Url::parse(url.trim()).map_err(|source| RemoteError::InvalidUrl {
-            url: url.to_string(),
+            url: url.into(),
             source,
         })?;
         let path = root
@@ -144,7 +159,7 @@ impl CloningServer {
         Ok(CloningServer {
             kind,
             root,
-            http: reqwest::Client::new(),
+            http: headroom_base::http::client(),
             api_key,
             model: "tts-1".into(),
             language: language.to_string(),
@@ -156,8 +171,9 @@ impl CloningServer {
         self.kind
     }
 
-    pub fn url(&self) -> &str {
-        self.root.as_str()
+    /// The server's root; it prints without user information or secret parameters.
+    pub fn url(&self) -> SecretUrl {
+        SecretUrl::new(self.root.as_str())
     }
 
     fn url_of(&self, path: &str) -> Url {
@@ -216,7 +232,7 @@ impl CloningServer {
         };
         Ok(Health {
             kind: self.kind,
-            url: self.root.to_string(),
+            url: self.url(),
             detail,
         })
     }
@@ -235,7 +251,7 @@ impl CloningServer {
                 CloningKind::OpenAi => self.openai(text, reference).await,
             }
         })?;
-        let url = self.root.to_string();
+        let url = self.url();
         decode_bytes(
             bytes,
             Some("wav"),
@@ -297,7 +313,7 @@ impl CloningServer {
             clip.display().to_string()
         } else {
             return Err(CloningError::XttsSpeakerMissing {
-                url: self.root.to_string(),
+                url: self.url(),
                 name: reference.name.clone(),
                 clip: reference.clip.clone(),
             });
@@ -357,10 +373,7 @@ async fn body_bytes(resp: reqwest::Response, url: &Url) -> Result<Vec<u8>, Cloni
     Ok(resp
         .bytes()
         .await
-        .map_err(|source| RemoteError::Unreadable {
-            url: url.to_string(),
-            source,
-        })?
+        .map_err(|e| RemoteError::unreadable(url, &e))?
         .to_vec())
 }
 
@@ -370,22 +383,28 @@ mod tests {
 
     #[tokio::test]
     async fn urls_are_taken_at_the_root_or_the_openai_base() {
+        let none = RemoteConsent::none();
         for url in [
             "http://127.0.0.1:4123",
             "http://127.0.0.1:4123/",
             "http://127.0.0.1:4123/v1",
         ] {
-            let server = CloningServer::new(CloningKind::Chatterbox, url, None, "en").unwrap();
-            assert_eq!(server.url(), "http://127.0.0.1:4123/");
+            let server =
+                CloningServer::new(CloningKind::Chatterbox, url, None, "en", &none).unwrap();
+            assert_eq!(server.url().expose(), "http://127.0.0.1:4123/");
             assert_eq!(
                 server.url_of("v1/audio/speech/upload").as_str(),
                 "http://127.0.0.1:4123/v1/audio/speech/upload"
             );
             assert!(server.on_loopback());
         }
-        let far = CloningServer::new(CloningKind::Xtts, "http://gpu-box:8020", None, "en").unwrap();
+        let far = "http://gpu-box:8020";
+        let refused = CloningServer::new(CloningKind::Xtts, far, None, "en", &none);
+        assert!(matches!(refused, Err(CloningError::NotAllowed(_))));
+        let allowed = RemoteConsent::allowing([far]);
+        let far = CloningServer::new(CloningKind::Xtts, far, None, "en", &allowed).unwrap();
         assert!(!far.on_loopback());
-        assert!(CloningServer::new(CloningKind::Xtts, "not a url", None, "en").is_err());
+        assert!(CloningServer::new(CloningKind::Xtts, "not a url", None, "en", &allowed).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::asr::{AsrError, Segment, TranscribeOptions, Transcriber, Transcript};
 use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits};
 pub use crate::remote_error::RemoteError;
 use crate::tts::{Synthesizer, TtsError, Voice};
+use headroom_base::consent::{Payload, RemoteConsent, Role};
 use headroom_base::openai::{ApiError, ApiKey};
 use serde_json::Value;
 use std::future::Future;
@@ -26,9 +27,16 @@ struct Remote {
 }
 
 impl Remote {
-    fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Remote, RemoteError> {
+    fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<ApiKey>,
+        consent: &RemoteConsent,
+        sends: Payload,
+    ) -> Result<Remote, RemoteError> {
+        consent.check(Role::SpeechServer, base_url, &[sends])?;
         let mut base = Url::parse(base_url.trim()).map_err(|source| RemoteError::InvalidUrl {
-            url: base_url.to_string(),
+            url: base_url.into(),
             source,
         })?;
         if !base.path().ends_with('/') {
@@ -38,7 +46,7 @@ impl Remote {
         let runtime = Handle::try_current().map_err(|_| RemoteError::NoRuntime)?;
         Ok(Remote {
             base,
-            http: reqwest::Client::new(),
+            http: headroom_base::http::client(),
             api_key,
             model: model.to_string(),
             runtime,
@@ -74,17 +82,20 @@ pub(crate) async fn checked(
     resp: Result<reqwest::Response, reqwest::Error>,
     url: &Url,
 ) -> Result<reqwest::Response, RemoteError> {
-    let resp = resp.map_err(|source| RemoteError::Unreachable {
-        url: url.to_string(),
-        source,
-    })?;
+    let resp = resp.map_err(|e| RemoteError::unreachable(url, &e))?;
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);
     }
+    if let Some(redirect) = headroom_base::http::unfollowed_redirect(&resp) {
+        return Err(RemoteError::Redirected {
+            url: url.as_str().into(),
+            redirect,
+        });
+    }
     let body = resp.text().await.unwrap_or_default();
     Err(RemoteError::Status {
-        url: url.to_string(),
+        url: url.as_str().into(),
         status: status.as_u16(),
         error: Box::new(ApiError::from_body(&body)),
     })
@@ -97,9 +108,15 @@ pub struct RemoteTranscriber {
 
 impl RemoteTranscriber {
     /// `base_url` like `http://127.0.0.1:8089/v1`; `model` is sent as the request's `model`.
-    pub fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Self, RemoteError> {
+    /// The audio goes there, so a server on another machine must be allowed by `consent`.
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<ApiKey>,
+        consent: &RemoteConsent,
+    ) -> Result<Self, RemoteError> {
         Ok(RemoteTranscriber {
-            remote: Remote::new(base_url, model, api_key)?,
+            remote: Remote::new(base_url, model, api_key, consent, Payload::Audio)?,
         })
     }
 }
@@ -150,10 +167,7 @@ impl Transcriber for RemoteTranscriber {
             .await?;
             resp.json::<Value>()
                 .await
-                .map_err(|source| RemoteError::Unreadable {
-                    url: url.to_string(),
-                    source,
-                })
+                .map_err(|e| RemoteError::unreadable(&url, &e))
         };
         let body = match self.remote.block_on(cancel, request) {
             None => return Err(AsrError::Cancelled),
@@ -196,9 +210,15 @@ pub struct RemoteSynthesizer {
 }
 
 impl RemoteSynthesizer {
-    pub fn new(base_url: &str, model: &str, api_key: Option<ApiKey>) -> Result<Self, RemoteError> {
+    /// The text goes there, so a server on another machine must be allowed by `consent`.
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<ApiKey>,
+        consent: &RemoteConsent,
+    ) -> Result<Self, RemoteError> {
         Ok(RemoteSynthesizer {
-            remote: Remote::new(base_url, model, api_key)?,
+            remote: Remote::new(base_url, model, api_key, consent, Payload::Text)?,
         })
     }
 }
@@ -249,10 +269,7 @@ impl Synthesizer for RemoteSynthesizer {
             resp.bytes()
                 .await
                 .map(|b| b.to_vec())
-                .map_err(|source| RemoteError::Unreadable {
-                    url: url.to_string(),
-                    source,
-                })
+                .map_err(|e| RemoteError::unreadable(&url, &e))
         };
         let bytes = match self.remote.block_on(cancel, request) {
             None => return Err(TtsError::Cancelled),
@@ -266,7 +283,7 @@ impl Synthesizer for RemoteSynthesizer {
         )
         .map_err(|source| {
             RemoteError::BadAudio {
-                url: url.to_string(),
+                url: url.as_str().into(),
                 source,
             }
             .into()

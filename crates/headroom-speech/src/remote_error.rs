@@ -3,40 +3,63 @@
 
 use crate::audio::AudioError;
 use headroom_base::openai::ApiError;
+use headroom_base::redact::SecretUrl;
 
-/// Why a remote speech server could not be used; each keeps its cause.
+/// Why a remote speech server could not be used; each keeps its cause. URLs are
+/// [`SecretUrl`]s, so a password or key inside one never reaches a message; transport causes
+/// are kept in words ([`headroom_base::http::describe`]), as reqwest's own name the full URL.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    #[error("invalid speech server URL {url:?}: {source}")]
+    #[error("invalid speech server URL {url}: {source}")]
     InvalidUrl {
-        url: String,
+        url: SecretUrl,
         #[source]
         source: url::ParseError,
     },
+    /// The server answered with a redirect, which is not followed (see
+    /// [`headroom_base::http`]).
+    #[error("{url}: {redirect}")]
+    Redirected {
+        url: SecretUrl,
+        redirect: headroom_base::http::CrossOriginRedirect,
+    },
+    /// The server is on another machine that was not allowed: nothing was sent.
+    #[error(transparent)]
+    NotAllowed(#[from] headroom_base::consent::NotAllowed),
     #[error("remote speech backends are created inside the async runtime")]
     NoRuntime,
-    #[error("cannot reach {url}: {source}")]
-    Unreachable {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
+    #[error("cannot reach {url}: {message}")]
+    Unreachable { url: SecretUrl, message: String },
     #[error("{url} answered HTTP {status}: {}", .error.message)]
     Status {
-        url: String,
+        url: SecretUrl,
         status: u16,
         error: Box<ApiError>,
     },
-    #[error("{url} sent an unreadable answer: {source}")]
-    Unreadable {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
+    #[error("{url} sent an unreadable answer: {message}")]
+    Unreadable { url: SecretUrl, message: String },
     #[error("the audio from {url} cannot be decoded: {source}")]
     BadAudio {
-        url: String,
+        url: SecretUrl,
         #[source]
         source: AudioError,
     },
+}
+
+impl RemoteError {
+    /// A request to `url` that failed on the way (refused, timed out, redirected elsewhere).
+    pub fn unreachable(url: &url::Url, error: &reqwest::Error) -> RemoteError {
+        RemoteError::Unreachable {
+            url: SecretUrl::new(url.as_str()),
+            message: headroom_base::http::describe(error),
+        }
+    }
+
+    /// An answer from `url` that broke while it was read.
+    pub fn unreadable(url: &url::Url, error: &reqwest::Error) -> RemoteError {
+        RemoteError::Unreadable {
+            url: SecretUrl::new(url.as_str()),
+            message: headroom_base::http::describe(error),
+        }
+    }
 }

@@ -18,6 +18,7 @@ pub use crate::projects::{
 use crate::projects::{Project, ProjectError, SuggestionSource};
 use crate::workstation::{suggestion_from, Workstation, WorkstationError, PROFILE_VOICE_PREFIX};
 use headroom_base::clock::unix_ms;
+use headroom_base::consent::RemoteConsent;
 use headroom_base::language::Language;
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::{
@@ -162,15 +163,23 @@ pub fn languages() -> Vec<LanguageView> {
 /// The voice a segment is spoken in.
 #[derive(Debug, Clone)]
 enum SpeakingVoice {
-    Profile(String),
+    /// A voice profile, with what the project allows off this machine (its cloning server).
+    Profile(String, RemoteConsent),
     Engine(Option<String>),
 }
 
 /// The voice that speaks `language`: `voice` where it can, else espeak-ng's voice for the
 /// language (Kokoro's and Piper's voices here speak English only), with a note saying so.
-fn voice_for(voice: Option<&str>, language: &Language) -> (SpeakingVoice, Option<String>) {
+fn voice_for(
+    voice: Option<&str>,
+    language: &Language,
+    consent: &RemoteConsent,
+) -> (SpeakingVoice, Option<String>) {
     if let Some(profile) = voice.and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX)) {
-        return (SpeakingVoice::Profile(profile.to_string()), None);
+        return (
+            SpeakingVoice::Profile(profile.to_string(), consent.clone()),
+            None,
+        );
     }
     if language.code == "en" {
         return (SpeakingVoice::Engine(voice.map(str::to_string)), None);
@@ -445,7 +454,8 @@ impl Workstation {
         };
         let language =
             Language::find(&settings.language).map_err(WorkstationError::UnknownLanguage)?;
-        let (_, voice_note) = voice_for(settings.voice.as_deref(), &language);
+        let (_, voice_note) =
+            voice_for(settings.voice.as_deref(), &language, &RemoteConsent::none());
         // The manifest's narration, brought in line with the transcript and these settings.
         let task = settings.task_key();
         let plan_settings = settings.clone();
@@ -778,7 +788,8 @@ impl Workstation {
         cancel: &CancellationToken,
     ) -> Result<(), WorkstationError> {
         let index = order.index;
-        let (voice, _) = voice_for(settings.voice.as_deref(), &order.language);
+        let consent = project.settings.remote_consent();
+        let (voice, _) = voice_for(settings.voice.as_deref(), &order.language, &consent);
         let started = Instant::now();
         let spoken = self.speak_take(&voice, &order, cancel).await;
         state.lock().expect("run state").timings.speech_secs += started.elapsed().as_secs_f64();
@@ -893,9 +904,10 @@ impl Workstation {
         let mut attempt = 1;
         loop {
             let result = match voice {
-                SpeakingVoice::Profile(profile) => self
+                SpeakingVoice::Profile(profile, consent) => self
                     .services()
                     .voices()
+                    .with_consent(consent)
                     .speak_unscored(
                         profile,
                         text.clone(),
@@ -1112,16 +1124,17 @@ mod tests {
 
     #[test]
     fn a_voice_that_speaks_english_only_gives_way_to_espeak_in_another_language() {
-        let (voice, note) = voice_for(Some("kokoro-jf_alpha"), &spanish());
+        let none = RemoteConsent::none();
+        let (voice, note) = voice_for(Some("kokoro-jf_alpha"), &spanish(), &none);
         assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es"));
         assert!(note.unwrap().contains("espeak-ng's es voice"));
-        let (voice, note) = voice_for(Some("es+m3"), &spanish());
+        let (voice, note) = voice_for(Some("es+m3"), &spanish(), &none);
         assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es+m3"));
         assert!(note.is_none());
-        let (voice, note) = voice_for(None, &english());
+        let (voice, note) = voice_for(None, &english(), &none);
         assert!(matches!(voice, SpeakingVoice::Engine(None)) && note.is_none());
-        let (voice, _) = voice_for(Some("profile:ada"), &spanish());
-        assert!(matches!(voice, SpeakingVoice::Profile(p) if p == "ada"));
+        let (voice, _) = voice_for(Some("profile:ada"), &spanish(), &none);
+        assert!(matches!(voice, SpeakingVoice::Profile(p, _) if p == "ada"));
     }
 
     fn settings(mode: NarrationMode, llm: bool) -> NarrationSettings {

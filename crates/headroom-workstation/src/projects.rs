@@ -127,9 +127,20 @@ pub struct ProjectSettings {
     /// project's transcript may be sent to, by the user's explicit consent. Servers on this
     /// machine need none; a different server elsewhere needs consent again.
     pub remote_text_allowed: Option<String>,
+    /// The one cloning server on another machine (its origin) this project's text and voice
+    /// clips may be sent to, by the user's explicit consent; servers on this machine need
+    /// none. A different server elsewhere needs consent again.
+    pub remote_voice_allowed: Option<String>,
     /// The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
     /// engine's default.
     pub voice: Option<String>,
+}
+
+impl ProjectSettings {
+    /// What this project allows off this machine for its voices: its cloning server.
+    pub fn remote_consent(&self) -> headroom_base::consent::RemoteConsent {
+        headroom_base::consent::RemoteConsent::allowing(self.remote_voice_allowed.iter())
+    }
 }
 
 impl Default for ProjectSettings {
@@ -140,6 +151,7 @@ impl Default for ProjectSettings {
             cleanup_mode: CleanupMode::Cleanup,
             server_url: None,
             remote_text_allowed: None,
+            remote_voice_allowed: None,
             voice: None,
         }
     }

@@ -9,6 +9,7 @@ use crate::projects::{
     SpeechTake, Suggestion, SuggestionSource, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
+use headroom_base::consent::Destination;
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
@@ -301,23 +302,39 @@ impl Workstation {
 
     /// Where a project's text goes when it is cleaned with the text model, and whether it may.
     pub fn text_destination(&self, project: &Project) -> TextDestination {
-        let url = self.server_url_for(project);
-        let parsed = url::Url::parse(url.trim()).ok();
-        let origin = parsed
-            .as_ref()
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_default();
-        let on_this_machine = parsed.as_ref().is_some_and(headroom_core::llm::is_loopback);
+        let destination = Destination::of(&self.server_url_for(project));
         TextDestination {
-            url: headroom_base::redact::urls(&url),
-            allowed: on_this_machine
-                || project.settings.remote_text_allowed.as_deref() == Some(origin.as_str()),
-            host: parsed
-                .and_then(|u| u.host_str().map(str::to_string))
-                .unwrap_or_default(),
-            origin,
-            on_this_machine,
+            url: destination.url.redacted(),
+            allowed: destination.on_this_machine
+                || project.settings.remote_text_allowed.as_deref()
+                    == Some(destination.origin.as_str()),
+            host: destination.host,
+            origin: destination.origin,
+            on_this_machine: destination.on_this_machine,
         }
+    }
+
+    /// Where a project's takes in a voice profile go when a cloning server is configured (its
+    /// text and the profile's reference clips), and whether the project allows it; `None`
+    /// when no cloning server is set.
+    pub fn voice_destination(&self, project: &Project) -> Option<TextDestination> {
+        let url = self.config().cloning.url;
+        if url.trim().is_empty() {
+            return None;
+        }
+        let destination = Destination::of(&url);
+        let consent = self
+            .config()
+            .privacy
+            .consent()
+            .and(&project.settings.remote_consent());
+        Some(TextDestination {
+            url: destination.url.redacted(),
+            allowed: consent.permits(&destination),
+            host: destination.host,
+            origin: destination.origin,
+            on_this_machine: destination.on_this_machine,
+        })
     }
 
     /// The text lane in front of `url`.
@@ -933,7 +950,12 @@ impl Workstation {
             .and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX))
         {
             Some(profile) => {
-                let take = self.services.voices().speak(profile, text, cancel).await?;
+                let take = self
+                    .services
+                    .voices()
+                    .with_consent(&project.settings.remote_consent())
+                    .speak(profile, text, cancel)
+                    .await?;
                 (take.audio, Some(take.method.label()), Some(take.closeness))
             }
             None => {
@@ -1252,10 +1274,7 @@ mod tests {
     fn project_with_links_out() -> (tempfile::TempDir, Arc<Workstation>, String, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let store = ProjectStore::new(dir.path().join("projects"));
-        let services = Services::new(
-            Config::default(),
-            Environment::from_vars(|name| std::env::var_os(name)),
-        );
+        let services = Services::new(Config::default(), Environment::from_vars(|_| None));
         let ws = Workstation::new(store, services, None);
         let project = ws.store().create("Talk").unwrap();
         ws.store()

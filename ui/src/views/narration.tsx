@@ -20,6 +20,7 @@ import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
+import { VoiceConsent } from "./consent";
 
 /** How a state reads on the timeline. */
 function describe(state: SegmentState): string {
@@ -235,6 +236,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           </button>
         )}
       </div>
+      <VoiceConsent project={project} voice={voice === "" ? project.settings.voice : voice} onProject={props.onProject} />
       {view && !view.llm && (
         <p class="muted" data-testid="narration-llm-off">
           LLM cleanup is off for this project: the rules clean the text and nothing leaves the machine. Rewriting

@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type Project, type Voice } from "../api";
 import { useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
+import { VoiceConsent } from "./consent";
 
 export function SynthesizeView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
@@ -70,6 +71,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
         )}
         {job && <span data-testid="synth-running">Synthesizing…</span>}
       </div>
+      <VoiceConsent project={project} voice={project.settings.voice} onProject={props.onProject} />
       <p class="muted">Accepted cleanups are spoken instead of the raw transcript.</p>
       {error && <ErrorNotice scope="synthesize" error={error} onDismiss={() => setError(null)} />}
       <ol class="segments">
