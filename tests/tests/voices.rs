@@ -499,6 +499,21 @@ async fn the_speech_endpoint_speaks_a_voice_profile_by_name() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     assert!(resp.headers().get("x-headroom-voice-method").is_none());
+    // A cloning server on another machine, not allowed: refused before anything is sent.
+    let mut config = services.config();
+    config.cloning.url = "http://clone.invalid:4123".into();
+    services.replace_config(config).unwrap();
+    let resp = http
+        .post(&speech)
+        .json(&serde_json::json!({"input": "Read this as Petra.", "voice": "Petra"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "remote_not_allowed", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("text and voice clips"), "{message}");
 }
 
 #[tokio::test]

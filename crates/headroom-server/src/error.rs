@@ -11,6 +11,7 @@ use headroom_services::speech::SpeechError;
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_speech::asr::AsrError;
 use headroom_speech::audio::AudioError;
+use headroom_speech::cloning::CloningError;
 use headroom_speech::models::ModelError;
 use headroom_speech::tts::TtsError;
 use serde_json::{json, Value};
@@ -42,6 +43,10 @@ pub enum HttpError {
     /// The `Host` header names no loopback host with this server's port (DNS rebinding).
     #[error("this server answers only requests addressed to it on this machine (localhost, 127.0.0.1 or [::1] with its port), not Host {host:?}")]
     ForeignHost { host: String },
+    /// The work would send data to a server on another machine that was not allowed
+    /// (`privacy.allow_remote`); nothing was sent.
+    #[error(transparent)]
+    RemoteNotAllowed(headroom_base::consent::NotAllowed),
     /// A browser page of an origin the user did not allow.
     #[error("requests from web pages are refused (Origin {origin:?}); allow an origin with server.allowed_origins")]
     ForeignOrigin { origin: String },
@@ -96,6 +101,9 @@ impl From<VoiceWorkError> for HttpError {
             VoiceWorkError::Rejected(r) => r.into(),
             VoiceWorkError::Speech(s)
             | VoiceWorkError::Services(headroom_services::ServicesError::Speech(s)) => s.into(),
+            VoiceWorkError::Cloning(CloningError::NotAllowed(refused)) => {
+                HttpError::RemoteNotAllowed(refused)
+            }
             VoiceWorkError::NoMatch(_) | VoiceWorkError::NoClips(_) => {
                 HttpError::bad_request("voice_not_ready", e.to_string())
             }
@@ -144,6 +152,7 @@ impl HttpError {
             ),
             HttpError::ForeignHost { .. } => (S::MISDIRECTED_REQUEST, INVALID, "host_not_allowed"),
             HttpError::ForeignOrigin { .. } => (S::FORBIDDEN, INVALID, "origin_not_allowed"),
+            HttpError::RemoteNotAllowed(_) => (S::FORBIDDEN, INVALID, "remote_not_allowed"),
             HttpError::UnsupportedMediaType { .. } => {
                 (S::UNSUPPORTED_MEDIA_TYPE, INVALID, "unsupported_media_type")
             }
