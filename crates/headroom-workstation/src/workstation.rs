@@ -1420,4 +1420,42 @@ mod tests {
         std::fs::remove_file(outside.join("victim.json")).unwrap();
         nothing_in(&outside);
     }
+
+    #[tokio::test]
+    async fn a_cloning_server_on_another_machine_needs_the_projects_consent() {
+        use headroom_services::voice_work::VoiceWorkError;
+        use headroom_speech::cloning::CloningError;
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        // `.invalid` never resolves: nothing is sent here in any case.
+        config.cloning.url = "http://clone.invalid:4123".into();
+        let services = Services::new(config, Environment::from_vars(|_| None));
+        let ws = Workstation::new(
+            ProjectStore::new(dir.path().join("projects")),
+            services,
+            None,
+        );
+        let project = ws.store().create("Talk").unwrap();
+        let shown = ws.voice_destination(&project).unwrap();
+        assert!(!shown.allowed && !shown.on_this_machine);
+        assert_eq!(shown.origin, "http://clone.invalid:4123");
+        let voices = |p: &Project| {
+            ws.services()
+                .voices()
+                .with_consent(&p.settings.remote_consent())
+        };
+        assert!(matches!(
+            voices(&project).cloning_server(),
+            Err(VoiceWorkError::Cloning(CloningError::NotAllowed(_)))
+        ));
+        let (project, ()) = ws
+            .store()
+            .update(&project.id, |p| {
+                p.settings.remote_voice_allowed = Some(shown.origin.clone());
+                Ok::<(), ProjectError>(())
+            })
+            .unwrap();
+        assert!(ws.voice_destination(&project).unwrap().allowed);
+        assert!(voices(&project).cloning_server().unwrap().is_some());
+    }
 }
