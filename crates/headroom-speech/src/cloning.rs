@@ -11,7 +11,7 @@
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
 use crate::remote_error::RemoteError;
 use crate::tts::TtsError;
-use headroom_base::consent::{NotAllowed, Payload, RemoteConsent, Role};
+use headroom_base::consent::{Destination, NotAllowed, Payload, RemoteConsent, Role};
 use headroom_base::openai::ApiKey;
 use headroom_base::redact::SecretUrl;
 use serde::{Deserialize, Serialize};
@@ -339,12 +339,7 @@ impl CloningServer {
     }
 
     fn on_loopback(&self) -> bool {
-        match self.root.host() {
-            Some(url::Host::Domain(d)) => d == "localhost",
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        }
+        Destination::of(self.root.as_str()).on_this_machine
     }
 }
 

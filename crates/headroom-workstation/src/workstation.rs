@@ -305,9 +305,11 @@ impl Workstation {
         let destination = Destination::of(&self.server_url_for(project));
         TextDestination {
             url: destination.url.redacted(),
-            allowed: destination.on_this_machine
-                || project.settings.remote_text_allowed.as_deref()
-                    == Some(destination.origin.as_str()),
+            // The project's consent, or the settings' (`--allow-remote`, privacy.allow_remote),
+            // as for its cloning server.
+            allowed: project.settings.remote_text_allowed.as_deref()
+                == Some(destination.origin.as_str())
+                || self.config().privacy.consent().permits(&destination),
             host: destination.host,
             origin: destination.origin,
             on_this_machine: destination.on_this_machine,

@@ -38,12 +38,7 @@ fn parse_waiting_requests(metrics: &str) -> Option<f64> {
 /// Whether `url` names this machine (localhost or a loopback address): text sent there does
 /// not leave it.
 pub fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
+    headroom_base::consent::Destination::of(url.as_str()).on_this_machine
 }
 
 /// An OpenAI-compatible server at a base URL such as `http://127.0.0.1:8000/v1`.
