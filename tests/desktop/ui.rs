@@ -888,7 +888,9 @@ async fn the_desktop_workflow_end_to_end() {
     ui.close().await;
 
     // --- A second session on a replayed GPU trace (this machine has no GPU): the chart with
-    // baseline and peak, and the pressure gate refusing cleanup where the user works.
+    // baseline and peak, and the pressure gate refusing cleanup where the user works. Its
+    // cloning server is on another machine (TEST-NET: nothing answers there), with a password
+    // in its URL.
     let trace = home.join("gpu-trace.json");
     std::fs::write(
         &trace,
@@ -898,7 +900,8 @@ async fn the_desktop_workflow_end_to_end() {
     std::fs::write(
         &config,
         format!(
-            "[llm]\nurl = \"{}\"\n\n[text_lane]\naudio_headroom_mib = 4096\n",
+            "[llm]\nurl = \"{}\"\n\n[text_lane]\naudio_headroom_mib = 4096\n\n\
+             [cloning]\nurl = \"http://alice:s3cret-pw@192.0.2.1:4123\"\n",
             llama.base_url()
         ),
     )
@@ -987,6 +990,57 @@ async fn the_desktop_workflow_end_to_end() {
         "refused before the server saw it"
     );
     ui.screenshot("09-gpu-pressure").await;
+
+    // --- A voice profile's take on that cloning server: the Synthesize view names the server
+    // (password hidden) and what would go there; nothing is sent until the project allows it.
+    ui.click("nav-synthesize").await;
+    ui.client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(
+            "[data-testid='synth-voice'] option[value='profile:narrator']",
+        ))
+        .await
+        .expect("the Synthesize view offers the voice profile");
+    ui.find("synth-voice")
+        .await
+        .select_by_value("profile:narrator")
+        .await
+        .unwrap();
+    let shown = ui
+        .until_text("voice-destination-url", WAIT, |t| t.contains("192.0.2.1"))
+        .await;
+    assert!(
+        shown.contains("<redacted>@") && !shown.contains("s3cret"),
+        "{shown}"
+    );
+    let consent = ui.find("setting-remote-voice-consent").await;
+    assert!(!consent.is_selected().await.unwrap());
+    ui.click("synth-segment-0").await;
+    let refused = ui
+        .until_text("rejection-message-synthesize", WAIT, |t| !t.is_empty())
+        .await;
+    assert!(refused.contains("is not on this machine"), "{refused}");
+    ui.click("setting-remote-voice-consent").await;
+    ui.client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(
+            "[data-testid='setting-remote-voice-consent']:checked",
+        ))
+        .await
+        .expect("the consent is shown as given");
+    assert_eq!(
+        store
+            .open("interview")
+            .unwrap()
+            .settings
+            .remote_voice_allowed
+            .as_deref(),
+        Some("http://192.0.2.1:4123"),
+        "the project allows the server's origin, without its password"
+    );
+    ui.screenshot("10-voice-consent").await;
     assert!(ui.gone("app-crash").await, "no script error");
     ui.close().await;
     let _ = std::fs::remove_dir_all(&home);

@@ -1249,6 +1249,55 @@ async fn secrets_inside_urls_are_never_printed() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(clean(&out, "voice server (up)").contains("<redacted>@"));
 
+    // A project spoken in a cloned voice: the take's label (saved in project.json and printed)
+    // names the server without its password.
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let voices = dir.path().join("voices");
+    let env = [
+        ("HEADROOM_CLONING_URL", up.as_str()),
+        ("HEADROOM_PROJECTS_DIR", projects.to_str().unwrap()),
+        ("HEADROOM_VOICES_DIR", voices.to_str().unwrap()),
+    ];
+    let clip = dir.path().join("ref.wav");
+    assert!(std::process::Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&clip)
+        .arg("When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch.")
+        .status()
+        .unwrap()
+        .success());
+    let out = headroom(&["voice", "add", "Petra", clip.to_str().unwrap()], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = headroom(&["project", "create", "Talk"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let manifest = projects.join("talk").join("project.json");
+    let mut project: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    project["language"] = "en".into();
+    project["duration_secs"] = 2.0.into();
+    project["segments"] = serde_json::json!([{"start": 0.0, "end": 1.8, "text": "Hello there."}]);
+    std::fs::write(&manifest, serde_json::to_vec(&project).unwrap()).unwrap();
+    let out = headroom(
+        &["project", "speak", "Talk", "--voice", "Petra", "--json"],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        clean(&out, "project speak").contains("<redacted>@"),
+        "{}",
+        text(&out.stdout)
+    );
+    let saved = std::fs::read_to_string(&manifest).unwrap();
+    assert!(saved.contains("cloned by"), "{saved}");
+    for secret in secrets {
+        assert!(
+            !saved.contains(secret),
+            "project.json holds a secret: {saved}"
+        );
+    }
+
     // A remote transcription server that is down.
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
     let server = with_password(&closed_port_url()) + "?api_key=K3Y-value";
