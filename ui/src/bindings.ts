@@ -560,7 +560,7 @@ name: string,
 role: string, 
 /**
  * Resident memory the process gained when it loaded, in MiB (`None` where the system
- * does not say).
+ * does not say, and while it loads).
  */
 resident_mib: number | null, 
 /**
@@ -570,7 +570,11 @@ idle_secs: number,
 /**
  * Whether a job holds it now (it is then never let go).
  */
-in_use: boolean, };
+in_use: boolean, 
+/**
+ * Whether it is being loaded now (for a job waiting on it); it is then not yet usable.
+ */
+loading: boolean, };
 export type MemoryView = { 
 /**
  * The whole process's resident memory now, in MiB (`None` where the system does not say).

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A model in memory, as the app and CLI show it.
+/// A model in memory (or being loaded into it), as the app and CLI show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct ResidentModel {
@@ -22,12 +22,14 @@ pub struct ResidentModel {
     /// What it is for: `transcription`, `voice activity`, `voice`, `speaker embedding`.
     pub role: String,
     /// Resident memory the process gained when it loaded, in MiB (`None` where the system
-    /// does not say).
+    /// does not say, and while it loads).
     pub resident_mib: Option<f64>,
     /// Seconds since a job last took it.
     pub idle_secs: f64,
     /// Whether a job holds it now (it is then never let go).
     pub in_use: bool,
+    /// Whether it is being loaded now (for a job waiting on it); it is then not yet usable.
+    pub loading: bool,
 }
 
 /// The process's memory and the models in it, as the app and CLI show them.
@@ -44,10 +46,22 @@ pub struct MemoryView {
 }
 
 /// One model's place in memory: empty until first used.
+///
+/// Two locks: `load` is held for a whole load (seconds, for Whisper or Kokoro), so jobs
+/// asking for the model at once load it once; `state` is held only to read or change what is
+/// in memory, never during a load, so reading what is resident (the app's Memory panel, `GET
+/// /v1/headroom/memory`) and freeing memory never wait for a load.
 pub struct Resident<T> {
     name: String,
     role: &'static str,
-    held: Mutex<Option<Held<T>>>,
+    load: Mutex<()>,
+    state: Mutex<State<T>>,
+}
+
+struct State<T> {
+    held: Option<Held<T>>,
+    /// A load is running (`held` is then empty).
+    loading: bool,
 }
 
 struct Held<T> {
@@ -56,22 +70,60 @@ struct Held<T> {
     resident_bytes: Option<u64>,
 }
 
+/// Marks a slot as loading for as long as it lives, however the load ends (a panic included).
+struct Loading<'a, T> {
+    state: &'a Mutex<State<T>>,
+}
+
+impl<T> Drop for Loading<'_, T> {
+    fn drop(&mut self) {
+        lock(self.state).loading = false;
+    }
+}
+
+/// A lock whose data stays consistent whatever panicked while it was held (every change under
+/// these locks is one assignment).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl<T> Resident<T> {
     fn new(name: String, role: &'static str) -> Resident<T> {
         Resident {
             name,
             role,
-            held: Mutex::new(None),
+            load: Mutex::new(()),
+            state: Mutex::new(State {
+                held: None,
+                loading: false,
+            }),
         }
     }
 
-    /// The model, loaded by `load` (on the calling thread) when it is not in memory.
+    /// The model if it is in memory, marked as used now.
+    fn take(&self) -> Option<Arc<T>> {
+        let mut state = lock(&self.state);
+        let held = state.held.as_mut()?;
+        held.last_used = Instant::now();
+        Some(held.value.clone())
+    }
+
+    /// The model, loaded by `load` (on the calling thread) when it is not in memory. A caller
+    /// asking while another loads it waits for that load and shares its model; a failed load
+    /// leaves the slot empty, for the next caller to try again.
     pub fn get_or_load<E>(&self, load: impl FnOnce() -> Result<T, E>) -> Result<Arc<T>, E> {
-        let mut held = self.held.lock().expect("resident model lock");
-        if let Some(h) = held.as_mut() {
-            h.last_used = Instant::now();
-            return Ok(h.value.clone());
+        if let Some(value) = self.take() {
+            return Ok(value);
         }
+        let _loader = lock(&self.load);
+        // Loaded by the caller this one waited for.
+        if let Some(value) = self.take() {
+            return Ok(value);
+        }
+        lock(&self.state).loading = true;
+        let loading = Loading { state: &self.state };
         let before = resident_bytes();
         let span = tracing::info_span!("load model", model = %self.name);
         let value = Arc::new(span.in_scope(load)?);
@@ -82,12 +134,39 @@ impl<T> Resident<T> {
             resident_mib = resident.map(|b| b as f64 / MIB),
             "model loaded"
         );
-        *held = Some(Held {
+        lock(&self.state).held = Some(Held {
             value: value.clone(),
             last_used: Instant::now(),
             resident_bytes: resident,
         });
+        drop(loading);
         Ok(value)
+    }
+
+    fn view_of(&self, state: &State<T>, now: Instant) -> Option<ResidentModel> {
+        let Some(h) = state.held.as_ref() else {
+            return state.loading.then(|| ResidentModel {
+                name: self.name.clone(),
+                role: self.role.to_string(),
+                resident_mib: None,
+                idle_secs: 0.0,
+                in_use: true,
+                loading: true,
+            });
+        };
+        let in_use = Arc::strong_count(&h.value) > 1;
+        Some(ResidentModel {
+            name: self.name.clone(),
+            role: self.role.to_string(),
+            resident_mib: h.resident_bytes.map(|b| b as f64 / MIB),
+            idle_secs: if in_use {
+                0.0
+            } else {
+                now.saturating_duration_since(h.last_used).as_secs_f64()
+            },
+            in_use,
+            loading: false,
+        })
     }
 }
 
@@ -106,26 +185,14 @@ trait Slot: Send + Sync {
 
 impl<T: Send + Sync> Slot for Resident<T> {
     fn view(&self, now: Instant) -> Option<ResidentModel> {
-        let held = self.held.lock().expect("resident model lock");
-        let h = held.as_ref()?;
-        let in_use = Arc::strong_count(&h.value) > 1;
-        Some(ResidentModel {
-            name: self.name.clone(),
-            role: self.role.to_string(),
-            resident_mib: h.resident_bytes.map(|b| b as f64 / MIB),
-            idle_secs: if in_use {
-                0.0
-            } else {
-                now.saturating_duration_since(h.last_used).as_secs_f64()
-            },
-            in_use,
-        })
+        self.view_of(&lock(&self.state), now)
     }
 
     fn release(&self, idle: Option<Duration>, now: Instant) -> Option<ResidentModel> {
-        let view = self.view(now)?;
-        let mut held = self.held.lock().expect("resident model lock");
-        let h = held.as_mut()?;
+        let mut state = lock(&self.state);
+        // Nothing to let go while it loads: the model is not in memory yet.
+        let view = self.view_of(&state, now).filter(|v| !v.loading)?;
+        let h = state.held.as_mut()?;
         if Arc::strong_count(&h.value) > 1 {
             // A job is using it: its idle time starts when the job lets go.
             h.last_used = now;
@@ -134,7 +201,10 @@ impl<T: Send + Sync> Slot for Resident<T> {
         if idle.is_some_and(|idle| now.saturating_duration_since(h.last_used) < idle) {
             return None;
         }
-        *held = None;
+        // Dropped outside the lock: a model's own teardown may take a while.
+        let model = state.held.take();
+        drop(state);
+        drop(model);
         tracing::info!(model = %self.name, "model released");
         Some(view)
     }
@@ -169,7 +239,7 @@ impl Residency {
         name: &str,
         role: &'static str,
     ) -> Arc<Resident<T>> {
-        let mut slots = self.slots.lock().expect("residency lock");
+        let mut slots = lock(&self.slots);
         if let Some(registered) = slots.get(name) {
             return registered
                 .typed
@@ -208,11 +278,11 @@ impl Residency {
     }
 
     pub fn idle_after(&self) -> Option<Duration> {
-        *self.idle_after.lock().expect("residency lock")
+        *lock(&self.idle_after)
     }
 
     pub fn set_idle_after(&self, idle_after: Option<Duration>) {
-        *self.idle_after.lock().expect("residency lock") = idle_after;
+        *lock(&self.idle_after) = idle_after;
     }
 
     /// Lets go of the models idle for the idle time; returns them.
@@ -242,7 +312,7 @@ impl Residency {
 
     /// The slots, copied out so no model's lock is taken under the registry's.
     fn slots(&self) -> Vec<Arc<dyn Slot>> {
-        let slots = self.slots.lock().expect("residency lock");
+        let slots = lock(&self.slots);
         slots.values().map(|r| r.slot.clone()).collect()
     }
 }
@@ -323,6 +393,100 @@ mod tests {
         assert!(slot.get_or_load(|| Err("no such file")).is_err());
         assert!(residency.resident().is_empty());
         assert_eq!(*slot.get_or_load(load(3)).unwrap(), 3);
+    }
+
+    /// A load that runs until the test lets it finish: `started` says it is running.
+    fn blocked_load(
+        started: std::sync::mpsc::Sender<()>,
+        finish: std::sync::mpsc::Receiver<u32>,
+    ) -> impl FnOnce() -> Result<u32, std::convert::Infallible> {
+        move || {
+            started.send(()).unwrap();
+            Ok(finish.recv().unwrap())
+        }
+    }
+
+    #[test]
+    fn reading_and_freeing_memory_never_wait_for_a_load() {
+        use std::sync::mpsc::{channel, RecvTimeoutError};
+        let residency = Arc::new(Residency::new(None));
+        let idle = residency.slot::<u32>("idle", "voice");
+        idle.get_or_load(load(1)).unwrap();
+        let slot = residency.slot::<u32>("whisper", "transcription");
+        let (started, load_started) = channel();
+        let (finish, load_finishes) = channel();
+        let loader = {
+            let slot = slot.clone();
+            std::thread::spawn(move || {
+                *slot
+                    .get_or_load(blocked_load(started, load_finishes))
+                    .unwrap()
+            })
+        };
+        load_started.recv().unwrap();
+
+        // From another thread, as the app's window asks: each answer comes while the load is
+        // still blocked. (A timeout is the failure, never the synchronization: the load only
+        // ends when this test sends it a value.)
+        let (answers, answered) = channel();
+        {
+            let residency = residency.clone();
+            std::thread::spawn(move || {
+                let resident = residency.resident();
+                let freed = residency.free_memory();
+                let view = residency.view(Vec::new());
+                answers.send((resident, freed, view)).unwrap();
+            });
+        }
+        let (resident, freed, view) = match answered.recv_timeout(Duration::from_secs(30)) {
+            Ok(answers) => answers,
+            Err(RecvTimeoutError::Timeout) => panic!("reading what is resident waited for a load"),
+            Err(e) => panic!("{e}"),
+        };
+        let whisper = resident.iter().find(|m| m.name == "whisper").unwrap();
+        assert!(
+            whisper.loading && whisper.resident_mib.is_none(),
+            "{whisper:?}"
+        );
+        assert_eq!(
+            freed.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+            ["idle"],
+            "the idle model is let go; the loading one is not (it is not in memory yet)"
+        );
+        assert_eq!(view.models.len(), 1);
+        assert!(view.models[0].loading);
+
+        // A second job asking for the model meanwhile waits for this load and shares it.
+        let (asked, second_asked) = channel();
+        let second = {
+            let slot = slot.clone();
+            std::thread::spawn(move || {
+                asked.send(()).unwrap();
+                slot.get_or_load(|| -> Result<u32, std::convert::Infallible> {
+                    panic!("the model was loaded twice")
+                })
+                .map(|m| *m)
+            })
+        };
+        second_asked.recv().unwrap();
+        finish.send(7).unwrap();
+        assert_eq!(loader.join().unwrap(), 7);
+        assert_eq!(second.join().unwrap().unwrap(), 7);
+        let loaded = residency.resident();
+        assert_eq!(loaded.len(), 1);
+        assert!(!loaded[0].loading && loaded[0].name == "whisper");
+    }
+
+    #[test]
+    fn a_load_that_panics_leaves_the_slot_empty_and_usable() {
+        let residency = Residency::new(None);
+        let slot = residency.slot::<u32>("a", "voice");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            slot.get_or_load(|| -> Result<u32, std::convert::Infallible> { panic!("bad model") })
+        }));
+        assert!(panicked.is_err());
+        assert!(residency.resident().is_empty(), "not shown as loading");
+        assert_eq!(*slot.get_or_load(load(4)).unwrap(), 4);
     }
 
     #[test]

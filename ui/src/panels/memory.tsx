@@ -61,7 +61,9 @@ export function MemoryPanel() {
                 {m.name} <span class="muted">({m.role})</span>
               </span>
               <span>
-                {mib(m.resident_mib)} {m.in_use ? "· in use" : `· idle ${Math.round(m.idle_secs)} s`}
+                {m.loading
+                  ? "loading…"
+                  : `${mib(m.resident_mib)} ${m.in_use ? "· in use" : `· idle ${Math.round(m.idle_secs)} s`}`}
               </span>
             </li>
           ))}
