@@ -1,5 +1,12 @@
 //! The commands the web view may call. Each one forwards to the workstation and turns its error
 //! into a [`UiError`] the front end can show (a rejection keeps all its typed fields).
+//!
+//! Every command is `async`: Tauri runs a synchronous command on the main thread, which also
+//! draws the window and delivers its input, so one that read a file or waited on a lock would
+//! freeze the window. Async commands run on the async runtime's workers, and whatever blocks
+//! (files, processes, `/proc`, the allocator, a lock a long job may hold) goes further, to the
+//! blocking pool through [`blocking`]. The architecture test
+//! `every_desktop_command_is_async_so_the_window_never_waits` keeps it so.
 
 use crate::window_rendering::WindowRendering;
 use crate::{events, Shell};
@@ -123,23 +130,23 @@ pub struct AppInfo {
 }
 
 #[tauri::command]
-pub fn app_info(shell: State<'_, Shell>) -> AppInfo {
-    AppInfo {
+pub async fn app_info(shell: State<'_, Shell>) -> Reply<AppInfo> {
+    Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         projects_dir: shell.workstation.store().root().to_path_buf(),
         config_path: shell.workstation.config_path().map(PathBuf::from),
         models_dir: shell.workstation.services().env().models_dir.clone(),
         window_rendering: shell.window_rendering,
-    }
+    })
 }
 
 /// The front end calls this once its first view is interactive; the time since the process
 /// started is the cold-start figure.
 #[tauri::command]
-pub fn app_ready(shell: State<'_, Shell>) -> u64 {
+pub async fn app_ready(shell: State<'_, Shell>) -> Reply<u64> {
     let ms = shell.started.elapsed().as_millis() as u64;
     tracing::info!(cold_start_ms = ms, "window interactive");
-    ms
+    Ok(ms)
 }
 
 #[tauri::command]
@@ -274,8 +281,8 @@ pub async fn transcribe(
 }
 
 #[tauri::command]
-pub fn cancel_job(shell: State<'_, Shell>, job: String) -> bool {
-    shell.jobs.cancel(&job)
+pub async fn cancel_job(shell: State<'_, Shell>, job: String) -> Reply<bool> {
+    Ok(shell.jobs.cancel(&job))
 }
 
 #[tauri::command]
@@ -684,31 +691,42 @@ pub async fn record(
         Some(Ok(p)) => (Some(p), None),
         Some(Err(e)) => (None, Some(UiError::from(e))),
     };
+    let file = blocking(&shell, move |w| {
+        Ok(w.project_file(&project, &recorded.file)?)
+    })
+    .await?;
     Ok(RecordOutcome {
-        file: shell.workstation.project_file(&project, &recorded.file)?,
+        file,
         project: project_now,
         live_error,
     })
 }
 
 /// The app's memory and the speech models in it: what each is for, what it cost to load,
-/// how long it has been idle.
+/// how long it has been idle, or that it is loading (never waiting for a load to end). Read
+/// from `/proc` on the blocking pool.
 #[tauri::command]
-pub fn resident_models(shell: State<'_, Shell>) -> MemoryView {
-    shell.workstation.services().residency().view(Vec::new())
+pub async fn resident_models(shell: State<'_, Shell>) -> Reply<MemoryView> {
+    blocking(&shell, |w| Ok(w.services().residency().view(Vec::new()))).await
 }
 
-/// "Free memory": lets go of every speech model no job is using.
+/// "Free memory": lets go of every speech model no job is using (a model being loaded is
+/// not waited for), and hands the allocator's free memory back, on the blocking pool.
 #[tauri::command]
-pub fn free_memory(shell: State<'_, Shell>) -> MemoryView {
-    let residency = shell.workstation.services().residency();
-    let released = residency.free_memory();
-    residency.view(released)
+pub async fn free_memory(shell: State<'_, Shell>) -> Reply<MemoryView> {
+    blocking(&shell, |w| {
+        let residency = w.services().residency();
+        let released = residency.free_memory();
+        Ok(residency.view(released))
+    })
+    .await
 }
 
+/// Every lane's state (the first call builds the text model's client, which reads the
+/// system's certificates: on the blocking pool).
 #[tauri::command]
-pub fn lanes(shell: State<'_, Shell>) -> Reply<Vec<LaneView>> {
-    Ok(shell.workstation.lanes()?)
+pub async fn lanes(shell: State<'_, Shell>) -> Reply<Vec<LaneView>> {
+    blocking(&shell, |w| Ok(w.lanes()?)).await
 }
 
 /// The GPU panel's state: the sampler's status and the readings kept so far (thinned to at
@@ -722,14 +740,14 @@ pub struct GpuView {
 const GPU_CHART_POINTS: usize = 600;
 
 #[tauri::command]
-pub fn gpu_status(shell: State<'_, Shell>) -> GpuView {
+pub async fn gpu_status(shell: State<'_, Shell>) -> Reply<GpuView> {
     let gpu = shell.workstation.gpu();
     let all = gpu.samples_since(0);
     let step = all.len().div_ceil(GPU_CHART_POINTS).max(1);
-    GpuView {
+    Ok(GpuView {
         status: gpu.status(),
         samples: all.into_iter().step_by(step).collect(),
-    }
+    })
 }
 
 /// A GPU reading (`gpu`), or the no-GPU state.
@@ -762,8 +780,8 @@ pub fn start_gpu_events(app: AppHandle, gpu: GpuSampler) {
 }
 
 #[tauri::command]
-pub fn get_settings(shell: State<'_, Shell>) -> Config {
-    shell.workstation.config()
+pub async fn get_settings(shell: State<'_, Shell>) -> Reply<Config> {
+    Ok(shell.workstation.config())
 }
 
 /// Checks and saves the settings (writes the config file).

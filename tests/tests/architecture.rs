@@ -287,3 +287,69 @@ fn every_outbound_http_client_refuses_redirects_to_another_origin() {
         "build HTTP clients with headroom_base::http (no redirect to another origin): {found:#?}"
     );
 }
+
+/// The functions marked `#[tauri::command]` in `code`, each as (name, whether it is `async`).
+fn tauri_commands(code: &str) -> Vec<(String, bool)> {
+    let mut commands = Vec::new();
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        if !line.trim_start().starts_with("#[tauri::command") {
+            continue;
+        }
+        // The signature follows, after any other attributes.
+        let signature = lines
+            .by_ref()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("#["))
+            .unwrap_or_default();
+        let before_fn = signature.split("fn ").next().unwrap_or_default();
+        let name: String = signature
+            .split("fn ")
+            .nth(1)
+            .unwrap_or(signature)
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        commands.push((name, before_fn.split_whitespace().any(|w| w == "async")));
+    }
+    commands
+}
+
+#[test]
+fn tauri_commands_are_found_with_whether_they_are_async() {
+    let code = "#[tauri::command]\npub fn a(x: u8) -> u8 {}\n\
+                #[tauri::command(rename_all = \"snake_case\")]\n#[allow(x)]\npub async fn b() {}\n\
+                #[tauri::command]\nasync fn c() {}";
+    assert_eq!(
+        tauri_commands(code),
+        [
+            ("a".to_string(), false),
+            ("b".to_string(), true),
+            ("c".to_string(), true)
+        ]
+    );
+}
+
+/// Tauri runs a synchronous command on the main thread, which draws the window and delivers
+/// its input: a command there that reads a file, runs a program or waits on a lock a model
+/// load or a job holds freezes the window for as long. Every command is `async` (run on the
+/// async runtime, its blocking work on the blocking pool), none excepted: even the cheap ones
+/// gain nothing from the main thread, and a rule with no exceptions cannot drift.
+#[test]
+fn every_desktop_command_is_async_so_the_window_never_waits() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src-tauri"), &mut files);
+    let mut all = Vec::new();
+    for file in files {
+        for (name, is_async) in tauri_commands(&product_code_of(&file)) {
+            all.push((format!("{}: {name}", file.display()), is_async));
+        }
+    }
+    assert!(all.len() > 40, "the desktop's commands were not found: {all:?}");
+    let synchronous: Vec<&String> = all.iter().filter(|(_, a)| !a).map(|(n, _)| n).collect();
+    assert!(
+        synchronous.is_empty(),
+        "synchronous Tauri commands run on the main thread and freeze the window while they \
+         work or wait; make them `async` (blocking work through `blocking()`): {synchronous:#?}"
+    );
+}
