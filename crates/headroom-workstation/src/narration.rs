@@ -16,7 +16,10 @@ pub use crate::projects::{
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState,
 };
 use crate::projects::{Project, ProjectError, SuggestionSource};
-use crate::workstation::{suggestion_from, Workstation, WorkstationError, PROFILE_VOICE_PREFIX};
+use crate::workstation::{
+    blocking, end_job, project_file_in, suggestion_from, Workstation, WorkstationError,
+    PROFILE_VOICE_PREFIX,
+};
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::RemoteConsent;
 use headroom_base::language::Language;
@@ -288,7 +291,7 @@ impl Workstation {
         on_event: OnEvent<'_>,
         cancel: &CancellationToken,
     ) -> Result<NarrationSummary, WorkstationError> {
-        self.store().open(project_id)?.segment(index)?;
+        self.open_project(project_id).await?.segment(index)?;
         let job = self
             .start_job(
                 project_id,
@@ -373,7 +376,7 @@ impl Workstation {
         let job_id = job.id().to_string();
         // Finished, cancelled or failed: what was done is in the manifest; nothing to resume
         // (a crash leaves the record instead).
-        job.end();
+        end_job(job).await;
         let (project, worked_on) = result?;
         let narration = project
             .narration
@@ -442,7 +445,7 @@ impl Workstation {
         on_event: OnEvent<'_>,
         cancel: &CancellationToken,
     ) -> Result<(Project, usize), WorkstationError> {
-        let project = self.store().open(project_id)?;
+        let project = self.open_project(project_id).await?;
         if project.segments.is_empty() {
             return Err(WorkstationError::NothingToNarrate);
         }
@@ -541,7 +544,7 @@ impl Workstation {
                         }
                     }
                 } else {
-                    let stored = self.store().open(project_id)?;
+                    let stored = self.open_project(project_id).await?;
                     let n = &stored.narration.as_ref().expect("planned").segments[index];
                     SpeakOrder {
                         index,
@@ -753,7 +756,7 @@ impl Workstation {
             Err(rejection) => {
                 let refusal = SegmentRefusal::rejected(NarrationStage::Text, &rejection);
                 tracing::info!(project = project_id, segment = index, reason = %refusal.reason, "narration text refused");
-                self.finish_segment(state);
+                self.finish_segment(state).await;
                 self.save_segment(project_id, index, state, on_event, None, move |s| {
                     s.source_text = source;
                     s.task = task;
@@ -765,11 +768,17 @@ impl Workstation {
         }
     }
 
-    fn finish_segment(&self, state: &Arc<Mutex<RunState>>) {
-        let mut state = state.lock().expect("run state");
-        state.done += 1;
-        let fraction = (state.done as f32 / state.to_do.max(1) as f32).min(1.0);
-        if let Err(e) = state.job.checkpoint(|p| p.fraction = fraction) {
+    /// Counts a segment done and saves the job's checkpoint (on the blocking pool).
+    async fn finish_segment(&self, state: &Arc<Mutex<RunState>>) {
+        let state = state.clone();
+        let saved = blocking(move || {
+            let mut state = state.lock().expect("run state");
+            state.done += 1;
+            let fraction = (state.done as f32 / state.to_do.max(1) as f32).min(1.0);
+            Ok(state.job.checkpoint(|p| p.fraction = fraction)?)
+        })
+        .await;
+        if let Err(e) = saved {
             tracing::warn!(error = %e, "a narration checkpoint was not saved");
         }
     }
@@ -805,7 +814,7 @@ impl Workstation {
                         message: e.to_string(),
                     },
                 };
-                self.finish_segment(state);
+                self.finish_segment(state).await;
                 self.save_segment(project_id, index, state, on_event, None, move |s| {
                     s.refused = Some(refusal);
                 })
@@ -841,8 +850,14 @@ impl Workstation {
         .map_err(WorkstationError::TaskFailed)?;
         state.lock().expect("run state").timings.fit_secs += fitting.elapsed().as_secs_f64();
         let file = format!("speech/narration/segment-{}-{}.wav", index + 1, unix_ms());
-        self.store()
-            .write_file(project, &file, &wav_bytes(&fitted.audio))?;
+        let fitted = {
+            let (store, project, file) = (self.store().clone(), project.clone(), file.clone());
+            blocking(move || {
+                store.write_file(&project, &file, &wav_bytes(&fitted.audio))?;
+                Ok(fitted)
+            })
+            .await?
+        };
         let take = NarrationTake {
             file,
             text: order.text,
@@ -854,7 +869,7 @@ impl Workstation {
             overflow_secs: fitted.overflow_secs,
             cut_secs: fitted.cut_secs,
         };
-        self.finish_segment(state);
+        self.finish_segment(state).await;
         let replaced = Arc::new(Mutex::new(None));
         let old = replaced.clone();
         self.save_segment(project_id, index, state, on_event, None, move |s| {
@@ -863,10 +878,16 @@ impl Workstation {
         })
         .await?;
         // The take it replaces is no longer part of the narration.
-        if let Some(old) = replaced.lock().expect("old take").take() {
-            if let Ok(project) = self.store().beneath(project_id) {
-                let _ = project.remove_file(&old);
-            }
+        let old = replaced.lock().expect("old take").take();
+        if let Some(old) = old {
+            let (store, id) = (self.store().clone(), project_id.to_string());
+            let _ = blocking(move || {
+                if let Ok(project) = store.beneath(&id) {
+                    let _ = project.remove_file(&old);
+                }
+                Ok(())
+            })
+            .await;
         }
         Ok(())
     }
@@ -963,28 +984,34 @@ impl Workstation {
         project_id: &str,
         on_event: OnEvent<'_>,
     ) -> Result<Project, WorkstationError> {
-        let project = self.store().open(project_id)?;
-        let narration = project
-            .narration
-            .clone()
-            .ok_or(WorkstationError::NothingToNarrate)?;
-        // Every file decoded is checked to be inside the project, reached through no link.
-        let source_audio = project
-            .source_audio
-            .as_deref()
-            .map(|source| self.project_file(project_id, source))
-            .transpose()?;
+        let (store, id) = (self.store().clone(), project_id.to_string());
+        // Read, checked and later written on the blocking pool.
+        let (project, narration, source_audio, takes) = blocking(move || {
+            let project = store.open(&id)?;
+            let narration = project
+                .narration
+                .clone()
+                .ok_or(WorkstationError::NothingToNarrate)?;
+            // Every file decoded is checked to be inside the project, reached through no link.
+            let source_audio = project
+                .source_audio
+                .as_deref()
+                .map(|source| project_file_in(&store, &id, source))
+                .transpose()?;
+            // A refused segment keeps its earlier take on disk, but the narration leaves it
+            // out: it no longer says what the segment says now.
+            let takes: Vec<(f64, PathBuf)> = narration
+                .segments
+                .iter()
+                .filter(|s| s.is_spoken())
+                .filter_map(|s| s.take.as_ref().map(|t| (s.start, t.file.as_str())))
+                .map(|(start, file)| Ok((start, project_file_in(&store, &id, file)?)))
+                .collect::<Result<_, WorkstationError>>()?;
+            Ok((project, narration, source_audio, takes))
+        })
+        .await?;
         let duration = project.duration_secs;
         let mix = narration.settings.mix;
-        // A refused segment keeps its earlier take on disk, but the narration leaves it out:
-        // it no longer says what the segment says now.
-        let takes: Vec<(f64, PathBuf)> = narration
-            .segments
-            .iter()
-            .filter(|s| s.is_spoken())
-            .filter_map(|s| s.take.as_ref().map(|t| (s.start, t.file.as_str())))
-            .map(|(start, file)| Ok((start, self.project_file(project_id, file)?)))
-            .collect::<Result<_, WorkstationError>>()?;
         if takes.is_empty() {
             // Nothing was spoken (every segment refused): no files that would look finished.
             let (project, ()) = self
@@ -997,60 +1024,57 @@ impl Workstation {
                 .await?;
             return Ok(project);
         }
-        let built = tokio::task::spawn_blocking(
-            move || -> Result<(Audio, Option<Audio>), WorkstationError> {
-                let mut decoded = Vec::new();
-                for (start, file) in &takes {
-                    decoded.push((*start, decode_file(file, DecodeLimits::default())?));
-                }
-                let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
-                let track = lay_out(&placed, duration, NARRATION_RATE)?;
-                let mixed = match (mix, source_audio) {
-                    (true, Some(source)) => {
-                        let original = decode_file(&source, DecodeLimits::default())?;
-                        Some(duck_under(&track, &original, Ducking::default())?)
-                    }
-                    _ => None,
-                };
-                Ok((track, mixed))
-            },
-        )
-        .await
-        .map_err(WorkstationError::TaskFailed)??;
-        let (track, mixed) = built;
         let language = narration.settings.language.clone();
         let base = format!("exports/{}-narration", project.id);
         let wav = format!("{base}.wav");
-        self.store()
-            .write_file(&project, &wav, &wav_bytes(&track))?;
-        let mix_file = match &mixed {
-            Some(audio) => {
-                let name = format!("{base}-mix.wav");
-                self.store()
-                    .write_file(&project, &name, &wav_bytes(audio))?;
-                Some(name)
-            }
-            None => None,
-        };
-        let subtitles = narration_subtitles(&narration, track.duration_secs());
         let srt = format!("{base}.{language}.srt");
         let vtt = format!("{base}.{language}.vtt");
-        self.store().write_file(
-            &project,
-            &srt,
-            render(&subtitles, ExportFormat::Srt).as_bytes(),
-        )?;
-        self.store().write_file(
-            &project,
-            &vtt,
-            render(&subtitles, ExportFormat::Vtt).as_bytes(),
-        )?;
+        let store = self.store().clone();
+        let files = (wav.clone(), srt.clone(), vtt.clone());
+        let (track_secs, mix_file) = blocking(move || {
+            let (wav, srt, vtt) = files;
+            let mut decoded = Vec::new();
+            for (start, file) in &takes {
+                decoded.push((*start, decode_file(file, DecodeLimits::default())?));
+            }
+            let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
+            let track = lay_out(&placed, duration, NARRATION_RATE)?;
+            let mixed = match (mix, source_audio) {
+                (true, Some(source)) => {
+                    let original = decode_file(&source, DecodeLimits::default())?;
+                    Some(duck_under(&track, &original, Ducking::default())?)
+                }
+                _ => None,
+            };
+            store.write_file(&project, &wav, &wav_bytes(&track))?;
+            let mix_file = match &mixed {
+                Some(audio) => {
+                    let name = format!("{base}-mix.wav");
+                    store.write_file(&project, &name, &wav_bytes(audio))?;
+                    Some(name)
+                }
+                None => None,
+            };
+            let subtitles = narration_subtitles(&narration, track.duration_secs());
+            store.write_file(
+                &project,
+                &srt,
+                render(&subtitles, ExportFormat::Srt).as_bytes(),
+            )?;
+            store.write_file(
+                &project,
+                &vtt,
+                render(&subtitles, ExportFormat::Vtt).as_bytes(),
+            )?;
+            Ok((track.duration_secs(), mix_file))
+        })
+        .await?;
         let output = NarrationOutput {
             wav,
             mix: mix_file,
             srt,
             vtt,
-            duration_secs: track.duration_secs(),
+            duration_secs: track_secs,
             language,
             created_unix_ms: unix_ms(),
         };

@@ -5,7 +5,9 @@
 use crate::jobs::JobKind;
 use crate::narration::{NarrationEvent, NarrationSummary};
 use crate::projects::{Project, SpeechTake};
-use crate::workstation::{CleanAllEvent, CleanupSummary, Workstation, WorkstationError};
+use crate::workstation::{
+    blocking, end_job, CleanAllEvent, CleanupSummary, Workstation, WorkstationError,
+};
 use serde::Serialize;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -34,7 +36,12 @@ impl Workstation {
         on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
         cancel: CancellationToken,
     ) -> Result<JobOutcome, WorkstationError> {
-        let job = self.store().claim_job(project_id, job_id)?;
+        let (store, id, claimed) = (
+            self.store().clone(),
+            project_id.to_string(),
+            job_id.to_string(),
+        );
+        let job = blocking(move || Ok(store.claim_job(&id, &claimed)?)).await?;
         tracing::info!(project = project_id, job = job_id, "resuming a job");
         match job.record().kind.clone() {
             JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(
@@ -46,7 +53,7 @@ impl Workstation {
             )),
             JobKind::Synthesize { segment } => {
                 let result = self.run_synthesis(project_id, segment, cancel).await;
-                job.end();
+                end_job(job).await;
                 Ok(JobOutcome::Synthesized(result?))
             }
             JobKind::Narrate { .. } => {

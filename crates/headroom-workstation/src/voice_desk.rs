@@ -2,11 +2,11 @@
 //! match with progress, test takes scored against the voice, A/B playback, and the cloning
 //! server's health. Each is a thin call into `headroom_services::voice_work`.
 
-use crate::workstation::{Workstation, WorkstationError};
+use crate::workstation::{blocking, Workstation, WorkstationError};
 use headroom_base::clock::unix_ms;
 use headroom_services::speech::AudioInput;
 use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
-use headroom_services::voices::{LibraryError, VoiceProfile};
+use headroom_services::voices::{LibraryError, VoiceLibrary, VoiceProfile};
 use headroom_speech::audio::{self as device, decode_file, wav_bytes, DecodeLimits};
 use headroom_speech::cloning::Health;
 use headroom_speech::voice::matching::{MatchProgress, MatchSettings};
@@ -82,7 +82,8 @@ impl Workstation {
         cancel: CancellationToken,
     ) -> Result<ClipAdded, WorkstationError> {
         let voices = self.services().voices();
-        let input = AudioInput::from_file(path)?;
+        let path = path.to_path_buf();
+        let input = blocking(move || Ok(AudioInput::from_file(&path)?)).await?;
         match voices.add_clip(id, input, None, cancel).await {
             Ok((voice, report)) => Ok(ClipAdded {
                 added: true,
@@ -92,10 +93,16 @@ impl Workstation {
             Err(VoiceWorkError::ClipRefused(report)) => Ok(ClipAdded {
                 added: false,
                 report: *report,
-                voice: voices.library().open(id).map_err(VoiceWorkError::from)?,
+                voice: self.open_voice(id).await?,
             }),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// A voice's profile, read on the blocking pool.
+    async fn open_voice(&self, id: &str) -> Result<VoiceProfile, WorkstationError> {
+        let (library, id) = (self.services().voice_library().clone(), id.to_string());
+        blocking(move || Ok(library.open(&id).map_err(VoiceWorkError::from)?)).await
     }
 
     /// Records a clip from the default input device (until `max_seconds` or `cancel`, which
@@ -107,10 +114,7 @@ impl Workstation {
         level: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<ClipAdded, WorkstationError> {
-        self.services()
-            .voice_library()
-            .open(id)
-            .map_err(VoiceWorkError::from)?;
+        self.open_voice(id).await?;
         let target = self.services().env().temp_dir.join(format!(
             "headroom-voice-recording-{}-{}.wav",
             std::process::id(),
@@ -126,7 +130,11 @@ impl Workstation {
             }
             Err(e) => Err(e),
         };
-        let _ = std::fs::remove_file(&target);
+        let _ = blocking(move || {
+            let _ = std::fs::remove_file(&target);
+            Ok(())
+        })
+        .await;
         added
     }
 
@@ -183,22 +191,26 @@ impl Workstation {
     ) -> Result<VoiceTakeView, WorkstationError> {
         let voices = self.services().voices();
         let take = voices.speak(id, text, cancel).await?;
-        let profile = voices.library().open(id).map_err(VoiceWorkError::from)?;
-        let voice = voices
-            .library()
-            .beneath(&profile.id)
-            .map_err(VoiceWorkError::from)?;
         let file = format!("takes/take-{}.wav", unix_ms());
-        voice
-            .write_atomic(&file, &wav_bytes(&take.audio))
-            .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?;
-        prune_takes(&voice.shown("takes"));
+        let duration_secs = take.audio.duration_secs();
+        let (library, id, written) = (voices.library().clone(), id.to_string(), file.clone());
+        let audio = take.audio;
+        blocking(move || {
+            let profile = library.open(&id).map_err(VoiceWorkError::from)?;
+            let voice = library.beneath(&profile.id).map_err(VoiceWorkError::from)?;
+            voice
+                .write_atomic(&written, &wav_bytes(&audio))
+                .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?;
+            prune_takes(&voice.shown("takes"));
+            Ok(())
+        })
+        .await?;
         Ok(VoiceTakeView {
             file,
             method: take.method.label(),
             closeness: take.closeness,
             default_voice: default_voice_name(self.services()),
-            duration_secs: take.audio.duration_secs(),
+            duration_secs,
         })
     }
 
@@ -209,37 +221,41 @@ impl Workstation {
         file: &str,
         cancel: CancellationToken,
     ) -> Result<(), WorkstationError> {
-        let path = self.voice_file(id, file)?;
-        let audio = decode_file(&path, DecodeLimits::default())?;
-        tokio::task::spawn_blocking(move || device::play(&audio, &cancel))
-            .await
-            .map_err(WorkstationError::TaskFailed)??;
-        Ok(())
-    }
-
-    /// A file inside a voice's folder; anything else is refused.
-    fn voice_file(&self, id: &str, file: &str) -> Result<PathBuf, WorkstationError> {
-        let library = self.services().voice_library();
-        let profile = library.open(id).map_err(VoiceWorkError::from)?;
-        let plain = !file.is_empty()
-            && Path::new(file)
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)));
-        if !plain {
-            return Err(WorkstationError::OutsideProject {
-                path: file.to_string(),
-            });
-        }
-        let voice = library.beneath(&profile.id).map_err(VoiceWorkError::from)?;
-        Ok(voice
-            .file_path(file)
-            .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?)
+        let (library, id, file) = (
+            self.services().voice_library().clone(),
+            id.to_string(),
+            file.to_string(),
+        );
+        blocking(move || {
+            let path = voice_file(&library, &id, &file)?;
+            let audio = decode_file(&path, DecodeLimits::default())?;
+            Ok(device::play(&audio, &cancel)?)
+        })
+        .await
     }
 
     /// Asks the configured cloning server whether it is up.
     pub async fn cloning_health(&self) -> Result<Health, WorkstationError> {
         Ok(self.services().voices().cloning_health().await?)
     }
+}
+
+/// A file inside a voice's folder; anything else is refused.
+fn voice_file(library: &VoiceLibrary, id: &str, file: &str) -> Result<PathBuf, WorkstationError> {
+    let profile = library.open(id).map_err(VoiceWorkError::from)?;
+    let plain = !file.is_empty()
+        && Path::new(file)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain {
+        return Err(WorkstationError::OutsideProject {
+            path: file.to_string(),
+        });
+    }
+    let voice = library.beneath(&profile.id).map_err(VoiceWorkError::from)?;
+    Ok(voice
+        .file_path(file)
+        .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?)
 }
 
 /// Keeps the newest takes in `folder`.

@@ -124,6 +124,47 @@ impl WorkstationError {
     }
 }
 
+/// Runs blocking work (reading and writing project files, the store's lock another process may
+/// hold, decoding) on the blocking pool: never on an async worker, which the other jobs' steps
+/// and the desktop's commands share.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, WorkstationError> + Send + 'static,
+) -> Result<T, WorkstationError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(WorkstationError::TaskFailed)?
+}
+
+/// Ends a job (its record and lock files go) on the blocking pool.
+pub(crate) async fn end_job(job: RunningJob) {
+    let ended = blocking(move || {
+        job.end();
+        Ok(())
+    })
+    .await;
+    if let Err(e) = ended {
+        tracing::warn!(error = %e, "a finished job's files stay");
+    }
+}
+
+/// Writes a job's checkpoint on the blocking pool; the job comes back whatever happened (a
+/// checkpoint not saved only means a resume starts from the one before).
+pub(crate) async fn checkpoint(
+    mut job: RunningJob,
+    change: impl FnOnce(&mut crate::jobs::JobProgress) + Send + 'static,
+) -> RunningJob {
+    let (job, saved) = tokio::task::spawn_blocking(move || {
+        let saved = job.checkpoint(change);
+        (job, saved)
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    if let Err(e) = saved {
+        tracing::warn!(error = %e, "a checkpoint was not saved");
+    }
+    job
+}
+
 /// Progress of a cleanup of one segment, for the UI.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -536,12 +577,17 @@ impl Workstation {
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Project, WorkstationError> {
-        let project = self.store.open(project_id)?;
-        // Check the file first: a missing, unreadable or non-audio file is reported before
-        // anything is copied into the project.
-        AudioInput::from_file(source)?;
-        Decode::default().probe(source)?;
-        let audio = self.store.import_audio(&project, source)?;
+        let store = self.store.clone();
+        let (id, source) = (project_id.to_string(), source.to_path_buf());
+        let audio = blocking(move || {
+            let project = store.open(&id)?;
+            // Check the file first: a missing, unreadable or non-audio file is reported before
+            // anything is copied into the project.
+            AudioInput::from_file(&source)?;
+            Decode::default().probe(&source)?;
+            Ok(store.import_audio(&project, &source)?)
+        })
+        .await?;
         let model = models::spec(model.unwrap_or(models::DEFAULT_MODEL))
             .map_err(SpeechError::from)?
             .name
@@ -592,9 +638,15 @@ impl Workstation {
             unreachable!("run_transcription runs transcription jobs")
         };
         let from_secs = job.record().progress.done_secs;
-        let input = self
-            .project_file(project_id, &audio)
-            .and_then(|path| Ok(AudioInput::from_file(&path)?));
+        let input = {
+            let (store, id, audio) = (self.store.clone(), project_id.to_string(), audio.clone());
+            blocking(move || {
+                Ok(AudioInput::from_file(&project_file_in(
+                    &store, &id, &audio,
+                )?)?)
+            })
+            .await
+        };
         let job = Arc::new(Mutex::new(Some(job)));
         let result = match input {
             Ok(input) => {
@@ -642,7 +694,7 @@ impl Workstation {
             Ok(rest) => rest,
             Err(e) => {
                 // Cancelled or failed: nothing to resume (a crash leaves the record instead).
-                job.end();
+                end_job(job).await;
                 return Err(match e {
                     WorkstationError::Speech(SpeechError::Asr(AsrError::Cancelled)) => {
                         WorkstationError::Cancelled
@@ -667,7 +719,7 @@ impl Workstation {
                 },
             )
             .await?;
-        job.end();
+        end_job(job).await;
         Ok(project)
     }
 
@@ -703,7 +755,7 @@ impl Workstation {
         cancel: &CancellationToken,
         on_event: &(dyn Fn(SegmentCleanupEvent) + Send + Sync),
     ) -> Result<Suggestion, WorkstationError> {
-        let project = self.store.open(project_id)?;
+        let project = self.open_project(project_id).await?;
         let segment: ProjectSegment = project.segment(index)?.clone();
         let settings = project.settings.clone();
         let output = if settings.llm_cleanup && !rules_only {
@@ -771,7 +823,7 @@ impl Workstation {
     pub(crate) async fn run_cleanup(
         &self,
         project_id: &str,
-        mut job: RunningJob,
+        job: RunningJob,
         on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<CleanupSummary, WorkstationError> {
@@ -780,9 +832,11 @@ impl Workstation {
         };
         let mut outcomes = Vec::new();
         let mut index = job.record().progress.next_segment;
+        // Handed to the blocking pool for each checkpoint and back.
+        let mut held = Some(job);
         let result: Result<usize, WorkstationError> = async {
             loop {
-                let count = self.store.open(project_id)?.segments.len();
+                let count = self.open_project(project_id).await?.segments.len();
                 if index >= count {
                     return Ok(count);
                 }
@@ -814,14 +868,17 @@ impl Workstation {
                     }),
                     _ => None,
                 };
-                let saved = job.checkpoint(|p| {
-                    p.next_segment = index + 1;
-                    p.fraction = ((index + 1) as f32 / count as f32).min(1.0);
-                    p.refused.extend(refused);
-                });
-                if let Err(e) = saved {
-                    tracing::warn!(error = %e, "a cleanup checkpoint was not saved");
-                }
+                let job = held
+                    .take()
+                    .expect("the job is back from its last checkpoint");
+                held = Some(
+                    checkpoint(job, move |p| {
+                        p.next_segment = index + 1;
+                        p.fraction = ((index + 1) as f32 / count as f32).min(1.0);
+                        p.refused.extend(refused);
+                    })
+                    .await,
+                );
                 on_event(CleanAllEvent::Segment {
                     project: project_id.to_string(),
                     count,
@@ -832,18 +889,19 @@ impl Workstation {
             }
         }
         .await;
+        let job = held.expect("the job is back from its last checkpoint");
         let count = match result {
             Ok(count) => count,
             Err(e) => {
                 // Cancelled or failed: the segments done are kept in the project; nothing to
                 // resume (a crash leaves the record instead).
-                job.end();
+                end_job(job).await;
                 return Err(e);
             }
         };
         if accept {
             if let Err(e) = self.decide(project_id, None, Decision::Accepted).await {
-                job.end();
+                end_job(job).await;
                 return Err(e);
             }
         }
@@ -853,7 +911,7 @@ impl Workstation {
             refused: job.record().progress.refused.clone(),
             outcomes,
         };
-        job.end();
+        end_job(job).await;
         Ok(summary)
     }
 
@@ -908,15 +966,17 @@ impl Workstation {
         project_id: &str,
         format: ExportFormat,
     ) -> Result<PathBuf, WorkstationError> {
-        let project = self.store.open(project_id)?;
-        if project.segments.is_empty() {
-            return Err(WorkstationError::NothingToExport);
-        }
-        let text = render(&project.transcript(), format);
-        let relative = format!("exports/{}.{}", project.id, format.extension());
-        Ok(self
-            .store
-            .write_file(&project, &relative, text.as_bytes())?)
+        let (store, id) = (self.store.clone(), project_id.to_string());
+        blocking(move || {
+            let project = store.open(&id)?;
+            if project.segments.is_empty() {
+                return Err(WorkstationError::NothingToExport);
+            }
+            let text = render(&project.transcript(), format);
+            let relative = format!("exports/{}.{}", project.id, format.extension());
+            Ok(store.write_file(&project, &relative, text.as_bytes())?)
+        })
+        .await
     }
 
     /// Synthesizes one segment (or the whole text) with the project's voice, from the accepted
@@ -931,7 +991,7 @@ impl Workstation {
             .start_job(project_id, JobKind::Synthesize { segment })
             .await?;
         let result = self.run_synthesis(project_id, segment, cancel).await;
-        job.end();
+        end_job(job).await;
         result
     }
 
@@ -941,7 +1001,7 @@ impl Workstation {
         segment: Option<usize>,
         cancel: CancellationToken,
     ) -> Result<SpeechTake, WorkstationError> {
-        let project = self.store.open(project_id)?;
+        let project = self.open_project(project_id).await?;
         let text = project.speech_text(segment)?;
         if text.trim().is_empty() {
             return Err(WorkstationError::NothingToSpeak);
@@ -974,12 +1034,16 @@ impl Workstation {
             Some(i) => format!("speech/segment-{}-{created}.wav", i + 1),
             None => format!("speech/all-{created}.wav"),
         };
-        self.store.write_file(&project, &name, &wav_bytes(&audio))?;
+        let duration_secs = audio.duration_secs();
+        {
+            let (store, name) = (self.store.clone(), name.clone());
+            blocking(move || Ok(store.write_file(&project, &name, &wav_bytes(&audio))?)).await?;
+        }
         let take = SpeechTake {
             file: name,
             voice,
             segment,
-            duration_secs: audio.duration_secs(),
+            duration_secs,
             created_unix_ms: created,
             voice_method,
             similarity: closeness.map(|c| c.similarity),
@@ -1025,12 +1089,13 @@ impl Workstation {
         project_id: &str,
         relative: &str,
     ) -> Result<PathBuf, WorkstationError> {
-        let relative = plain_relative(relative)?;
-        Ok(self
-            .store
-            .beneath(project_id)?
-            .file_path(relative)
-            .map_err(ProjectError::from)?)
+        project_file_in(&self.store, project_id, relative)
+    }
+
+    /// A project's manifest, read on the blocking pool.
+    pub(crate) async fn open_project(&self, project_id: &str) -> Result<Project, WorkstationError> {
+        let (store, id) = (self.store.clone(), project_id.to_string());
+        blocking(move || Ok(store.open(&id)?)).await
     }
 
     /// Plays a project file on the default output device (an interactive audio job).
@@ -1054,21 +1119,29 @@ impl Workstation {
         end: f64,
         cancel: CancellationToken,
     ) -> Result<(), WorkstationError> {
-        let path = self.project_file(project_id, relative)?;
-        let audio = decode_file(&path, DecodeLimits::default())?;
-        let rate = audio.sample_rate as f64;
-        let from = ((start.max(0.0) * rate) as usize).min(audio.samples.len());
-        let to = ((end.max(start) * rate).ceil() as usize).clamp(from, audio.samples.len());
-        let slice = headroom_speech::audio::Audio {
-            samples: audio.samples[from..to].to_vec(),
-            sample_rate: audio.sample_rate,
-        };
+        let (store, id, relative) = (
+            self.store.clone(),
+            project_id.to_string(),
+            relative.to_string(),
+        );
+        let slice = blocking(move || {
+            let path = project_file_in(&store, &id, &relative)?;
+            let audio = decode_file(&path, DecodeLimits::default())?;
+            let rate = audio.sample_rate as f64;
+            let from = ((start.max(0.0) * rate) as usize).min(audio.samples.len());
+            let to = ((end.max(start) * rate).ceil() as usize).clamp(from, audio.samples.len());
+            Ok(headroom_speech::audio::Audio {
+                samples: audio.samples[from..to].to_vec(),
+                sample_rate: audio.sample_rate,
+            })
+        })
+        .await?;
         if slice.samples.is_empty() {
             return Ok(());
         }
         self.services
             .audio_lane()
-            .run(Priority::Interactive, cancel, move |cancel| {
+            .run("playback", Priority::Interactive, cancel, move |cancel| {
                 device::play(&slice, cancel)
             })
             .await
@@ -1084,9 +1157,14 @@ impl Workstation {
         relative: &str,
         buckets: usize,
     ) -> Result<Waveform, WorkstationError> {
-        let path = self.project_file(project_id, relative)?;
+        let (store, id, relative) = (
+            self.store.clone(),
+            project_id.to_string(),
+            relative.to_string(),
+        );
         let buckets = buckets.clamp(1, 4096);
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
+            let path = project_file_in(&store, &id, &relative)?;
             let audio = decode_file(&path, DecodeLimits::default())?;
             let per = audio.samples.len().div_ceil(buckets).max(1);
             let peaks = audio
@@ -1100,7 +1178,6 @@ impl Workstation {
             })
         })
         .await
-        .map_err(WorkstationError::TaskFailed)?
     }
 
     /// Records from the default input device into a new WAV in the project's `audio/` folder,
@@ -1116,15 +1193,21 @@ impl Workstation {
         live: Option<LiveRequest>,
         cancel: CancellationToken,
     ) -> Result<ProjectRecording, WorkstationError> {
-        let project = self.store.open(project_id)?;
         let relative = format!("audio/recording-{}.wav", unix_ms());
-        // The recorder takes a path: `audio/` is checked (made when missing) just before.
-        let target = self
-            .store
-            .beneath(&project.id)?
-            .dir_path("audio")
-            .map_err(ProjectError::from)?
-            .join(relative.trim_start_matches("audio/"));
+        let target = {
+            let (store, id, relative) =
+                (self.store.clone(), project_id.to_string(), relative.clone());
+            blocking(move || {
+                let project = store.open(&id)?;
+                // The recorder takes a path: `audio/` is checked (made when missing) just before.
+                Ok(store
+                    .beneath(&project.id)?
+                    .dir_path("audio")
+                    .map_err(ProjectError::from)?
+                    .join(relative.trim_start_matches("audio/")))
+            })
+            .await?
+        };
         // Live text is on by default in the app: when it cannot start (silero-vad not
         // installed, say), the recording goes ahead without it and says why afterwards.
         let (live, unavailable) = match live {
@@ -1215,13 +1298,16 @@ impl Workstation {
         .await
         .map_err(WorkstationError::Benchmark)?;
         let dir = reports_dir.join(format!("bench-{}", unix_ms()));
-        let (json, html) =
-            harness::write_reports(&dir, &report).map_err(ProjectError::from_io(&dir))?;
-        Ok(BenchmarkRun {
-            summary: harness::render_text(&report),
-            html,
-            json,
+        blocking(move || {
+            let (json, html) =
+                harness::write_reports(&dir, &report).map_err(ProjectError::from_io(&dir))?;
+            Ok(BenchmarkRun {
+                summary: harness::render_text(&report),
+                html,
+                json,
+            })
         })
+        .await
     }
 }
 
@@ -1240,6 +1326,19 @@ pub struct BenchmarkRun {
     pub summary: String,
     pub html: PathBuf,
     pub json: PathBuf,
+}
+
+/// The path of an existing regular file inside a project (see [`Workstation::project_file`]).
+pub(crate) fn project_file_in(
+    store: &ProjectStore,
+    project_id: &str,
+    relative: &str,
+) -> Result<PathBuf, WorkstationError> {
+    let relative = plain_relative(relative)?;
+    Ok(store
+        .beneath(project_id)?
+        .file_path(relative)
+        .map_err(ProjectError::from)?)
 }
 
 /// Turns a cleanup's pieces into one suggestion: from the model when every piece came from it,
