@@ -165,6 +165,7 @@ async fn run(cell: Cell) -> Result<Row, String> {
     let audio_job = tokio::spawn(async move {
         audio_lane
             .run(
+                "test",
                 Priority::Interactive,
                 CancellationToken::new(),
                 move |cancel| {

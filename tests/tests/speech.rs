@@ -751,3 +751,74 @@ async fn live_transcription_shows_the_phrase_as_it_is_spoken_then_its_final_text
     assert!((transcript.duration - secs(spoken.samples.len())).abs() < 0.01);
     assert_eq!(transcript.language.as_deref(), Some("en"));
 }
+
+/// A person's transcription while a long batch transcription runs: the batch job pauses for
+/// it, says so in the metrics, and still ends with the text it gets alone.
+#[tokio::test]
+async fn a_batch_transcription_gives_way_to_an_interactive_one() {
+    let services = headroom_tests::services(Config::default());
+    let service = services.speech().clone();
+    let long = scratch("batch-long.wav");
+    let text = "This recording is long enough to need several windows of work. ".repeat(9);
+    speak_to(&service, &text, &long).await;
+    let short = scratch("interactive-short.wav");
+    speak_to(&service, "Please send the report before noon.", &short).await;
+    // Window by window (no voice detection), so progress comes with windows still to do.
+    let windows = TranscribeOptions {
+        skip_silence: false,
+        ..TranscribeOptions::default()
+    };
+    let alone = transcribe_with(&service, &long, windows.clone())
+        .await
+        .unwrap()
+        .text();
+    let metrics = services.metrics().clone();
+    assert_eq!(metrics.batch_paused_secs("transcription"), 0.0);
+
+    let (first_window_tx, first_window) = tokio::sync::oneshot::channel();
+    let first_window_tx = std::sync::Mutex::new(Some(first_window_tx));
+    let progress = Arc::new(move |_: f32| {
+        if let Some(tx) = first_window_tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    });
+    let batch = {
+        let service = service.clone();
+        let input = AudioInput::from_file(&long).unwrap();
+        tokio::spawn(async move {
+            service
+                .transcribe(
+                    input,
+                    MODEL,
+                    windows,
+                    Priority::Normal,
+                    progress,
+                    CancellationToken::new(),
+                )
+                .await
+        })
+    };
+    first_window.await.unwrap();
+    // The batch job has windows left: it is paused at its next safe point until this ends.
+    let interactive = service
+        .transcribe(
+            AudioInput::from_file(&short).unwrap(),
+            MODEL,
+            TranscribeOptions::default(),
+            Priority::Interactive,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(interactive.text().to_lowercase().contains("report"));
+    let batch = batch.await.unwrap().unwrap();
+    assert_eq!(batch.text(), alone, "pausing changes nothing in the result");
+    assert!(metrics.batch_paused_secs("transcription") > 0.0);
+    assert_eq!(
+        metrics.interactive_beside("transcription", "transcription"),
+        1
+    );
+    let view = services.audio_lane().cpu_share();
+    assert!(view.batch_gives_way && view.batch.is_empty() && view.interactive_running == 0);
+}

@@ -330,9 +330,12 @@ async fn audio_jobs_run_while_the_text_lane_is_saturated() {
     b.next().await.unwrap().unwrap();
     assert_eq!(text.submit(ask("c")).await.err().unwrap().lane, Lane::Text);
     let out = audio
-        .run(Priority::Interactive, CancellationToken::new(), |_| {
-            "transcribed"
-        })
+        .run(
+            "test",
+            Priority::Interactive,
+            CancellationToken::new(),
+            |_| "transcribed",
+        )
         .await
         .expect("audio is not behind text");
     assert_eq!(out, "transcribed");
@@ -355,10 +358,15 @@ async fn interactive_job_running(
         let audio = audio.clone();
         tokio::spawn(async move {
             audio
-                .run(Priority::Interactive, CancellationToken::new(), move |_| {
-                    started_tx.send(()).unwrap();
-                    release_rx.recv().unwrap();
-                })
+                .run(
+                    "test",
+                    Priority::Interactive,
+                    CancellationToken::new(),
+                    move |_| {
+                        started_tx.send(()).unwrap();
+                        release_rx.recv().unwrap();
+                    },
+                )
                 .await
                 .unwrap();
         })

@@ -22,11 +22,13 @@
 //! | [`redact`] | passwords and keys inside URLs kept out of what is shown ([`redact::SecretUrl`]) |
 //! | [`consent`] | what may leave the machine, and where to: one rule for every destination |
 //! | [`process`] | programs started with data only on stdin, as option values or after `--` |
+//! | [`cpu`] | batch work giving the CPU to interactive work while it runs |
 //! | [`http`] | outbound HTTP clients that follow no redirect to another origin |
 
 pub mod allocator;
 pub mod clock;
 pub mod consent;
+pub mod cpu;
 pub mod fsutil;
 pub mod http;
 pub mod language;

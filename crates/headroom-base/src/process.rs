@@ -203,6 +203,12 @@ impl Tool {
     /// wrote. The input is fed from a thread of its own, so a program that writes a lot before
     /// it has read everything (espeak-ng on a long text) cannot deadlock against us.
     pub fn run(self, input: &[u8]) -> Result<Finished, ProcessError> {
+        // Started for batch work, the program inherits the batch threads' idle priority: an
+        // espeak-ng narrating in the background never slows one speaking for the person.
+        crate::cpu::compute(move || self.run_here(input))
+    }
+
+    fn run_here(self, input: &[u8]) -> Result<Finished, ProcessError> {
         let (mut command, program) = self.command()?;
         let mut child = command
             .stdin(Stdio::piped())

@@ -18,7 +18,7 @@ pub async fn run(args: PlayArgs, services: &Services) -> anyhow::Result<ExitCode
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
     let seconds = audio.duration_secs();
-    lane.run(Priority::Interactive, cancel, move |cancel| {
+    lane.run("playback", Priority::Interactive, cancel, move |cancel| {
         play(&audio, cancel)
     })
     .await??;

@@ -223,6 +223,9 @@ pub struct AudioLaneSettings {
     /// Speech models (Whisper, voices, VAD, embedder) unused this long are let go, and loaded
     /// again when next needed; 0 keeps them until memory is freed by hand.
     pub model_idle_secs: f64,
+    /// Batch audio work (uploads at batch priority, narration, voice match searches, cloning
+    /// takes) gives the CPU to interactive work while both run. Off only to compare.
+    pub batch_gives_way: bool,
 }
 
 /// How long an unused speech model stays in memory by default.
@@ -237,6 +240,7 @@ impl Default for AudioLaneSettings {
             max_waiting: lane.max_waiting,
             queue_wait_secs: lane.queue_wait.as_secs_f64(),
             model_idle_secs: DEFAULT_MODEL_IDLE_SECS,
+            batch_gives_way: lane.batch_gives_way,
         }
     }
 }
@@ -541,6 +545,7 @@ impl Config {
             interactive_reserve: a.interactive_reserve,
             max_waiting: a.max_waiting,
             queue_wait,
+            batch_gives_way: a.batch_gives_way,
         }
     }
 

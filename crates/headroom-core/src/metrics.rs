@@ -26,6 +26,17 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkLabel {
+    work: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BesideLabels {
+    job: &'static str,
+    batch: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     lane: &'static str,
     outcome: &'static str,
@@ -66,6 +77,9 @@ pub struct Metrics {
     latency: Family<LaneLabel, Histogram, fn() -> Histogram>,
     runtime_tasks: Gauge,
     connection_refusals: Family<ReasonLabel, Counter>,
+    batch_paused: Family<WorkLabel, Counter<f64>>,
+    batch_preempted: Family<WorkLabel, Counter>,
+    interactive_beside_batch: Family<BesideLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -127,7 +141,28 @@ impl Metrics {
             "Connections and requests `headroom serve` refused or dropped before any lane, by reason (too many connections, too slow, no body memory, no token)",
             connection_refusals.clone(),
         );
+        let batch_paused = Family::<WorkLabel, Counter<f64>>::default();
+        registry.register(
+            "batch_paused_seconds",
+            "Time batch audio work spent paused so interactive work had the CPU, by what the batch work was",
+            batch_paused.clone(),
+        );
+        let batch_preempted = Family::<WorkLabel, Counter>::default();
+        registry.register(
+            "batch_runs_preempted",
+            "Batch model runs stopped part-way for interactive work and run again, by what the batch work was",
+            batch_preempted.clone(),
+        );
+        let interactive_beside_batch = Family::<BesideLabels, Counter>::default();
+        registry.register(
+            "interactive_beside_batch",
+            "Interactive audio jobs that ran while batch work was running (and may have been slowed by it), by job and batch work",
+            interactive_beside_batch.clone(),
+        );
         let metrics = Metrics {
+            batch_paused,
+            batch_preempted,
+            interactive_beside_batch,
             runtime_tasks,
             connection_refusals,
             registry,
@@ -150,6 +185,38 @@ impl Metrics {
             }
         }
         metrics
+    }
+
+    /// Records what a batch job gave way to interactive work.
+    pub fn observe_batch_report(
+        &self,
+        work: &'static str,
+        report: &headroom_base::cpu::BatchReport,
+    ) {
+        let label = WorkLabel { work };
+        self.batch_paused
+            .get_or_create(&label)
+            .inc_by(report.paused.as_secs_f64());
+        self.batch_preempted
+            .get_or_create(&label)
+            .inc_by(report.preempted);
+    }
+
+    pub fn batch_paused_secs(&self, work: &'static str) -> f64 {
+        self.batch_paused.get_or_create(&WorkLabel { work }).get()
+    }
+
+    /// Counts an interactive job that ran while `batch` work was running.
+    pub fn count_interactive_beside(&self, job: &'static str, batch: &'static str) {
+        self.interactive_beside_batch
+            .get_or_create(&BesideLabels { job, batch })
+            .inc();
+    }
+
+    pub fn interactive_beside(&self, job: &'static str, batch: &'static str) -> u64 {
+        self.interactive_beside_batch
+            .get_or_create(&BesideLabels { job, batch })
+            .get()
     }
 
     /// Records how many tasks the async runtime has alive (the server sets it when scraped).

@@ -538,10 +538,15 @@ mod tests {
         let audio = services.audio_lane().clone();
         let job = tokio::spawn(async move {
             audio
-                .run(Priority::Interactive, Default::default(), move |_| {
-                    let _ = started_tx.send(());
-                    let _ = release_rx.recv();
-                })
+                .run(
+                    "test",
+                    Priority::Interactive,
+                    Default::default(),
+                    move |_| {
+                        let _ = started_tx.send(());
+                        let _ = release_rx.recv();
+                    },
+                )
                 .await
         });
         started_rx.await.unwrap();

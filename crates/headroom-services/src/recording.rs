@@ -205,7 +205,12 @@ impl SpeechService {
         };
         let (result, kept, live) = self
             .lane()
-            .run(Priority::Interactive, CancellationToken::new(), job)
+            .run(
+                "live transcription",
+                Priority::Interactive,
+                CancellationToken::new(),
+                job,
+            )
             .await?;
         match (result, kept) {
             (Ok(sample_rate), Some((frames, finished))) => Ok(Recorded {

@@ -330,7 +330,7 @@ impl SpeechService {
                 cancel,
             )?)
         };
-        match self.lane.run(priority, cancel, job).await {
+        match self.lane.run("transcription", priority, cancel, job).await {
             Ok(result) => result,
             Err(rejection) => Err(rejection.into()),
         }
@@ -359,7 +359,7 @@ impl SpeechService {
         let job = move |cancel: &CancellationToken| {
             synthesizer.synthesize(&text, voice.as_deref(), cancel)
         };
-        match self.lane.run(priority, cancel, job).await {
+        match self.lane.run("speech", priority, cancel, job).await {
             Ok(result) => Ok(result?),
             Err(rejection) => Err(rejection.into()),
         }

@@ -123,6 +123,8 @@ fn default_voice_take(services: &Services, text: &str) -> Result<Audio, VoiceWor
 
 /// The audio lane, entered from a blocking thread once per take of a long search.
 struct LaneSlots {
+    /// What the jobs are, in metrics and the lanes panel.
+    job: &'static str,
     lane: headroom_core::lanes::AudioLane,
     runtime: tokio::runtime::Handle,
     cancel: CancellationToken,
@@ -138,7 +140,9 @@ impl LaneSlots {
     ) -> Result<T, VoiceError> {
         let job = self
             .lane
-            .run(Priority::Normal, self.cancel.clone(), move |_| work());
+            .run(self.job, Priority::Normal, self.cancel.clone(), move |_| {
+                work()
+            });
         match self.runtime.block_on(job) {
             Ok(result) => result,
             Err(rejection) => {
@@ -264,6 +268,7 @@ impl Voices {
 
     async fn on_lane<T: Send + 'static>(
         &self,
+        job_name: &'static str,
         priority: Priority,
         cancel: CancellationToken,
         job: impl FnOnce(&Services, &CancellationToken) -> Result<T, VoiceWorkError> + Send + 'static,
@@ -271,7 +276,9 @@ impl Voices {
         let services = self.services.clone();
         self.services
             .audio_lane()
-            .run(priority, cancel, move |cancel| job(&services, cancel))
+            .run(job_name, priority, cancel, move |cancel| {
+                job(&services, cancel)
+            })
             .await?
     }
 
@@ -286,26 +293,31 @@ impl Voices {
         cancel: CancellationToken,
     ) -> Result<(VoiceProfile, ClipReport), VoiceWorkError> {
         let id = self.library().open(voice)?.id;
-        self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
-            let audio = decode_as_recorded(&input, cancel)?;
-            let report = check_clip(&audio);
-            if !report.accepted() {
-                return Err(VoiceWorkError::ClipRefused(Box::new(report)));
-            }
-            let embedding = services.embedder()?.embed(&audio)?;
-            let transcript = match transcript {
-                Some(t) => Some(t),
-                None => transcribe_clip(services, &audio, cancel),
-            };
-            let profile = services.voice_library().add_clip(
-                &id,
-                &audio,
-                report.clone(),
-                transcript,
-                embedding,
-            )?;
-            Ok((profile, report))
-        })
+        self.on_lane(
+            "voice clip",
+            Priority::Interactive,
+            cancel,
+            move |services, cancel| {
+                let audio = decode_as_recorded(&input, cancel)?;
+                let report = check_clip(&audio);
+                if !report.accepted() {
+                    return Err(VoiceWorkError::ClipRefused(Box::new(report)));
+                }
+                let embedding = services.embedder()?.embed(&audio)?;
+                let transcript = match transcript {
+                    Some(t) => Some(t),
+                    None => transcribe_clip(services, &audio, cancel),
+                };
+                let profile = services.voice_library().add_clip(
+                    &id,
+                    &audio,
+                    report.clone(),
+                    transcript,
+                    embedding,
+                )?;
+                Ok((profile, report))
+            },
+        )
         .await
     }
 
@@ -318,16 +330,21 @@ impl Voices {
         cancel: CancellationToken,
     ) -> Result<Closeness, VoiceWorkError> {
         let (_, target) = self.voice_with_target(voice)?;
-        self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
-            let audio = decode_as_recorded(&input, cancel)?;
-            let embedder = services.embedder()?;
-            let similarity = embedder.embed(&audio)?.similarity(&target);
-            let baseline = default_voice_take(services, &HELD_OUT_SENTENCES.join(" "))?;
-            Ok(Closeness {
-                similarity,
-                default_similarity: embedder.embed(&baseline)?.similarity(&target),
-            })
-        })
+        self.on_lane(
+            "voice score",
+            Priority::Interactive,
+            cancel,
+            move |services, cancel| {
+                let audio = decode_as_recorded(&input, cancel)?;
+                let embedder = services.embedder()?;
+                let similarity = embedder.embed(&audio)?.similarity(&target);
+                let baseline = default_voice_take(services, &HELD_OUT_SENTENCES.join(" "))?;
+                Ok(Closeness {
+                    similarity,
+                    default_similarity: embedder.embed(&baseline)?.similarity(&target),
+                })
+            },
+        )
         .await
     }
 
@@ -346,6 +363,7 @@ impl Voices {
         // Not one long lane job: every take is its own batch job on the audio lane, so
         // interactive work (a transcription, speaking a line) goes ahead between takes.
         let slots = Arc::new(LaneSlots {
+            job: "voice match",
             lane: self.services.audio_lane().clone(),
             runtime: tokio::runtime::Handle::current(),
             cancel: cancel.clone(),
@@ -461,21 +479,26 @@ impl Voices {
         cancel: CancellationToken,
     ) -> Result<VoiceTake, VoiceWorkError> {
         let (maker, target) = self.take_maker(voice, None)?;
-        self.on_lane(Priority::Interactive, cancel, move |services, cancel| {
-            let (audio, method) = maker.make(services, &text, cancel)?;
-            let embedder = services.embedder()?;
-            let similarity = embedder.embed(&audio)?.similarity(&target);
-            let baseline = default_voice_take(services, &text)?;
-            let default_similarity = embedder.embed(&baseline)?.similarity(&target);
-            Ok(VoiceTake {
-                audio,
-                method,
-                closeness: Closeness {
-                    similarity,
-                    default_similarity,
-                },
-            })
-        })
+        self.on_lane(
+            "voice take",
+            Priority::Interactive,
+            cancel,
+            move |services, cancel| {
+                let (audio, method) = maker.make(services, &text, cancel)?;
+                let embedder = services.embedder()?;
+                let similarity = embedder.embed(&audio)?.similarity(&target);
+                let baseline = default_voice_take(services, &text)?;
+                let default_similarity = embedder.embed(&baseline)?.similarity(&target);
+                Ok(VoiceTake {
+                    audio,
+                    method,
+                    closeness: Closeness {
+                        similarity,
+                        default_similarity,
+                    },
+                })
+            },
+        )
         .await
     }
 
@@ -492,7 +515,7 @@ impl Voices {
         cancel: CancellationToken,
     ) -> Result<(Audio, TakeMethod), VoiceWorkError> {
         let (maker, _) = self.take_maker(voice, language)?;
-        self.on_lane(priority, cancel, move |services, cancel| {
+        self.on_lane("voice take", priority, cancel, move |services, cancel| {
             maker.make(services, &text, cancel)
         })
         .await

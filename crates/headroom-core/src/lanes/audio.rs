@@ -4,6 +4,7 @@ use crate::admission::{
     Rejection, RequestShape,
 };
 use crate::metrics::{Metrics, Outcome};
+use headroom_base::cpu::{CpuShare, CpuShareView};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,10 @@ pub struct AudioLaneConfig {
     pub max_waiting: usize,
     /// Longest wait for a slot before a job is refused.
     pub queue_wait: Duration,
+    /// Batch jobs give the CPU to interactive ones while both run: they pause at safe points,
+    /// their model runs under way are stopped and run again, and their compute runs at the
+    /// system's idle priority ([`headroom_base::cpu`]). Off: both compete for the cores.
+    pub batch_gives_way: bool,
 }
 
 impl Default for AudioLaneConfig {
@@ -34,6 +39,7 @@ impl Default for AudioLaneConfig {
             interactive_reserve: 1,
             max_waiting: 8,
             queue_wait: Duration::from_secs(60),
+            batch_gives_way: true,
         }
     }
 }
@@ -97,6 +103,7 @@ pub struct AudioLane {
     capacity: CapacityLimit,
     monitor: Arc<LaneMonitor>,
     interactive: Arc<watch::Sender<usize>>,
+    cpu: Arc<CpuShare>,
 }
 
 impl AudioLane {
@@ -123,7 +130,13 @@ impl AudioLane {
             capacity,
             monitor,
             interactive: Arc::new(watch::channel(0).0),
+            cpu: CpuShare::new(config.batch_gives_way),
         }
+    }
+
+    /// Who has the CPU now: interactive jobs running, and batch work running or paused.
+    pub fn cpu_share(&self) -> CpuShareView {
+        self.cpu.view()
     }
 
     /// Whether interactive audio is running, for the text lane's yield rule.
@@ -145,9 +158,12 @@ impl AudioLane {
     /// Runs blocking audio work on a worker thread once a slot is free; interactive jobs are
     /// queued ahead of normal ones. The job receives the cancel token and should check it
     /// between steps; the slot is held until the work has really stopped, so a cancelled
-    /// job's memory is gone before the next one starts.
+    /// job's memory is gone before the next one starts. `job` names the work (e.g.
+    /// `transcription`) in metrics and the lanes panel. While it runs, an interactive job has
+    /// the CPU before batch ones, which give way to it ([`AudioLaneConfig::batch_gives_way`]).
     pub async fn run<T, F>(
         &self,
+        job: &'static str,
         priority: Priority,
         cancel: CancellationToken,
         work: F,
@@ -182,9 +198,32 @@ impl AudioLane {
             self.interactive.send_modify(|n| *n += 1);
             InteractiveGuard(self.interactive.clone())
         });
+        let cpu = self.cpu.clone();
+        let metrics = monitor.metrics().clone();
         let result = tokio::task::spawn_blocking(move || {
-            let out = work(&job_cancel);
-            drop(interactive);
+            let out = if let Some(counted) = interactive {
+                let turn = cpu.interactive();
+                let out = work(&job_cancel);
+                for batch in turn.end() {
+                    metrics.count_interactive_beside(job, batch);
+                }
+                drop(counted);
+                out
+            } else {
+                let cancelled = job_cancel.clone();
+                let (out, report) =
+                    cpu.batch(job, move || cancelled.is_cancelled(), || work(&job_cancel));
+                metrics.observe_batch_report(job, &report);
+                if report.pauses > 0 {
+                    tracing::debug!(
+                        job,
+                        paused_ms = report.paused.as_millis() as u64,
+                        preempted = report.preempted,
+                        "batch job gave way to interactive work"
+                    );
+                }
+                out
+            };
             drop(permit);
             out
         })
@@ -223,6 +262,7 @@ mod tests {
                 interactive_reserve: 0,
                 max_waiting: waiting,
                 queue_wait: Duration::from_secs(30),
+                batch_gives_way: true,
             },
             Arc::new(Metrics::new()),
         )
@@ -232,7 +272,9 @@ mod tests {
     async fn runs_work_and_returns_its_value() {
         let lane = lane(1, 0);
         let v = lane
-            .run(Priority::Normal, CancellationToken::new(), |_| 6 * 7)
+            .run("test", Priority::Normal, CancellationToken::new(), |_| {
+                6 * 7
+            })
             .await
             .unwrap();
         assert_eq!(v, 42);
@@ -247,10 +289,15 @@ mod tests {
         let busy = {
             let lane = lane.clone();
             tokio::spawn(async move {
-                lane.run(Priority::Normal, CancellationToken::new(), move |_| {
-                    started_tx.send(()).unwrap();
-                    release_rx.recv().unwrap();
-                })
+                lane.run(
+                    "test",
+                    Priority::Normal,
+                    CancellationToken::new(),
+                    move |_| {
+                        started_tx.send(()).unwrap();
+                        release_rx.recv().unwrap();
+                    },
+                )
                 .await
             })
         };
@@ -258,7 +305,7 @@ mod tests {
             .await
             .unwrap();
         let r = lane
-            .run(Priority::Normal, CancellationToken::new(), |_| ())
+            .run("test", Priority::Normal, CancellationToken::new(), |_| ())
             .await
             .unwrap_err();
         assert_eq!(r.reason, RejectReason::AudioLaneFull);
@@ -273,7 +320,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();
         let r = lane
-            .run(Priority::Interactive, cancel, move |token| {
+            .run("test", Priority::Interactive, cancel, move |token| {
                 trigger.cancel();
                 // A cooperative job notices the token and stops.
                 while !token.is_cancelled() {}

@@ -156,37 +156,37 @@ impl SileroVad {
         count: usize,
         input: Vec<f32>,
     ) -> Result<Vec<f32>, VadError> {
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| VadError("the VAD session is poisoned".into()))?;
-        let engine = |e: ort::Error| VadError(e.to_string());
-        let outputs = session
-            .run(ort::inputs![
-                "input" => Tensor::from_array(([count, CONTEXT + FRAME], input)).map_err(engine)?,
-                "h" => Tensor::from_array(([1usize, 1, STATE], stream.h.clone())).map_err(engine)?,
-                "c" => Tensor::from_array(([1usize, 1, STATE], stream.c.clone())).map_err(engine)?,
-            ])
-            .map_err(engine)?;
-        let (_, p) = outputs["speech_probs"]
-            .try_extract_tensor::<f32>()
-            .map_err(engine)?;
-        if p.len() != count {
+        let (probs, h, c) = crate::onnx::run(
+            &self.session,
+            || {
+                Ok(ort::inputs![
+                    "input" => Tensor::from_array(([count, CONTEXT + FRAME], input.clone()))?,
+                    "h" => Tensor::from_array(([1usize, 1, STATE], stream.h.clone()))?,
+                    "c" => Tensor::from_array(([1usize, 1, STATE], stream.c.clone()))?,
+                ])
+            },
+            |outputs| {
+                let values = |name: &str| -> ort::Result<Vec<f32>> {
+                    Ok(outputs[name].try_extract_tensor::<f32>()?.1.to_vec())
+                };
+                Ok((values("speech_probs")?, values("hn")?, values("cn")?))
+            },
+        )
+        .map_err(VadError)?;
+        if probs.len() != count {
             return Err(VadError(format!(
                 "the model gave {} probabilities for {count} frames",
-                p.len()
+                probs.len()
             )));
         }
-        let probs = p.to_vec();
-        for (name, state) in [("hn", &mut stream.h), ("cn", &mut stream.c)] {
-            let (_, values) = outputs[name].try_extract_tensor::<f32>().map_err(engine)?;
+        for (name, values, state) in [("hn", h, &mut stream.h), ("cn", c, &mut stream.c)] {
             if values.len() != STATE {
                 return Err(VadError(format!(
                     "the model's {name} has {} values",
                     values.len()
                 )));
             }
-            state.copy_from_slice(values);
+            state.copy_from_slice(&values);
         }
         Ok(probs)
     }
@@ -494,19 +494,23 @@ impl Transcriber for VadTranscriber {
         let stop = cancel.child_token();
         let next = AtomicUsize::new(0);
         let (sender, results) = mpsc::channel::<(usize, Result<Transcript, AsrError>)>();
+        // The workers belong to the caller's job: batch work stays batch work on them.
+        let job = headroom_base::cpu::this_job();
         let outcome = std::thread::scope(|scope| {
             for _ in 0..CONCURRENT_CHUNKS.min(rest.len()) {
                 let sender = sender.clone();
-                let (next, options, stop) = (&next, &options, &stop);
-                scope.spawn(move || loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= rest.len() || stop.is_cancelled() {
-                        break;
-                    }
-                    let part = self.transcribe_chunk(samples, &rest[i], options, stop);
-                    if sender.send((i, part)).is_err() {
-                        break;
-                    }
+                let (next, options, stop, job) = (&next, &options, &stop, job.clone());
+                scope.spawn(move || {
+                    job.enter(|| loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= rest.len() || stop.is_cancelled() {
+                            break;
+                        }
+                        let part = self.transcribe_chunk(samples, &rest[i], options, stop);
+                        if sender.send((i, part)).is_err() {
+                            break;
+                        }
+                    })
                 });
             }
             drop(sender);

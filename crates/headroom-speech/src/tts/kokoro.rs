@@ -205,21 +205,20 @@ impl Kokoro {
         tokens.extend(ids);
         tokens.push(0);
         let n = tokens.len();
-        let tokens = Tensor::from_array(([1usize, n], tokens)).map_err(engine_error)?;
-        let row = Tensor::from_array(([1usize, STYLE_DIM], row)).map_err(engine_error)?;
-        let speed = Tensor::from_array(([1usize], vec![speed])).map_err(engine_error)?;
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| engine_error("the voice session is poisoned"))?;
-        let outputs = session
-            .run(ort::inputs!["tokens" => tokens, "style" => row, "speed" => speed])
-            .map_err(engine_error)?;
-        let (_, samples) = outputs["audio"]
-            .try_extract_tensor::<f32>()
-            .map_err(engine_error)?;
+        let samples = crate::onnx::run(
+            &self.session,
+            || {
+                Ok(ort::inputs![
+                    "tokens" => Tensor::from_array(([1usize, n], tokens.clone()))?,
+                    "style" => Tensor::from_array(([1usize, STYLE_DIM], row.clone()))?,
+                    "speed" => Tensor::from_array(([1usize], vec![speed]))?,
+                ])
+            },
+            |outputs| Ok(outputs["audio"].try_extract_tensor::<f32>()?.1.to_vec()),
+        )
+        .map_err(engine_error)?;
         Ok(Some(Audio {
-            samples: samples.to_vec(),
+            samples,
             sample_rate: KOKORO_SAMPLE_RATE,
         }))
     }

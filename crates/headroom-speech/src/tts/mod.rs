@@ -92,6 +92,8 @@ pub fn synthesize_by_sentence(
 ) -> Result<Audio, TtsError> {
     let mut clips = Vec::new();
     for sentence in sentences(text) {
+        // Batch speech waits here while someone's interactive job runs.
+        headroom_base::cpu::give_way();
         if cancel.is_cancelled() {
             return Err(TtsError::Cancelled);
         }

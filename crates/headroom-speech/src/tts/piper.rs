@@ -91,21 +91,20 @@ impl Piper {
     fn speak_sentence(&self, sentence: &str) -> Result<Audio, TtsError> {
         let ids = self.ids_of(&self.phonemes(sentence)?);
         let n = ids.len();
-        let input = Tensor::from_array(([1usize, n], ids)).map_err(engine_error)?;
-        let lengths = Tensor::from_array(([1usize], vec![n as i64])).map_err(engine_error)?;
-        let scales = Tensor::from_array(([3usize], self.scales.to_vec())).map_err(engine_error)?;
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| engine_error("the voice session is poisoned"))?;
-        let outputs = session
-            .run(ort::inputs!["input" => input, "input_lengths" => lengths, "scales" => scales])
-            .map_err(engine_error)?;
-        let (_, samples) = outputs["output"]
-            .try_extract_tensor::<f32>()
-            .map_err(engine_error)?;
+        let samples = crate::onnx::run(
+            &self.session,
+            || {
+                Ok(ort::inputs![
+                    "input" => Tensor::from_array(([1usize, n], ids.clone()))?,
+                    "input_lengths" => Tensor::from_array(([1usize], vec![n as i64]))?,
+                    "scales" => Tensor::from_array(([3usize], self.scales.to_vec()))?,
+                ])
+            },
+            |outputs| Ok(outputs["output"].try_extract_tensor::<f32>()?.1.to_vec()),
+        )
+        .map_err(engine_error)?;
         Ok(Audio {
-            samples: samples.to_vec(),
+            samples,
             sample_rate: self.sample_rate,
         })
     }

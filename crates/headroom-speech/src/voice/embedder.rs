@@ -138,10 +138,6 @@ impl SpeakerEmbedder {
         let frames = mel.len() / N_MELS;
         let windows = 1 + frames.saturating_sub(WINDOW_FRAMES) / WINDOW_STRIDE;
         let mut sum = vec![0f32; EMBEDDING_DIM];
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| VoiceError::Engine("the embedder session is poisoned".into()))?;
         for first in (0..windows).step_by(BATCH) {
             let count = BATCH.min(windows - first);
             let mut batch = Vec::with_capacity(count * WINDOW_FRAMES * N_MELS);
@@ -149,14 +145,16 @@ impl SpeakerEmbedder {
                 let start = w * WINDOW_STRIDE * N_MELS;
                 batch.extend_from_slice(&mel[start..start + WINDOW_FRAMES * N_MELS]);
             }
-            let input = Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], batch))
-                .map_err(|e| VoiceError::Engine(e.to_string()))?;
-            let outputs = session
-                .run(ort::inputs!["mel_window" => input])
-                .map_err(|e| VoiceError::Engine(e.to_string()))?;
-            let (_, values) = outputs["embedding"]
-                .try_extract_tensor::<f32>()
-                .map_err(|e| VoiceError::Engine(e.to_string()))?;
+            let values = crate::onnx::run(
+                &self.session,
+                || {
+                    let input =
+                        Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], batch.clone()))?;
+                    Ok(ort::inputs!["mel_window" => input])
+                },
+                |outputs| Ok(outputs["embedding"].try_extract_tensor::<f32>()?.1.to_vec()),
+            )
+            .map_err(VoiceError::Engine)?;
             for vector in values.chunks_exact(EMBEDDING_DIM) {
                 let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt() + 1e-12;
                 for (s, v) in sum.iter_mut().zip(vector) {

@@ -138,6 +138,7 @@ impl Search<'_> {
         style: &Style,
         sentences: &[&str],
     ) -> Result<(f32, Vec<Audio>), VoiceError> {
+        headroom_base::cpu::give_way();
         if self.cancel.is_cancelled() {
             return Err(VoiceError::Cancelled);
         }
@@ -383,6 +384,7 @@ pub fn match_espeak(
     let mut evaluations = 0;
     for variant in ESPEAK_VARIANTS {
         for &pitch in ESPEAK_PITCHES {
+            headroom_base::cpu::give_way();
             if cancel.is_cancelled() {
                 return Err(VoiceError::Cancelled);
             }

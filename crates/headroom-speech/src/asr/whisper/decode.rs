@@ -14,6 +14,7 @@ use super::mel::{self, MelFrontend, HOP, WINDOW_FRAMES};
 use super::model::Whisper;
 use super::text_decoder::{Capture, CrossKv, Scratch, SelfCache};
 use crate::asr::{AsrError, DecodingGuards, Segment, TranscribeOptions, WindowDone};
+use headroom_base::cpu;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::io::Write;
 use tokenizers::Tokenizer;
@@ -214,7 +215,8 @@ impl Decoding<'_> {
         let content_frames = samples.len() / HOP;
         let mut padded = samples.to_vec();
         padded.resize(samples.len() + mel::WINDOW_SAMPLES, 0.0);
-        let (mel, total_frames) = self.mel.log_mel(&padded);
+        // Batch work computes on the idle-priority threads (nothing here loads a model).
+        let (mel, total_frames) = cpu::compute(|| self.mel.log_mel(&padded));
         drop(padded);
         let n_mels = self.mel.n_mels();
         let language = options.language.as_deref();
@@ -255,6 +257,8 @@ impl Decoding<'_> {
         let mut scratch = Scratch::default();
         let first_seek = seek;
         while seek < content_frames {
+            // A safe point: batch work waits here while interactive work runs.
+            cpu::give_way();
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
             }
@@ -274,14 +278,12 @@ impl Decoding<'_> {
             let window = mel::window(&mel, n_mels, total_frames, seek, encoded_frames, 0.0);
             let offset = seek as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
             let started = std::time::Instant::now();
-            let cross = self
-                .model
-                .encode(&window, encoded_frames)
+            let cross = cpu::compute(|| self.model.encode(&window, encoded_frames))
                 .map_err(AsrError::model)?;
             drop(window);
             let encoded = started.elapsed();
             if self.special.multilingual() && language_token.is_none() {
-                let code = self.detect_language(&cross, &mut scratch);
+                let code = cpu::compute(|| self.detect_language(&cross, &mut scratch));
                 language_token = Some(self.language_token(&code)?);
                 language_code = Some(code);
             }
@@ -296,15 +298,17 @@ impl Decoding<'_> {
             let mut prompt_cache = decoder.new_cache();
             let entries: Vec<(usize, u32)> = prompt.iter().map(|&t| (0, t)).collect();
             let mut logits = vec![Vec::new(), Vec::new()];
-            decoder.forward(
-                &cross,
-                std::slice::from_mut(&mut prompt_cache),
-                &entries,
-                &[sot_index, entries.len() - 1],
-                &mut logits,
-                None,
-                &mut scratch,
-            );
+            cpu::compute(|| {
+                decoder.forward(
+                    &cross,
+                    std::slice::from_mut(&mut prompt_cache),
+                    &entries,
+                    &[sot_index, entries.len() - 1],
+                    &mut logits,
+                    None,
+                    &mut scratch,
+                )
+            });
             let no_speech_prob = self.special.no_speech.map_or(0.0, |ns| {
                 let lse = logsumexp(&logits[0]);
                 (logits[0][ns as usize] - lse).exp()
@@ -315,14 +319,16 @@ impl Decoding<'_> {
                 first_logits: &logits[1],
                 max_timestamp: self.special.timestamp_begin + (window_frames / 2) as u32,
             };
-            let decoded = self.decode_guarded(
-                &win,
-                options,
-                no_speech_prob,
-                seek as u64,
-                &mut scratch,
-                cancel,
-            )?;
+            let decoded = cpu::compute(|| {
+                self.decode_guarded(
+                    &win,
+                    options,
+                    no_speech_prob,
+                    seek as u64,
+                    &mut scratch,
+                    cancel,
+                )
+            })?;
             tracing::debug!(
                 at_secs = offset,
                 window_frames,
@@ -344,15 +350,17 @@ impl Decoding<'_> {
             };
             let window_audio = &samples[(seek * HOP).min(samples.len())
                 ..((seek + window_frames) * HOP).min(samples.len())];
-            let found = self.finish_segments(
-                raw,
-                options.word_timestamps,
-                &cross,
-                &sot_sequence,
-                window_audio,
-                offset,
-                &mut scratch,
-            );
+            let found = cpu::compute(|| {
+                self.finish_segments(
+                    raw,
+                    options.word_timestamps,
+                    &cross,
+                    &sot_sequence,
+                    window_audio,
+                    offset,
+                    &mut scratch,
+                )
+            });
             seek += consumed.max(1);
             progress((seek.min(content_frames) as f32 / content_frames.max(1) as f32).min(1.0));
             window_done(WindowDone {
@@ -498,6 +506,8 @@ impl Decoding<'_> {
         let mut probs = Vec::new();
         let mut out = Candidate::default();
         while out.tokens.len() < MAX_WINDOW_TOKENS {
+            // A safe point: batch work waits here while interactive work runs.
+            cpu::give_way();
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
             }
@@ -558,6 +568,8 @@ impl Decoding<'_> {
         let mut logits = vec![win.first_logits.to_vec()];
         let mut finished: Vec<Candidate> = Vec::new();
         for _ in 0..MAX_WINDOW_TOKENS {
+            // A safe point: batch work waits here while interactive work runs.
+            cpu::give_way();
             if cancel.is_cancelled() {
                 return Err(AsrError::Cancelled);
             }
