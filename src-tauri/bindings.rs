@@ -7,6 +7,7 @@
 use crate::commands::{AppInfo, GpuView, LiveLine, RecordOutcome, UiError, UiErrorKind};
 use crate::window_rendering::WindowRendering;
 use crate::{event_declarations, event_payloads, COMMAND_NAMES};
+use headroom_base::cpu::{BatchWorkView, BesideView, CpuShareView, PausedTotal};
 use headroom_core::admission::{
     DeadlineKind, Lane, Occupancy, RejectReason, Rejection, SuggestedAction, YieldRule,
 };
@@ -62,6 +63,7 @@ pub fn typescript() -> String {
         // Admission and lanes.
         Lane, RejectReason, DeadlineKind, SuggestedAction, Rejection, Occupancy,
         RejectionRecord, LaneSnapshot, LaneView, YieldRule,
+        BatchWorkView, BesideView, PausedTotal, CpuShareView,
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.

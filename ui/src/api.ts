@@ -57,6 +57,7 @@ export type {
   Lane,
   LaneEvent,
   LaneView,
+  CpuShareView,
   MemorySample,
   ModelView,
   Occupancy,

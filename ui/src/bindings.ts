@@ -50,8 +50,45 @@ export type Occupancy = { in_flight: number, limit: number, waiting: number, wai
 reserved: number, };
 export type RejectionRecord = { at_unix_ms: number, rejection: Rejection, };
 export type LaneSnapshot = { lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
-export type LaneView = { server_url: string | null, lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
+export type LaneView = { server_url: string | null, 
+/**
+ * The audio lane's: who has the CPU, batch work paused for interactive work, and the
+ * interactive jobs that ran beside batch work.
+ */
+cpu: CpuShareView | null, lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
 export type YieldRule = "none" | "gate" | "preempt";
+export type BatchWorkView = { 
+/**
+ * What the work is, e.g. `transcription`, `speech`, `voice match`.
+ */
+work: string, jobs: number, 
+/**
+ * Jobs of it paused now, giving way to interactive work.
+ */
+paused: number, };
+export type BesideView = { 
+/**
+ * The interactive job, e.g. `speech`, `transcription`.
+ */
+job: string, 
+/**
+ * The batch work running beside it.
+ */
+beside: Array<string>, 
+/**
+ * When it ended, Unix milliseconds.
+ */
+at_unix_ms: number, took_ms: number, };
+export type PausedTotal = { work: string, paused_secs: number, };
+export type CpuShareView = { 
+/**
+ * Whether batch work gives way (`audio_lane.batch_gives_way`).
+ */
+batch_gives_way: boolean, interactive_running: number, batch: Array<BatchWorkView>, paused_total: Array<PausedTotal>, 
+/**
+ * The last interactive jobs that ran beside batch work, newest first.
+ */
+recent_beside: Array<BesideView>, };
 export type CleanupMode = "cleanup" | "rewrite";
 export type FailurePolicy = "reject" | "fallback" | "retry";
 export type PieceSource = { "kind": "llm", attempts: number, } | { "kind": "rule_based", because: Rejection | null, } | { "kind": "unchanged" };
@@ -318,7 +355,12 @@ interactive_reserve: number, max_waiting: number, queue_wait_secs: number,
  * Speech models (Whisper, voices, VAD, embedder) unused this long are let go, and loaded
  * again when next needed; 0 keeps them until memory is freed by hand.
  */
-model_idle_secs: number, };
+model_idle_secs: number, 
+/**
+ * Batch audio work (uploads at batch priority, narration, voice match searches, cloning
+ * takes) gives the CPU to interactive work while both run. Off only to compare.
+ */
+batch_gives_way: boolean, };
 export type CleanupSettings = { mode: CleanupMode, policy: FailurePolicy, retry_attempts: number, };
 export type ServerSettings = { 
 /**

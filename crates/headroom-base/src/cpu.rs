@@ -28,13 +28,16 @@
 //! own threads would inherit the idle priority and serve interactive work at it).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How often a paused batch job looks at its cancellation while it waits.
 const CANCEL_CHECK: Duration = Duration::from_millis(50);
+
+/// Interactive jobs that ran beside batch work, kept for the lanes panel.
+const RECENT: usize = 10;
 
 /// The process's arbiter between interactive and batch work on the CPU.
 pub struct CpuShare {
@@ -56,6 +59,10 @@ struct State {
     batch: BTreeMap<&'static str, BatchRunning>,
     /// Each interactive job running now, and the batch work it has run beside.
     turns: BTreeMap<u64, BTreeSet<&'static str>>,
+    /// Time each kind of batch work has spent paused, since the process started.
+    paused_total: BTreeMap<&'static str, Duration>,
+    /// The last interactive jobs that ran beside batch work, newest first.
+    recent: VecDeque<BesideView>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -86,6 +93,30 @@ pub struct BatchWorkView {
     pub paused: usize,
 }
 
+/// An interactive job that ran while batch work was running: the work that may have slowed
+/// it (by as little as a stopped step when batch work gives way).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct BesideView {
+    /// The interactive job, e.g. `speech`, `transcription`.
+    pub job: String,
+    /// The batch work running beside it.
+    pub beside: Vec<String>,
+    /// When it ended, Unix milliseconds.
+    #[cfg_attr(feature = "typescript", ts(type = "number"))]
+    pub at_unix_ms: u64,
+    #[cfg_attr(feature = "typescript", ts(type = "number"))]
+    pub took_ms: u64,
+}
+
+/// Batch work's time paused for interactive work, since the process started.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct PausedTotal {
+    pub work: String,
+    pub paused_secs: f64,
+}
+
 /// The arbiter's state now.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -94,6 +125,9 @@ pub struct CpuShareView {
     pub batch_gives_way: bool,
     pub interactive_running: usize,
     pub batch: Vec<BatchWorkView>,
+    pub paused_total: Vec<PausedTotal>,
+    /// The last interactive jobs that ran beside batch work, newest first.
+    pub recent_beside: Vec<BesideView>,
 }
 
 impl CpuShare {
@@ -119,7 +153,7 @@ impl CpuShare {
 
     /// An interactive job starts: batch work pauses at its next safe point, and batch model
     /// runs under way are stopped. It ends when the returned turn is dropped.
-    pub fn interactive(self: &Arc<Self>) -> InteractiveTurn {
+    pub fn interactive(self: &Arc<Self>, job: &'static str) -> InteractiveTurn {
         let (id, stops) = {
             let mut state = self.state();
             state.interactive += 1;
@@ -137,6 +171,8 @@ impl CpuShare {
         InteractiveTurn {
             share: self.clone(),
             id,
+            job,
+            started: Instant::now(),
             beside: None,
         }
     }
@@ -188,6 +224,15 @@ impl CpuShare {
                     paused: running.paused,
                 })
                 .collect(),
+            paused_total: state
+                .paused_total
+                .iter()
+                .map(|(work, paused)| PausedTotal {
+                    work: work.to_string(),
+                    paused_secs: paused.as_secs_f64(),
+                })
+                .collect(),
+            recent_beside: state.recent.iter().cloned().collect(),
         }
     }
 }
@@ -214,6 +259,8 @@ impl Drop for BatchEnded {
 pub struct InteractiveTurn {
     share: Arc<CpuShare>,
     id: u64,
+    job: &'static str,
+    started: Instant,
     beside: Option<BTreeSet<&'static str>>,
 }
 
@@ -230,7 +277,17 @@ impl InteractiveTurn {
         let beside = {
             let mut state = self.share.state();
             state.interactive -= 1;
-            state.turns.remove(&self.id).unwrap_or_default()
+            let beside = state.turns.remove(&self.id).unwrap_or_default();
+            if !beside.is_empty() {
+                state.recent.push_front(BesideView {
+                    job: self.job.to_string(),
+                    beside: beside.iter().map(|w| w.to_string()).collect(),
+                    at_unix_ms: crate::clock::unix_ms(),
+                    took_ms: self.started.elapsed().as_millis() as u64,
+                });
+                state.recent.truncate(RECENT);
+            }
+            beside
         };
         self.share.changed.notify_all();
         self.beside = Some(BTreeSet::new());
@@ -337,8 +394,9 @@ pub fn give_way() {
     if let Some(running) = state.batch.get_mut(batch.work) {
         running.paused -= 1;
     }
-    drop(state);
     let paused = started.elapsed();
+    *state.paused_total.entry(batch.work).or_default() += paused;
+    drop(state);
     batch
         .stats
         .paused_nanos
@@ -448,7 +506,7 @@ mod tests {
     #[test]
     fn batch_work_pauses_at_a_safe_point_while_interactive_work_runs() {
         let share = CpuShare::new(true);
-        let turn = share.interactive();
+        let turn = share.interactive("test");
         let (at_safe_point, reached) = mpsc::channel();
         let (resumed_tx, resumed) = mpsc::channel();
         let batch = {
@@ -481,13 +539,21 @@ mod tests {
         resumed.recv().unwrap();
         let ((), report) = batch.join().unwrap();
         assert_eq!(report.pauses, 1);
-        assert!(share.view().batch.is_empty());
+        let after = share.view();
+        assert!(after.batch.is_empty());
+        assert_eq!(after.paused_total[0].work, "transcription");
+        assert_eq!(
+            after.paused_total[0].paused_secs,
+            report.paused.as_secs_f64()
+        );
+        assert_eq!(after.recent_beside[0].job, "test");
+        assert_eq!(after.recent_beside[0].beside, ["transcription"]);
     }
 
     #[test]
     fn a_cancelled_batch_job_stops_waiting() {
         let share = CpuShare::new(true);
-        let _turn = share.interactive();
+        let _turn = share.interactive("test");
         let cancelled = Arc::new(AtomicBool::new(false));
         let flag = cancelled.clone();
         let (at_safe_point, reached) = mpsc::channel();
@@ -512,7 +578,7 @@ mod tests {
     #[test]
     fn outside_batch_work_nothing_waits() {
         let share = CpuShare::new(true);
-        let _turn = share.interactive();
+        let _turn = share.interactive("test");
         give_way();
         let ran = preemptible(|| panic!("not batch work: never stopped"), || 7);
         assert_eq!((ran.result, ran.stopped), (7, false));
@@ -545,7 +611,7 @@ mod tests {
             })
         };
         running.recv().unwrap();
-        let turn = share.interactive();
+        let turn = share.interactive("test");
         let (ran, report) = batch.join().unwrap();
         assert!(ran.stopped && ran.result);
         assert_eq!(report.preempted, 1);

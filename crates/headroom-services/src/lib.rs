@@ -162,6 +162,9 @@ pub struct LaneView {
     pub server_url: Option<String>,
     #[serde(flatten)]
     pub snapshot: LaneSnapshot,
+    /// The audio lane's: who has the CPU, batch work paused for interactive work, and the
+    /// interactive jobs that ran beside batch work.
+    pub cpu: Option<headroom_base::cpu::CpuShareView>,
 }
 
 /// The GPU sampler as the text lanes' memory-pressure gate reads it.
@@ -427,6 +430,7 @@ impl Services {
         let mut views = vec![LaneView {
             server_url: None,
             snapshot: self.audio_lane.snapshot(),
+            cpu: Some(self.audio_lane.cpu_share()),
         }];
         let lanes = self.text_lanes.lock().expect("lanes lock");
         let mut urls: Vec<&String> = lanes.keys().collect();
@@ -435,6 +439,7 @@ impl Services {
             views.push(LaneView {
                 server_url: Some(headroom_base::redact::urls(url)),
                 snapshot: lanes[url].snapshot(),
+                cpu: None,
             });
         }
         Ok(views)

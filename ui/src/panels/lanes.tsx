@@ -1,5 +1,5 @@
 // Live lane occupancy and the rejection history.
-import type { LaneView, RejectionRecord } from "../api";
+import type { CpuShareView, LaneView, RejectionRecord } from "../api";
 import { occupancyLine, reasonTitle } from "../rejection";
 
 function laneKey(l: LaneView): string {
@@ -52,6 +52,7 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
               admitted {l.admitted_total} · rejected <span data-testid={`lane-${id}-rejected`}>{rejected}</span>
               {l.median_latency_ms !== null && <> · median {l.median_latency_ms} ms</>}
             </div>
+            {l.cpu && <CpuShare cpu={l.cpu} />}
           </div>
         );
       })}
@@ -71,5 +72,38 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
         </ol>
       )}
     </section>
+  );
+}
+
+// Who has the CPU: batch work running or paused for the person's work, how long it has given
+// way, and the person's last job that ran beside batch work (and may have been slowed by it).
+function CpuShare(props: { cpu: CpuShareView }) {
+  const { cpu } = props;
+  const latest = cpu.recent_beside[0];
+  const paused = cpu.paused_total.filter((p) => p.paused_secs >= 0.05);
+  return (
+    <div class="lane-cpu" data-testid="cpu-share">
+      {!cpu.batch_gives_way && (
+        <div class="warning" data-testid="cpu-share-off">
+          Batch work competes with yours for the CPU (audio_lane.batch_gives_way is off).
+        </div>
+      )}
+      {cpu.batch.map((b) => (
+        <div key={b.work} data-testid={`cpu-batch-${b.work.replace(/ /g, "-")}`} data-state={b.paused > 0 ? "paused" : "running"}>
+          Batch {b.work}: {b.paused > 0 ? "paused for your work" : cpu.batch_gives_way ? "running, gives way to yours" : "running"}
+        </div>
+      ))}
+      {paused.length > 0 && (
+        <div class="muted" data-testid="cpu-paused-total">
+          Paused for your work so far: {paused.map((p) => `${p.work} ${p.paused_secs.toFixed(1)} s`).join(", ")}
+        </div>
+      )}
+      {latest && (
+        <div class="muted" data-testid="cpu-beside-latest">
+          Your last {latest.job} ({latest.took_ms} ms) ran beside batch {latest.beside.join(", ")}
+          {cpu.batch_gives_way ? ", which gave way" : ", which may have slowed it"}.
+        </div>
+      )}
+    </div>
   );
 }

@@ -202,7 +202,7 @@ impl AudioLane {
         let metrics = monitor.metrics().clone();
         let result = tokio::task::spawn_blocking(move || {
             let out = if let Some(counted) = interactive {
-                let turn = cpu.interactive();
+                let turn = cpu.interactive(job);
                 let out = work(&job_cancel);
                 for batch in turn.end() {
                     metrics.count_interactive_beside(job, batch);
