@@ -843,8 +843,11 @@ impl Workstation {
             .map(|next| next.start - segment.start)
             .unwrap_or(f64::INFINITY);
         let fitting = Instant::now();
+        let lane = self.services().audio_lane().clone();
         let fitted = tokio::task::spawn_blocking(move || {
-            fit_to_slot(&audio, slot, room, FitBounds::default())
+            lane.as_batch("narration", || {
+                fit_to_slot(&audio, slot, room, FitBounds::default())
+            })
         })
         .await
         .map_err(WorkstationError::TaskFailed)?;
@@ -1031,42 +1034,47 @@ impl Workstation {
         let vtt = format!("{base}.{language}.vtt");
         let store = self.store().clone();
         let files = (wav.clone(), srt.clone(), vtt.clone());
+        let lane = self.services().audio_lane().clone();
+        // Decoding, laying out and mixing the takes is batch work: it gives way to the
+        // person's jobs like the takes themselves.
         let (track_secs, mix_file) = blocking(move || {
-            let (wav, srt, vtt) = files;
-            let mut decoded = Vec::new();
-            for (start, file) in &takes {
-                decoded.push((*start, decode_file(file, DecodeLimits::default())?));
-            }
-            let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
-            let track = lay_out(&placed, duration, NARRATION_RATE)?;
-            let mixed = match (mix, source_audio) {
-                (true, Some(source)) => {
-                    let original = decode_file(&source, DecodeLimits::default())?;
-                    Some(duck_under(&track, &original, Ducking::default())?)
+            lane.as_batch("narration", move || {
+                let (wav, srt, vtt) = files;
+                let mut decoded = Vec::new();
+                for (start, file) in &takes {
+                    decoded.push((*start, decode_file(file, DecodeLimits::default())?));
                 }
-                _ => None,
-            };
-            store.write_file(&project, &wav, &wav_bytes(&track))?;
-            let mix_file = match &mixed {
-                Some(audio) => {
-                    let name = format!("{base}-mix.wav");
-                    store.write_file(&project, &name, &wav_bytes(audio))?;
-                    Some(name)
-                }
-                None => None,
-            };
-            let subtitles = narration_subtitles(&narration, track.duration_secs());
-            store.write_file(
-                &project,
-                &srt,
-                render(&subtitles, ExportFormat::Srt).as_bytes(),
-            )?;
-            store.write_file(
-                &project,
-                &vtt,
-                render(&subtitles, ExportFormat::Vtt).as_bytes(),
-            )?;
-            Ok((track.duration_secs(), mix_file))
+                let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
+                let track = lay_out(&placed, duration, NARRATION_RATE)?;
+                let mixed = match (mix, source_audio) {
+                    (true, Some(source)) => {
+                        let original = decode_file(&source, DecodeLimits::default())?;
+                        Some(duck_under(&track, &original, Ducking::default())?)
+                    }
+                    _ => None,
+                };
+                store.write_file(&project, &wav, &wav_bytes(&track))?;
+                let mix_file = match &mixed {
+                    Some(audio) => {
+                        let name = format!("{base}-mix.wav");
+                        store.write_file(&project, &name, &wav_bytes(audio))?;
+                        Some(name)
+                    }
+                    None => None,
+                };
+                let subtitles = narration_subtitles(&narration, track.duration_secs());
+                store.write_file(
+                    &project,
+                    &srt,
+                    render(&subtitles, ExportFormat::Srt).as_bytes(),
+                )?;
+                store.write_file(
+                    &project,
+                    &vtt,
+                    render(&subtitles, ExportFormat::Vtt).as_bytes(),
+                )?;
+                Ok((track.duration_secs(), mix_file))
+            })
         })
         .await?;
         let output = NarrationOutput {

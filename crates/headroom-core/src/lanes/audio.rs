@@ -155,6 +155,17 @@ impl AudioLane {
         self.monitor.subscribe()
     }
 
+    /// Runs light batch work that takes no slot (a narration's fitting and assembly) on the
+    /// calling blocking thread as batch work: its compute at the idle priority, giving way to
+    /// interactive jobs. Call it from a blocking thread.
+    pub fn as_batch<T: Send>(&self, job: &'static str, work: impl FnOnce() -> T + Send) -> T {
+        let (out, report) = self
+            .cpu
+            .batch(job, || false, || headroom_base::cpu::compute(work));
+        self.monitor.metrics().observe_batch_report(job, &report);
+        out
+    }
+
     /// Runs blocking audio work on a worker thread once a slot is free; interactive jobs are
     /// queued ahead of normal ones. The job receives the cancel token and should check it
     /// between steps; the slot is held until the work has really stopped, so a cancelled
