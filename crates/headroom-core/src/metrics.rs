@@ -309,6 +309,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn renders_who_had_the_cpu() {
+        let m = Metrics::new();
+        let report = headroom_base::cpu::BatchReport {
+            paused: Duration::from_millis(1500),
+            pauses: 2,
+            preempted: 1,
+        };
+        m.observe_batch_report("transcription", &report);
+        m.count_interactive_beside("speech", "transcription");
+        let text = m.render();
+        for line in [
+            "headroom_batch_paused_seconds_total{work=\"transcription\"} 1.5",
+            "headroom_batch_runs_preempted_total{work=\"transcription\"} 1",
+            "headroom_interactive_beside_batch_total{job=\"speech\",batch=\"transcription\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+    }
+
+    #[test]
     fn renders_rejections_by_reason_and_occupancy() {
         let m = Metrics::new();
         m.count_rejection(Lane::Text, RejectReason::TextLaneFull);
