@@ -47,6 +47,11 @@ pub enum BenchCommand {
     /// Interactive audio latency idle vs while a project is narrated (the ratio), and the
     /// narration's total time vs the sum of its stages.
     Narration(crate::bench_narration::NarrationBenchArgs),
+    /// Every interactive probe (espeak-ng, Kokoro, a voice profile's take, a 6 s transcription,
+    /// a live partial) idle and under each kind of batch work (transcription, narration, a voice
+    /// match search, cloning takes): p50/p95 ratios against the goal, and the batch work's own
+    /// slowdown.
+    Isolation(crate::bench_isolation::IsolationBenchArgs),
     /// Time to first token through `headroom serve` vs directly, same server, same run.
     Ttft {
         #[command(flatten)]
@@ -146,6 +151,9 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
         BenchCommand::Run(args) => return run_harness(args, services).await,
         BenchCommand::Narration(_) => {
             unreachable!("run by bench_narration, with the shared services")
+        }
+        BenchCommand::Isolation(_) => {
+            unreachable!("run by bench_isolation, with the shared services")
         }
         BenchCommand::Voices(args) => {
             crate::bench_voices::run(args, services).await?;

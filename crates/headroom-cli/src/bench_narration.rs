@@ -12,10 +12,10 @@ use headroom_services::Services;
 use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
 use headroom_speech::models::{self, DEFAULT_MODEL};
 use headroom_workstation::narration::{NarrationMode, NarrationOptions, NarrationTimings};
-use headroom_workstation::projects::ProjectStore;
+use headroom_workstation::projects::{Project, ProjectStore};
 use headroom_workstation::workstation::Workstation;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -66,7 +66,7 @@ struct Report {
 }
 
 /// The voices the narrations alternate between (so every run redoes every take).
-fn voices(services: &Services) -> Vec<String> {
+pub(crate) fn voices(services: &Services) -> Vec<String> {
     if models::locate(&services.env().models_dir, "kokoro").is_ok() {
         vec!["kokoro-jf_alpha".into(), "kokoro-jm_kumo".into()]
     } else {
@@ -74,44 +74,59 @@ fn voices(services: &Services) -> Vec<String> {
     }
 }
 
-pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::Result<()> {
-    let scratch = tempfile::tempdir()?;
+/// A workstation over `services` whose projects live in `scratch`, and a project made by
+/// transcribing `clip` into it, cleaned up by the text model at `upstream` (else the rules).
+pub(crate) async fn scratch_project(
+    services: &Arc<Services>,
+    clip: &Path,
+    scratch: &Path,
+    upstream: Option<String>,
+) -> anyhow::Result<(Arc<Workstation>, Project)> {
     let ws = Workstation::new(
-        ProjectStore::new(scratch.path().join("projects")),
+        ProjectStore::new(scratch.join("projects")),
         services.clone(),
         None,
     );
     let project = ws.store().create("Bench")?;
-    eprintln!(
-        "transcribing {} into a scratch project",
-        args.clip.display()
-    );
+    eprintln!("transcribing {} into a scratch project", clip.display());
     let project = ws
         .transcribe(
             &project.id,
-            &args.clip,
+            clip,
             None,
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
         .await?;
-    let upstream = args.upstream.clone();
     ws.update_project(&project.id, move |p| {
         p.settings.llm_cleanup = upstream.is_some();
         p.settings.server_url = upstream;
         Ok(())
     })
     .await?;
-    // The interactive probes: the clip's first 6 s transcribed, and a line spoken.
-    let source = decode_file(&args.clip, DecodeLimits::default())?;
+    Ok((ws, project))
+}
+
+/// The first `secs` seconds of `clip`, written as a WAV file into `dir`: an interactive
+/// probe's short clip.
+pub(crate) fn first_seconds(clip: &Path, secs: usize, dir: &Path) -> anyhow::Result<AudioInput> {
+    let source = decode_file(clip, DecodeLimits::default())?;
     let short = Audio {
-        samples: source.samples[..source.samples.len().min(6 * source.sample_rate as usize)]
+        samples: source.samples[..source.samples.len().min(secs * source.sample_rate as usize)]
             .to_vec(),
         sample_rate: source.sample_rate,
     };
-    let short_path = scratch.path().join("short.wav");
-    write_wav(&short_path, &short)?;
-    let short_clip = AudioInput::from_file(&short_path)?;
+    let path = dir.join(format!("first-{secs}s.wav"));
+    write_wav(&path, &short)?;
+    Ok(AudioInput::from_file(&path)?)
+}
+
+pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let (ws, project) =
+        scratch_project(&services, &args.clip, scratch.path(), args.upstream.clone()).await?;
+    // The interactive probes: the clip's first 6 s transcribed, and a line spoken.
+    let short_clip = first_seconds(&args.clip, 6, scratch.path())?;
     let speech = services.speech().clone();
     let kokoro = models::locate(&services.env().models_dir, "kokoro")
         .is_ok()

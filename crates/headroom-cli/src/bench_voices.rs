@@ -32,7 +32,7 @@ pub struct VoicesBenchArgs {
 }
 
 const TEXT: &str = "The weather today is sunny with a light breeze. Please send the report to my office before noon. We recorded the river at night for three hours.";
-const REFERENCE: &str = "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and began to read the timetable aloud. Nobody listened, but everyone waited.";
+pub(crate) const REFERENCE: &str = "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and began to read the timetable aloud. Nobody listened, but everyone waited.";
 
 #[derive(Serialize)]
 struct SynthRow {
@@ -84,7 +84,7 @@ async fn wer_of(
     Ok(word_error_rate(text, &transcript.text()))
 }
 
-fn espeak(voice: &str, pitch: u32, text: &str) -> anyhow::Result<Audio> {
+pub(crate) fn espeak(voice: &str, pitch: u32, text: &str) -> anyhow::Result<Audio> {
     let mut e = Espeak::default();
     e.pitch = pitch;
     Ok(e.synthesize(text, Some(voice), &CancellationToken::new())?)

@@ -17,6 +17,7 @@ macro_rules! print {
 mod stdout;
 
 mod bench;
+mod bench_isolation;
 mod bench_narration;
 mod bench_voices;
 mod cleanup;
@@ -220,6 +221,11 @@ fn main() -> ExitCode {
             Command::Doctor(args) => doctor::run(args, services).await,
             Command::Bench(bench::BenchCommand::Narration(args)) => {
                 bench_narration::run(args, shared.clone())
+                    .await
+                    .map(|()| ExitCode::SUCCESS)
+            }
+            Command::Bench(bench::BenchCommand::Isolation(args)) => {
+                bench_isolation::run(args, shared.clone())
                     .await
                     .map(|()| ExitCode::SUCCESS)
             }
