@@ -1448,3 +1448,77 @@ async fn nothing_goes_to_another_machine_without_consent() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn bench_isolation_reports_each_probe_idle_and_under_batch_work() {
+    assert!(
+        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
+        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
+    );
+    // Its smallest form: one probe under one kind of batch work, two runs each. The shape of
+    // the report is checked, not the times.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("isolation.json");
+    let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let out = headroom(
+        &[
+            "bench",
+            "isolation",
+            "--probes",
+            "espeak",
+            "--batch",
+            "transcription",
+            "--runs",
+            "2",
+            "--alone-secs",
+            "1",
+            "--pause-ms",
+            "0",
+            "--clip",
+            clip,
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["runs"], 2, "{report}");
+    assert_eq!(report["goal"]["p50_ratio"], 1.15);
+    assert_eq!(report["goal"]["p95_ratio"], 1.3);
+    assert_eq!(report["skipped"], serde_json::json!([]));
+    let probes = report["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 1, "{report}");
+    assert_eq!(probes[0]["probe"], "espeak");
+    assert_eq!(probes[0]["idle"]["count"], 2);
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{report}");
+    let row = &results[0];
+    assert_eq!(row["probe"], "espeak");
+    assert_eq!(row["batch"], "transcription");
+    assert_eq!(row["idle"]["count"], 2);
+    assert_eq!(row["during"]["count"], 2);
+    for key in ["p50_ratio", "p95_ratio"] {
+        assert!(row[key].as_f64().is_some_and(|r| r > 0.0), "{row}");
+    }
+    assert_eq!(report["all_within_goal"], row["within_goal"], "{report}");
+    let batch = report["batch"].as_array().unwrap();
+    assert_eq!(batch.len(), 1, "{report}");
+    assert_eq!(batch[0]["kind"], "transcription");
+    assert_eq!(batch[0]["work_unit"], "transcriptions of the clip");
+    for key in ["alone_work", "during_work", "during_window_secs"] {
+        assert!(batch[0][key].as_f64().is_some(), "{key}: {report}");
+    }
+    assert!(batch[0]["units_during"].as_u64().unwrap() >= 1);
+    let slowdown = &batch[0]["slowdown"];
+    assert!(
+        slowdown.is_null() || slowdown["ratio"].as_f64().is_some(),
+        "{report}"
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("| speak a line, espeak-ng | batch transcription |"),
+        "{stdout}"
+    );
+}
