@@ -284,10 +284,11 @@ impl WorkLog {
         }
     }
 
-    /// The unit in progress has done `within` of its work.
+    /// The unit in progress has done `within` of its work (reported when it is more than
+    /// before).
     fn at(&mut self, within: f64) {
         let work = self.base + within;
-        if self.reports.last().is_none_or(|&(_, w)| work > w) {
+        if work > self.done() {
             self.reports
                 .push((self.started.elapsed().as_secs_f64(), work));
         }
