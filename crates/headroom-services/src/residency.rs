@@ -125,6 +125,7 @@ impl<T> Resident<T> {
         lock(&self.state).loading = true;
         let loading = Loading { state: &self.state };
         let before = resident_bytes();
+        let started = Instant::now();
         let span = tracing::info_span!("load model", model = %self.name);
         let value = Arc::new(span.in_scope(load)?);
         let after = resident_bytes();
@@ -132,6 +133,7 @@ impl<T> Resident<T> {
         tracing::info!(
             model = %self.name,
             resident_mib = resident.map(|b| b as f64 / MIB),
+            load_ms = started.elapsed().as_millis() as u64,
             "model loaded"
         );
         lock(&self.state).held = Some(Held {
