@@ -822,3 +822,37 @@ async fn a_batch_transcription_gives_way_to_an_interactive_one() {
     let view = services.audio_lane().cpu_share();
     assert!(view.batch_gives_way && view.batch.is_empty() && view.interactive_running == 0);
 }
+
+/// Batch speech runs on the model's second session, on idle-priority threads: the same voice
+/// says the same thing as for interactive work.
+#[tokio::test]
+async fn a_batch_take_sounds_as_an_interactive_one() {
+    let services = headroom_tests::services(Config::default());
+    let (service, voice) = services
+        .speech_for_voice(Some("kokoro"))
+        .expect("scripts/test installs kokoro");
+    let line = "The river was loud that night.";
+    let mut takes = Vec::new();
+    for priority in [Priority::Interactive, Priority::Normal] {
+        takes.push(
+            service
+                .synthesize_at(
+                    line.into(),
+                    voice.clone(),
+                    priority,
+                    CancellationToken::new(),
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    let (interactive, batch) = (&takes[0], &takes[1]);
+    assert_eq!(interactive.samples.len(), batch.samples.len());
+    let largest_difference = interactive
+        .samples
+        .iter()
+        .zip(&batch.samples)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(largest_difference < 1e-3, "{largest_difference}");
+}

@@ -3,20 +3,23 @@
 //!
 //! The audio lane decides who *starts*. Once a person's job and a batch job (a narration, a
 //! transcription upload, a voice match search) run together they share the cores, and without
-//! this the person's job slows by as much as the batch job costs: 1.5–3× on two cores. Three
-//! means, each cheap and each covering what the others cannot (`headroom bench isolation`
+//! this the person's job slows by as much as the batch job costs: 1.5–3× on two cores. Two
+//! means, each cheap and each covering what the other cannot (`headroom bench isolation`
 //! measures them):
 //!
 //! - **Pauses at safe points.** Batch work calls [`give_way`] between steps (a Whisper window
 //!   or decoder step, a sentence, a search candidate). While an interactive job runs it waits
 //!   there, holding no lock, so the interactive job has the whole machine.
-//! - **Preemption of runs that cannot be split.** A model run that started before the
-//!   interactive job (an ONNX Runtime run: a sentence of Kokoro) is stopped when it starts
-//!   ([`preemptible`]) and run again after it.
 //! - **The system's idle priority inside a step.** [`compute`] runs a batch job's number
 //!   crunching (and the programs it starts) on threads at Linux's `SCHED_IDLE`, which get a
 //!   core only when nothing else wants it: a step under way when an interactive job starts
 //!   costs it almost nothing, and neither does a program such as espeak-ng started by it.
+//!   Model runtimes with threads of their own run batch work on threads lowered the same way
+//!   ([`lower_this_thread`]; the speech crate keeps a separate ONNX Runtime session for it).
+//!
+//! Stopping a batch model run part-way when an interactive job starts, and making it again
+//! after, was tried and measured: with interactive jobs closer together than one run (a
+//! Kokoro sentence), the batch work never finished. The idle priority needs no restart.
 //!
 //! Batch work is never refused or abandoned for this: it goes on as soon as no interactive job
 //! runs, and each batch job reports how long it gave way ([`BatchReport`]). The one
@@ -24,12 +27,13 @@
 //! it only through the functions here, which do nothing outside a batch job.
 //!
 //! Threads at `SCHED_IDLE` cannot return to normal priority without privileges, so they are
-//! kept apart: the batch pool's threads are made at start and never load a model (a model's
+//! kept apart: the batch pool's threads are made at start and never load a model for
+//! interactive use (a model's
 //! own threads would inherit the idle priority and serve interactive work at it).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -52,8 +56,6 @@ pub struct CpuShare {
 struct State {
     /// Interactive jobs running now.
     interactive: usize,
-    /// Model runs under way in batch work, each with how to stop it.
-    runs: BTreeMap<u64, Arc<dyn Fn() + Send + Sync>>,
     next_id: u64,
     /// Batch work running now: its name, how many jobs, how many paused.
     batch: BTreeMap<&'static str, BatchRunning>,
@@ -78,8 +80,6 @@ pub struct BatchReport {
     pub paused: Duration,
     /// How many times it paused.
     pub pauses: u64,
-    /// Model runs stopped part-way for interactive work and run again.
-    pub preempted: u64,
 }
 
 /// Batch work running now, as the lanes panel shows it.
@@ -151,23 +151,18 @@ impl CpuShare {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// An interactive job starts: batch work pauses at its next safe point, and batch model
-    /// runs under way are stopped. It ends when the returned turn is dropped.
+    /// An interactive job starts: batch work pauses at its next safe point. It ends when the
+    /// returned turn is dropped.
     pub fn interactive(self: &Arc<Self>, job: &'static str) -> InteractiveTurn {
-        let (id, stops) = {
+        let id = {
             let mut state = self.state();
             state.interactive += 1;
             let id = state.next_id;
             state.next_id += 1;
             let beside = state.batch.keys().copied().collect();
             state.turns.insert(id, beside);
-            let stops: Vec<_> = state.runs.values().cloned().collect();
-            (id, stops)
+            id
         };
-        // Outside the lock: a stop calls into the model's runtime.
-        for stop in stops {
-            stop();
-        }
         InteractiveTurn {
             share: self.clone(),
             id,
@@ -178,7 +173,7 @@ impl CpuShare {
     }
 
     /// Runs batch work `f` on this thread as `work` (e.g. `transcription`): inside it
-    /// [`give_way`], [`compute`] and [`preemptible`] act; `cancelled` is asked while paused so
+    /// [`give_way`], [`compute`] and [`in_batch`] act; `cancelled` is asked while paused so
     /// a cancelled job does not wait for interactive work to end.
     pub fn batch<T>(
         self: &Arc<Self>,
@@ -305,7 +300,6 @@ impl Drop for InteractiveTurn {
 struct BatchStats {
     paused_nanos: AtomicU64,
     pauses: AtomicU64,
-    preempted: AtomicU64,
 }
 
 impl BatchStats {
@@ -313,7 +307,6 @@ impl BatchStats {
         BatchReport {
             paused: Duration::from_nanos(self.paused_nanos.load(Ordering::Relaxed)),
             pauses: self.pauses.load(Ordering::Relaxed),
-            preempted: self.preempted.load(Ordering::Relaxed),
         }
     }
 }
@@ -423,51 +416,10 @@ pub fn compute<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     pool.install(move || with_batch(Some(inner), f))
 }
 
-/// How a [`preemptible`] run ended.
-pub struct Preemptible<T> {
-    pub result: T,
-    /// Whether an interactive job started during it and `stop` was called: a failed result
-    /// is then the stop's doing and the run should be given way to and tried again.
-    pub stopped: bool,
-}
-
-/// Runs `run`, calling `stop` if an interactive job starts meanwhile (batch work only). The
-/// caller gives way and runs again when `stopped` and the run failed.
-pub fn preemptible<T>(
-    stop: impl Fn() + Send + Sync + 'static,
-    run: impl FnOnce() -> T,
-) -> Preemptible<T> {
-    let Some(batch) = current().filter(|b| b.share.gives_way()) else {
-        return Preemptible {
-            result: run(),
-            stopped: false,
-        };
-    };
-    let share = &batch.share;
-    let fired = Arc::new(AtomicBool::new(false));
-    let id = {
-        let mut state = share.state();
-        let id = state.next_id;
-        state.next_id += 1;
-        let flag = fired.clone();
-        let stop: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
-            flag.store(true, Ordering::SeqCst);
-            stop();
-        });
-        if state.interactive > 0 {
-            // One started between the caller's safe point and here: stopped as it starts.
-            stop();
-        }
-        state.runs.insert(id, stop);
-        id
-    };
-    let result = run();
-    share.state().runs.remove(&id);
-    let stopped = fired.load(Ordering::SeqCst);
-    if stopped {
-        batch.stats.preempted.fetch_add(1, Ordering::Relaxed);
-    }
-    Preemptible { result, stopped }
+/// Whether the calling thread works for batch work that gives way: where a model runtime
+/// chooses its threads (the speech crate's batch ONNX sessions).
+pub fn in_batch() -> bool {
+    current().is_some_and(|b| b.share.gives_way())
 }
 
 /// The batch pool: one thread per core, each at the idle priority from its start.
@@ -483,8 +435,9 @@ fn batch_pool() -> Option<rayon::ThreadPool> {
 }
 
 /// Puts the calling thread at the lowest priority the system has for it: `SCHED_IDLE` on
-/// Linux (a core only when nothing else wants it), the lowest nice value elsewhere on Unix.
-fn lower_this_thread() {
+/// Linux (a core only when nothing else wants it; for good: an unprivileged thread cannot
+/// come back). Elsewhere it is left as it is.
+pub fn lower_this_thread() {
     #[cfg(target_os = "linux")]
     {
         let param = libc::sched_param { sched_priority: 0 };
@@ -554,7 +507,7 @@ mod tests {
     fn a_cancelled_batch_job_stops_waiting() {
         let share = CpuShare::new(true);
         let _turn = share.interactive("test");
-        let cancelled = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = cancelled.clone();
         let (at_safe_point, reached) = mpsc::channel();
         let batch = {
@@ -580,42 +533,8 @@ mod tests {
         let share = CpuShare::new(true);
         let _turn = share.interactive("test");
         give_way();
-        let ran = preemptible(|| panic!("not batch work: never stopped"), || 7);
-        assert_eq!((ran.result, ran.stopped), (7, false));
+        assert!(!in_batch());
         assert_eq!(compute(|| 6 * 7), 42);
-    }
-
-    #[test]
-    fn a_run_under_way_is_stopped_when_interactive_work_starts() {
-        let share = CpuShare::new(true);
-        let (running_tx, running) = mpsc::channel();
-        let (stop_tx, stop_rx) = mpsc::channel::<()>();
-        let stop_tx = Mutex::new(stop_tx);
-        let batch = {
-            let share = share.clone();
-            std::thread::spawn(move || {
-                share.batch(
-                    "voice match",
-                    || false,
-                    move || {
-                        preemptible(
-                            move || stop_tx.lock().unwrap().send(()).unwrap(),
-                            move || {
-                                running_tx.send(()).unwrap();
-                                // The model's run ends when told to stop.
-                                stop_rx.recv().is_ok()
-                            },
-                        )
-                    },
-                )
-            })
-        };
-        running.recv().unwrap();
-        let turn = share.interactive("test");
-        let (ran, report) = batch.join().unwrap();
-        assert!(ran.stopped && ran.result);
-        assert_eq!(report.preempted, 1);
-        assert_eq!(turn.end().into_iter().collect::<Vec<_>>(), ["voice match"]);
     }
 
     #[test]

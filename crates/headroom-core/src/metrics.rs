@@ -78,7 +78,6 @@ pub struct Metrics {
     runtime_tasks: Gauge,
     connection_refusals: Family<ReasonLabel, Counter>,
     batch_paused: Family<WorkLabel, Counter<f64>>,
-    batch_preempted: Family<WorkLabel, Counter>,
     interactive_beside_batch: Family<BesideLabels, Counter>,
 }
 
@@ -147,12 +146,6 @@ impl Metrics {
             "Time batch audio work spent paused so interactive work had the CPU, by what the batch work was",
             batch_paused.clone(),
         );
-        let batch_preempted = Family::<WorkLabel, Counter>::default();
-        registry.register(
-            "batch_runs_preempted",
-            "Batch model runs stopped part-way for interactive work and run again, by what the batch work was",
-            batch_preempted.clone(),
-        );
         let interactive_beside_batch = Family::<BesideLabels, Counter>::default();
         registry.register(
             "interactive_beside_batch",
@@ -161,7 +154,6 @@ impl Metrics {
         );
         let metrics = Metrics {
             batch_paused,
-            batch_preempted,
             interactive_beside_batch,
             runtime_tasks,
             connection_refusals,
@@ -197,9 +189,6 @@ impl Metrics {
         self.batch_paused
             .get_or_create(&label)
             .inc_by(report.paused.as_secs_f64());
-        self.batch_preempted
-            .get_or_create(&label)
-            .inc_by(report.preempted);
     }
 
     pub fn batch_paused_secs(&self, work: &'static str) -> f64 {
@@ -314,14 +303,12 @@ mod tests {
         let report = headroom_base::cpu::BatchReport {
             paused: Duration::from_millis(1500),
             pauses: 2,
-            preempted: 1,
         };
         m.observe_batch_report("transcription", &report);
         m.count_interactive_beside("speech", "transcription");
         let text = m.render();
         for line in [
             "headroom_batch_paused_seconds_total{work=\"transcription\"} 1.5",
-            "headroom_batch_runs_preempted_total{work=\"transcription\"} 1",
             "headroom_interactive_beside_batch_total{job=\"speech\",batch=\"transcription\"} 1",
         ] {
             assert!(text.contains(line), "{line} not in:\n{text}");

@@ -229,7 +229,6 @@ impl AudioLane {
                     tracing::debug!(
                         job,
                         paused_ms = report.paused.as_millis() as u64,
-                        preempted = report.preempted,
                         "batch job gave way to interactive work"
                     );
                 }

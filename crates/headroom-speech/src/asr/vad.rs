@@ -10,14 +10,13 @@
 use super::{
     AsrError, Segment, TranscribeOptions, Transcriber, Transcript, WindowDone, SAMPLE_RATE,
 };
-use ort::session::Session;
 use ort::value::Tensor;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Samples the model judges at a time (32 ms at 16 kHz).
@@ -92,7 +91,7 @@ impl Default for VadStream {
 
 /// The loaded Silero model.
 pub struct SileroVad {
-    session: Mutex<Session>,
+    session: crate::onnx::Model,
 }
 
 impl SileroVad {
@@ -102,10 +101,8 @@ impl SileroVad {
     /// Loads `silero_vad.onnx` and `libonnxruntime.so` from `dir`.
     pub fn load(dir: &Path) -> Result<SileroVad, VadError> {
         // One thread: the model is tiny and sequential (an LSTM over frames).
-        let session = crate::onnx::session(dir, Self::FILE, 1).map_err(VadError)?;
-        Ok(SileroVad {
-            session: Mutex::new(session),
-        })
+        let session = crate::onnx::Model::load(dir, Self::FILE, 1).map_err(VadError)?;
+        Ok(SileroVad { session })
     }
 
     /// The speech probability of each 32 ms frame of 16 kHz `samples` (the last one padded).
@@ -156,23 +153,24 @@ impl SileroVad {
         count: usize,
         input: Vec<f32>,
     ) -> Result<Vec<f32>, VadError> {
-        let (probs, h, c) = crate::onnx::run(
-            &self.session,
-            || {
-                Ok(ort::inputs![
-                    "input" => Tensor::from_array(([count, CONTEXT + FRAME], input.clone()))?,
-                    "h" => Tensor::from_array(([1usize, 1, STATE], stream.h.clone()))?,
-                    "c" => Tensor::from_array(([1usize, 1, STATE], stream.c.clone()))?,
-                ])
-            },
-            |outputs| {
-                let values = |name: &str| -> ort::Result<Vec<f32>> {
-                    Ok(outputs[name].try_extract_tensor::<f32>()?.1.to_vec())
-                };
-                Ok((values("speech_probs")?, values("hn")?, values("cn")?))
-            },
-        )
-        .map_err(VadError)?;
+        let (probs, h, c) = self
+            .session
+            .run(
+                || {
+                    Ok(ort::inputs![
+                        "input" => Tensor::from_array(([count, CONTEXT + FRAME], input.clone()))?,
+                        "h" => Tensor::from_array(([1usize, 1, STATE], stream.h.clone()))?,
+                        "c" => Tensor::from_array(([1usize, 1, STATE], stream.c.clone()))?,
+                    ])
+                },
+                |outputs| {
+                    let values = |name: &str| -> ort::Result<Vec<f32>> {
+                        Ok(outputs[name].try_extract_tensor::<f32>()?.1.to_vec())
+                    };
+                    Ok((values("speech_probs")?, values("hn")?, values("cn")?))
+                },
+            )
+            .map_err(VadError)?;
         if probs.len() != count {
             return Err(VadError(format!(
                 "the model gave {} probabilities for {count} frames",

@@ -5,13 +5,11 @@
 
 use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::Audio;
-use ort::session::Session;
 use ort::value::Tensor;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 const ENGINE: &str = "kokoro";
@@ -71,7 +69,7 @@ const IPA_TO_KOKORO: &[(&str, &str)] = &[
 
 /// A loaded Kokoro model.
 pub struct Kokoro {
-    session: Mutex<Session>,
+    session: crate::onnx::Model,
     vocab: HashMap<char, i64>,
     /// (name, STYLE_ROWS × STYLE_DIM numbers), in the model's order.
     styles: Vec<(String, Vec<f32>)>,
@@ -101,9 +99,9 @@ impl Kokoro {
             )));
         }
         let styles = read_style_tables(&dir.join("voices.npz"))?;
-        let session = crate::onnx::session(dir, "kokoro.onnx", 0).map_err(engine_error)?;
+        let session = crate::onnx::Model::load(dir, "kokoro.onnx", 0).map_err(engine_error)?;
         Ok(Kokoro {
-            session: Mutex::new(session),
+            session,
             vocab,
             styles,
             espeak_program: espeak_program.to_string(),
@@ -205,18 +203,19 @@ impl Kokoro {
         tokens.extend(ids);
         tokens.push(0);
         let n = tokens.len();
-        let samples = crate::onnx::run(
-            &self.session,
-            || {
-                Ok(ort::inputs![
-                    "tokens" => Tensor::from_array(([1usize, n], tokens.clone()))?,
-                    "style" => Tensor::from_array(([1usize, STYLE_DIM], row.clone()))?,
-                    "speed" => Tensor::from_array(([1usize], vec![speed]))?,
-                ])
-            },
-            |outputs| Ok(outputs["audio"].try_extract_tensor::<f32>()?.1.to_vec()),
-        )
-        .map_err(engine_error)?;
+        let samples = self
+            .session
+            .run(
+                || {
+                    Ok(ort::inputs![
+                        "tokens" => Tensor::from_array(([1usize, n], tokens.clone()))?,
+                        "style" => Tensor::from_array(([1usize, STYLE_DIM], row.clone()))?,
+                        "speed" => Tensor::from_array(([1usize], vec![speed]))?,
+                    ])
+                },
+                |outputs| Ok(outputs["audio"].try_extract_tensor::<f32>()?.1.to_vec()),
+            )
+            .map_err(engine_error)?;
         Ok(Some(Audio {
             samples,
             sample_rate: KOKORO_SAMPLE_RATE,

@@ -3,12 +3,10 @@
 
 use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::Audio;
-use ort::session::Session;
 use ort::value::Tensor;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 const ENGINE: &str = "piper";
@@ -23,7 +21,7 @@ fn engine_error(message: impl std::fmt::Display) -> TtsError {
 /// A loaded Piper voice.
 pub struct Piper {
     id: String,
-    session: Mutex<Session>,
+    session: crate::onnx::Model,
     sample_rate: u32,
     espeak_voice: String,
     /// espeak-ng, the phonemizer.
@@ -50,10 +48,10 @@ impl Piper {
         }
         let scale =
             |key: &str, default: f64| config["inference"][key].as_f64().unwrap_or(default) as f32;
-        let session = crate::onnx::session(dir, "voice.onnx", 0).map_err(engine_error)?;
+        let session = crate::onnx::Model::load(dir, "voice.onnx", 0).map_err(engine_error)?;
         Ok(Piper {
             id: id.to_string(),
-            session: Mutex::new(session),
+            session,
             sample_rate: config["audio"]["sample_rate"].as_u64().unwrap_or(22_050) as u32,
             espeak_voice: config["espeak"]["voice"]
                 .as_str()
@@ -91,18 +89,19 @@ impl Piper {
     fn speak_sentence(&self, sentence: &str) -> Result<Audio, TtsError> {
         let ids = self.ids_of(&self.phonemes(sentence)?);
         let n = ids.len();
-        let samples = crate::onnx::run(
-            &self.session,
-            || {
-                Ok(ort::inputs![
-                    "input" => Tensor::from_array(([1usize, n], ids.clone()))?,
-                    "input_lengths" => Tensor::from_array(([1usize], vec![n as i64]))?,
-                    "scales" => Tensor::from_array(([3usize], self.scales.to_vec()))?,
-                ])
-            },
-            |outputs| Ok(outputs["output"].try_extract_tensor::<f32>()?.1.to_vec()),
-        )
-        .map_err(engine_error)?;
+        let samples = self
+            .session
+            .run(
+                || {
+                    Ok(ort::inputs![
+                        "input" => Tensor::from_array(([1usize, n], ids.clone()))?,
+                        "input_lengths" => Tensor::from_array(([1usize], vec![n as i64]))?,
+                        "scales" => Tensor::from_array(([3usize], self.scales.to_vec()))?,
+                    ])
+                },
+                |outputs| Ok(outputs["output"].try_extract_tensor::<f32>()?.1.to_vec()),
+            )
+            .map_err(engine_error)?;
         Ok(Audio {
             samples,
             sample_rate: self.sample_rate,

@@ -7,13 +7,12 @@
 use super::VoiceError;
 use crate::audio::mel::slaney_filters;
 use crate::audio::Audio;
-use ort::session::Session;
 use ort::value::Tensor;
 use rustfft::num_complex::Complex32;
 use rustfft::{Fft, FftPlanner};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const SAMPLE_RATE: u32 = 16_000;
 const N_FFT: usize = 512;
@@ -65,7 +64,7 @@ impl Embedding {
 
 /// The loaded embedder.
 pub struct SpeakerEmbedder {
-    session: Mutex<Session>,
+    session: crate::onnx::Model,
     filters: Vec<f32>,
     /// The Hamming window, zero-padded to N_FFT and centred, as librosa pads it.
     window: Vec<f32>,
@@ -76,7 +75,8 @@ impl SpeakerEmbedder {
     /// Loads `embedder.onnx` and `libonnxruntime.so` from the installed `speaker-embedder`.
     pub fn load(dir: &Path) -> Result<SpeakerEmbedder, VoiceError> {
         // Two threads: embedding a clip takes milliseconds, and a search runs it beside synthesis.
-        let session = crate::onnx::session(dir, "embedder.onnx", 2).map_err(VoiceError::Engine)?;
+        let session =
+            crate::onnx::Model::load(dir, "embedder.onnx", 2).map_err(VoiceError::Engine)?;
         let offset = (N_FFT - WIN_LENGTH) / 2;
         let mut window = vec![0f32; N_FFT];
         for i in 0..WIN_LENGTH {
@@ -84,7 +84,7 @@ impl SpeakerEmbedder {
             window[offset + i] = (0.54 - 0.46 * phase.cos()) as f32;
         }
         Ok(SpeakerEmbedder {
-            session: Mutex::new(session),
+            session,
             filters: slaney_filters(N_MELS, N_FFT, SAMPLE_RATE),
             window,
             fft: FftPlanner::new().plan_fft_forward(N_FFT),
@@ -145,16 +145,17 @@ impl SpeakerEmbedder {
                 let start = w * WINDOW_STRIDE * N_MELS;
                 batch.extend_from_slice(&mel[start..start + WINDOW_FRAMES * N_MELS]);
             }
-            let values = crate::onnx::run(
-                &self.session,
-                || {
-                    let input =
-                        Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], batch.clone()))?;
-                    Ok(ort::inputs!["mel_window" => input])
-                },
-                |outputs| Ok(outputs["embedding"].try_extract_tensor::<f32>()?.1.to_vec()),
-            )
-            .map_err(VoiceError::Engine)?;
+            let values = self
+                .session
+                .run(
+                    || {
+                        let input =
+                            Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], batch.clone()))?;
+                        Ok(ort::inputs!["mel_window" => input])
+                    },
+                    |outputs| Ok(outputs["embedding"].try_extract_tensor::<f32>()?.1.to_vec()),
+                )
+                .map_err(VoiceError::Engine)?;
             for vector in values.chunks_exact(EMBEDDING_DIM) {
                 let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt() + 1e-12;
                 for (s, v) in sum.iter_mut().zip(vector) {
