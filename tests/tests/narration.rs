@@ -14,7 +14,7 @@ use headroom_workstation::narration::{
 };
 use headroom_workstation::projects::{Project, ProjectStore, SuggestionSource};
 use headroom_workstation::resume::JobOutcome;
-use headroom_workstation::workstation::Workstation;
+use headroom_workstation::workstation::{Workstation, WorkstationError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -423,6 +423,44 @@ async fn a_flooded_text_lane_flags_each_segment_with_its_reason_and_loses_nothin
             .contains("text model is busy")),
         "no segment is still waiting on the full lane: {:?}",
         stored.segments
+    );
+}
+
+/// Cancelled after its first take, a narration ends as cancelled. (It used to wait for ever:
+/// the text stage, done with its rules, waited to hand its next segment to the audio stage
+/// that had stopped.)
+#[tokio::test]
+async fn a_cancelled_narration_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workstation(dir.path(), "http://127.0.0.1:9/v1");
+    let project = transcribed(&ws, "Cancelled", false).await;
+    let cancel = CancellationToken::new();
+    let on_event = {
+        let cancel = cancel.clone();
+        move |e: NarrationEvent| {
+            if let NarrationEvent::Segment {
+                state: SegmentState::Fitted | SegmentState::Overflow { .. },
+                ..
+            } = e
+            {
+                cancel.cancel();
+            }
+        }
+    };
+    // Kokoro, so the cancel comes while a take is being made.
+    let options = NarrationOptions {
+        voice: Some("kokoro".into()),
+        ..Default::default()
+    };
+    let narrated = ws.narrate(&project.id, options, &on_event, &cancel);
+    // A guard against the hang, not a measure of speed.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(300), narrated)
+        .await
+        .expect("the cancelled narration never ended");
+    assert!(
+        matches!(ended, Err(WorkstationError::Cancelled)),
+        "{:?}",
+        ended.map(|s| s.narrated)
     );
 }
 

@@ -519,7 +519,7 @@ impl Workstation {
             }
         }
 
-        let (orders, mut incoming) = tokio::sync::mpsc::channel::<SpeakOrder>(2);
+        let (orders, incoming) = tokio::sync::mpsc::channel::<SpeakOrder>(2);
         let text_of = |index: usize| {
             self.text_step(
                 project_id,
@@ -575,6 +575,9 @@ impl Workstation {
             Ok::<(), WorkstationError>(())
         };
         let audio_stage = async {
+            // Owned here, so an audio stage that stops (cancelled, failed) closes the channel
+            // and the text stage's next send ends it too, instead of waiting for ever.
+            let mut incoming = incoming;
             while let Some(order) = incoming.recv().await {
                 self.speech_step(
                     project_id, &project, &settings, order, state, on_event, cancel,
