@@ -345,7 +345,10 @@ fn every_desktop_command_is_async_so_the_window_never_waits() {
             all.push((format!("{}: {name}", file.display()), is_async));
         }
     }
-    assert!(all.len() > 40, "the desktop's commands were not found: {all:?}");
+    assert!(
+        all.len() > 40,
+        "the desktop's commands were not found: {all:?}"
+    );
     let synchronous: Vec<&String> = all.iter().filter(|(_, a)| !a).map(|(n, _)| n).collect();
     assert!(
         synchronous.is_empty(),
