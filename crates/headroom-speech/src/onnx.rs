@@ -44,11 +44,7 @@ fn builder(dir: &Path, threads: usize) -> ort::Result<ort::session::builder::Ses
     } else {
         threads
     };
-    Session::builder()?
-        .with_intra_threads(threads)?
-        // Idle workers sleep instead of spinning: the cores they would burn are the ones
-        // another job (or another program) is waiting for.
-        .with_intra_op_spinning(false)
+    Session::builder()?.with_intra_threads(threads)
 }
 
 /// A model run's named inputs, as `ort::inputs!` makes them.
@@ -148,6 +144,8 @@ impl ThreadManager for IdleThreads {
 
 fn batch_session(dir: &Path, file: &str, threads: usize) -> Result<Session, String> {
     builder(dir, threads)
+        // Idle batch workers sleep instead of spinning between a run's steps.
+        .and_then(|b| b.with_intra_op_spinning(false))
         .and_then(|b| b.with_thread_manager(IdleThreads))
         .and_then(|b| b.commit_from_file(dir.join(file)))
         .map_err(|e| {
