@@ -403,7 +403,10 @@ pub fn give_way() {
 }
 
 /// Runs compute-heavy batch work (and the parallel iterators and programs inside it) on the
-/// idle-priority threads; elsewhere runs `f` where it is. `f` must not load a model.
+/// idle-priority threads; elsewhere runs `f` where it is. `f` must not load a model, nor
+/// wait for a lock another batch computation can hold: a pool thread waiting for its own
+/// parallel work runs other queued work meanwhile, which would then wait for that thread.
+/// Take such locks before calling `compute`.
 pub fn compute<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     let Some(batch) = current() else { return f() };
     let Some(pool) = batch.share.pool.as_ref() else {

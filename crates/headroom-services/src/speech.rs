@@ -311,7 +311,9 @@ impl SpeechService {
                 to_rate: Some(16_000),
                 cancel: cancel.clone(),
             };
-            let audio = input.decode(&decode)?;
+            // Batch work decodes on the idle-priority threads too (a long file's decoding
+            // and resampling is a step like any other).
+            let audio = headroom_base::cpu::compute(|| input.decode(&decode))?;
             let engine = source.engine(&service, options.precision)?;
             let engine: Arc<dyn Transcriber> = match vad_dir.flatten() {
                 Some(dir) => Arc::new(VadTranscriber::new(

@@ -134,7 +134,7 @@ impl SpeakerEmbedder {
         } else {
             std::borrow::Cow::Owned(audio.to_16k()?)
         };
-        let mel = self.log_mel(&audio.samples);
+        let mel = headroom_base::cpu::compute(|| self.log_mel(&audio.samples));
         let frames = mel.len() / N_MELS;
         let windows = 1 + frames.saturating_sub(WINDOW_FRAMES) / WINDOW_STRIDE;
         let mut sum = vec![0f32; EMBEDDING_DIM];

@@ -278,7 +278,10 @@ impl Decoding<'_> {
             let window = mel::window(&mel, n_mels, total_frames, seek, encoded_frames, 0.0);
             let offset = seek as f64 * HOP as f64 / mel::SAMPLE_RATE as f64;
             let started = std::time::Instant::now();
-            let cross = cpu::compute(|| self.model.encode(&window, encoded_frames))
+            // Its lock is taken on this thread; its products run on the batch pool.
+            let cross = self
+                .model
+                .encode(&window, encoded_frames)
                 .map_err(AsrError::model)?;
             drop(window);
             let encoded = started.elapsed();

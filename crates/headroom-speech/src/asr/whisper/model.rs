@@ -335,7 +335,8 @@ pub struct Whisper {
     /// Per decoder block, the projections of the audio to cross-attention keys and values:
     /// applied once per window, to all its frames at once.
     cross_kv: Vec<(StoredLinear, StoredLinear)>,
-    encoding: std::sync::Mutex<()>,
+    /// One window encoded at a time by interactive work, and one by batch work.
+    encoding: [std::sync::Mutex<()>; 2],
 }
 
 impl Whisper {
@@ -430,19 +431,27 @@ impl Whisper {
             encoder,
             decoder,
             cross_kv,
-            encoding: std::sync::Mutex::new(()),
+            encoding: [std::sync::Mutex::new(()), std::sync::Mutex::new(())],
         })
     }
 
     /// One window of log-mel frames (n_mels × `frames`, row-major) through the encoder, as
-    /// the decoder's cross-attention reads it. One window is encoded at a time: the encoder's
-    /// products already use every core, and a second one at once would only hold its
-    /// activations in memory beside the first (windows decoded meanwhile go on).
+    /// the decoder's cross-attention reads it. One window is encoded at a time (by each of
+    /// interactive and batch work): the encoder's products already use every core, and a
+    /// second one at once would only hold its activations in memory beside the first
+    /// (windows decoded meanwhile go on). Interactive work never waits for a batch encode.
+    ///
+    /// The lock is taken here, on the caller's thread, and batch work's products run on the
+    /// idle-priority pool inside it: taken on a pool thread, a second encode stolen by that
+    /// thread while it waits for its own products would wait for the lock it holds.
     pub fn encode(&self, mel: &[f32], frames: usize) -> Result<CrossKv> {
-        let _one_at_a_time = self.encoding.lock().unwrap_or_else(|e| e.into_inner());
-        let mel = Tensor::from_slice(mel, (1, self.dims.n_mels, frames), &Device::Cpu)?;
-        let audio = self.encoder.forward(&mel)?;
-        self.cross_kv(&audio)
+        let lock = &self.encoding[usize::from(headroom_base::cpu::in_batch())];
+        let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
+        headroom_base::cpu::compute(|| {
+            let mel = Tensor::from_slice(mel, (1, self.dims.n_mels, frames), &Device::Cpu)?;
+            let audio = self.encoder.forward(&mel)?;
+            self.cross_kv(&audio)
+        })
     }
 
     /// Encoder output as the decoder's cross-attention reads it, a block at a time (so only
