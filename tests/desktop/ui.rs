@@ -359,6 +359,23 @@ impl Desktop {
         }
     }
 
+    /// Chooses `voice` in the Synthesize view once its list, which arrives after the view
+    /// opens, offers it.
+    async fn choose_synth_voice(&self, voice: &str, wait: Duration) {
+        let option = format!("[data-testid='synth-voice'] option[value='{voice}']");
+        self.client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(&option))
+            .await
+            .unwrap_or_else(|e| panic!("the Synthesize view does not offer {voice}: {e}"));
+        self.find("synth-voice")
+            .await
+            .select_by_value(voice)
+            .await
+            .unwrap();
+    }
+
     async fn screenshot(&self, name: &str) {
         // Let the last state change paint before the capture.
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -930,20 +947,7 @@ async fn the_desktop_workflow_end_to_end() {
     );
     assert!(voices_dir.join("narrator/profile.json").exists());
     ui.click("nav-synthesize").await;
-    // The voice list arrives after the view opens.
-    ui.client
-        .wait()
-        .at_most(LONG_WAIT)
-        .for_element(Locator::Css(
-            "[data-testid='synth-voice'] option[value='profile:narrator']",
-        ))
-        .await
-        .expect("the Synthesize view offers the voice profile");
-    ui.find("synth-voice")
-        .await
-        .select_by_value("profile:narrator")
-        .await
-        .unwrap();
+    ui.choose_synth_voice("profile:narrator", LONG_WAIT).await;
     ui.click("synth-segment-0").await;
     let similarity = ui
         .until_text("synth-similarity-0", LONG_WAIT, |t| {
@@ -1300,19 +1304,7 @@ async fn the_desktop_workflow_end_to_end() {
     // --- A voice profile's take on that cloning server: the Synthesize view names the server
     // (password hidden) and what would go there; nothing is sent until the project allows it.
     ui.click("nav-synthesize").await;
-    ui.client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css(
-            "[data-testid='synth-voice'] option[value='profile:narrator']",
-        ))
-        .await
-        .expect("the Synthesize view offers the voice profile");
-    ui.find("synth-voice")
-        .await
-        .select_by_value("profile:narrator")
-        .await
-        .unwrap();
+    ui.choose_synth_voice("profile:narrator", WAIT).await;
     let shown = ui
         .until_text("voice-destination-url", WAIT, |t| t.contains("192.0.2.1"))
         .await;
