@@ -163,6 +163,33 @@ impl ServeProcess {
             .unwrap_or_else(|| panic!("no {series} in\n{text}"))
     }
 
+    /// `/headroom/lanes` once neither lane has anything in flight. A job whose client went
+    /// away stops at its next safe point, a moment after the client stops waiting; this waits
+    /// for that, and fails the test naming the lanes when it does not come within `within`.
+    pub async fn lanes_when_idle(
+        &self,
+        http: &reqwest::Client,
+        within: std::time::Duration,
+    ) -> serde_json::Value {
+        let url = format!("{}/headroom/lanes", self.base);
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let lanes: serde_json::Value =
+                http.get(&url).send().await.unwrap().json().await.unwrap();
+            let idle = ["text", "audio"]
+                .iter()
+                .all(|lane| lanes[lane]["occupancy"]["in_flight"].as_u64() == Some(0));
+            if idle {
+                return lanes;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lanes were still busy {within:?} after the load stopped: {lanes}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// The server root (where `/metrics` and `/health` live).
     pub fn root(&self) -> String {
         self.base.trim_end_matches("/v1").to_string()
