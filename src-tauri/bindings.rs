@@ -23,6 +23,7 @@ use headroom_services::residency::{MemoryView, ResidentModel};
 use headroom_services::voice_work::Closeness;
 use headroom_services::voices::{ReferenceClip, VoiceMatch, VoiceProfile};
 use headroom_services::LaneView;
+use headroom_speech::asr::Speaker;
 use headroom_speech::cloning::{CloningKind, Health};
 use headroom_speech::models::ModelStatus;
 use headroom_speech::tts::Style;
@@ -67,7 +68,7 @@ pub fn typescript() -> String {
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.
-        Decision, SuggestionSource, Suggestion, ProjectSegment, SpeechTake, ProjectSettings,
+        Decision, SuggestionSource, Suggestion, ProjectSegment, Speaker, SpeechTake, ProjectSettings,
         Project, ProjectEntry, TextDestination, VersionInfo,
         // Narration.
         NarrationMode, NarrationOptions, NarrationSettings, NarrationStage, SegmentRefusal,

@@ -254,6 +254,7 @@ impl headroom_speech::asr::Transcriber for LanguageRecorder {
             .unwrap()
             .push(options.language.clone());
         Ok(headroom_speech::asr::Transcript {
+            speakers: Vec::new(),
             language: options.language.clone(),
             duration: samples.len() as f64 / 16_000.0,
             segments: Vec::new(),

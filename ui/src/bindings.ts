@@ -104,7 +104,34 @@ export type ProjectSegment = { start: number, end: number,
 /**
  * The transcribed text, as the user edited it.
  */
-text: string, suggestion?: Suggestion | null, };
+text: string, suggestion?: Suggestion | null, 
+/**
+ * Who speaks (a [`Speaker::id`] of the project's speakers), once speakers were found.
+ */
+speaker?: string | null, };
+export type Speaker = { 
+/**
+ * The label segments and words carry: `S1`, `S2`, … in order of first speech, stable
+ * within the transcript.
+ */
+id: string, 
+/**
+ * The name shown: a voice profile's for a recognised speaker, or one the user gave.
+ */
+name?: string | null, 
+/**
+ * The voice profile this speaker was recognised as, or attached to by the user.
+ */
+profile?: string | null, 
+/**
+ * How close this speaker's voice is to that profile (cosine similarity), when the
+ * speaker was recognised by voice.
+ */
+similarity?: number | null, 
+/**
+ * Seconds this speaker speaks.
+ */
+seconds: number, };
 export type SpeechTake = { 
 /**
  * Relative to the project folder.
@@ -158,7 +185,11 @@ id: string, name: string, created_unix_ms: number, modified_unix_ms: number, set
 /**
  * The audio the transcript came from, relative to the project folder.
  */
-source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, speech: Array<SpeechTake>, 
+source_audio: string | null, language: string | null, duration_secs: number, segments: Array<ProjectSegment>, 
+/**
+ * Who speaks in the transcript, when speakers were found; segments name them by id.
+ */
+speakers?: Array<Speaker>, speech: Array<SpeechTake>, 
 /**
  * The project's narration (see `crate::narration`), once one was started.
  */

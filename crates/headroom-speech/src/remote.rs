@@ -179,6 +179,7 @@ impl Transcriber for RemoteTranscriber {
             Some(list) => list
                 .iter()
                 .map(|s| Segment {
+                    speaker: None,
                     start: s["start"].as_f64().unwrap_or(0.0),
                     end: s["end"].as_f64().unwrap_or(duration),
                     text: s["text"].as_str().unwrap_or("").trim().to_string(),
@@ -187,6 +188,7 @@ impl Transcriber for RemoteTranscriber {
                 .collect(),
             // A server that only answers `text`: one segment for the whole clip.
             None => vec![Segment {
+                speaker: None,
                 start: 0.0,
                 end: duration,
                 text: body["text"].as_str().unwrap_or("").trim().to_string(),
@@ -194,6 +196,7 @@ impl Transcriber for RemoteTranscriber {
             }],
         };
         Ok(Transcript {
+            speakers: Vec::new(),
             language: body["language"]
                 .as_str()
                 .map(str::to_string)

@@ -406,6 +406,7 @@ mod tests {
             progress.done_secs = 30.0;
             progress.duration_secs = 67.0;
             progress.segments.push(Segment {
+                speaker: None,
                 start: 0.0,
                 end: 2.0,
                 text: "hello".into(),

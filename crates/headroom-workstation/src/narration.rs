@@ -1135,6 +1135,7 @@ fn narration_subtitles(narration: &Narration, duration: f64) -> Transcript {
             let take = s.take.as_ref().expect("filtered");
             let next = spoken.get(i + 1).map(|n| n.start).unwrap_or(f64::INFINITY);
             Segment {
+                speaker: None,
                 start: s.start,
                 end: (s.start + take.secs.max(0.3)).min(next),
                 text: s.text.clone().expect("filtered"),
@@ -1143,6 +1144,7 @@ fn narration_subtitles(narration: &Narration, duration: f64) -> Transcript {
         })
         .collect();
     Transcript {
+        speakers: Vec::new(),
         language: Some(narration.settings.language.clone()),
         duration,
         segments,

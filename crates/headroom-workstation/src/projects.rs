@@ -13,7 +13,7 @@ use headroom_base::fsutil::{
     folder_name, remove_stale_temporaries, sync_dir, Beneath, BeneathError,
 };
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
-use headroom_speech::asr::{Segment, Transcript};
+use headroom_speech::asr::{Segment, Speaker, Transcript};
 use headroom_speech::audio::repair_partial;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -200,6 +200,9 @@ pub struct ProjectSegment {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<Suggestion>,
+    /// Who speaks (a [`Speaker::id`] of the project's speakers), once speakers were found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
 }
 
 impl ProjectSegment {
@@ -254,6 +257,9 @@ pub struct Project {
     pub duration_secs: f64,
     #[serde(default)]
     pub segments: Vec<ProjectSegment>,
+    /// Who speaks in the transcript, when speakers were found; segments name them by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speakers: Vec<Speaker>,
     #[serde(default)]
     pub speech: Vec<SpeechTake>,
     /// The project's narration (see `crate::narration`), once one was started.
@@ -293,19 +299,23 @@ impl Project {
                 end: s.end,
                 text: s.text.trim().to_string(),
                 suggestion: None,
+                speaker: s.speaker.clone(),
             })
             .collect();
+        self.speakers = transcript.speakers.clone();
     }
 
     /// The transcript as the user edited it, for exports.
     pub fn transcript(&self) -> Transcript {
         Transcript {
+            speakers: self.speakers.clone(),
             language: self.language.clone(),
             duration: self.duration_secs,
             segments: self
                 .segments
                 .iter()
                 .map(|s| Segment {
+                    speaker: s.speaker.clone(),
                     start: s.start,
                     end: s.end,
                     text: s.text.clone(),
@@ -753,6 +763,7 @@ impl ProjectStore {
         }
         let now = unix_ms();
         let project = Project {
+            speakers: Vec::new(),
             format: FORMAT_VERSION,
             id,
             name: name.trim().to_string(),
@@ -903,16 +914,19 @@ mod tests {
 
     fn transcript() -> Transcript {
         Transcript {
+            speakers: Vec::new(),
             language: Some("en".into()),
             duration: 4.0,
             segments: vec![
                 Segment {
+                    speaker: None,
                     start: 0.0,
                     end: 2.0,
                     text: " um hello there".into(),
                     words: Vec::new(),
                 },
                 Segment {
+                    speaker: None,
                     start: 2.0,
                     end: 4.0,
                     text: " second part".into(),
@@ -979,6 +993,7 @@ mod tests {
                         store
                             .update("shared", |p| {
                                 p.segments.push(ProjectSegment {
+                                    speaker: None,
                                     start: 0.0,
                                     end: 1.0,
                                     text: format!("writer {w} edit {i}"),

@@ -704,6 +704,7 @@ impl Workstation {
             }
         };
         let transcript = Transcript {
+            speakers: Vec::new(),
             language: rest.language,
             duration: rest.duration,
             segments: job.record().progress.segments.clone(),
@@ -1381,12 +1382,14 @@ mod tests {
         ws.store()
             .update(&project.id, |p| {
                 p.set_transcript(&Transcript {
+                    speakers: Vec::new(),
                     language: Some("en".into()),
                     duration: 4.0,
                     segments: ["Hello there.", "A second line."]
                         .iter()
                         .enumerate()
                         .map(|(i, text)| Segment {
+                            speaker: None,
                             start: i as f64 * 2.0,
                             end: i as f64 * 2.0 + 1.8,
                             text: text.to_string(),

@@ -139,16 +139,19 @@ mod tests {
 
     fn sample() -> Transcript {
         Transcript {
+            speakers: Vec::new(),
             language: Some("en".into()),
             duration: 3725.5,
             segments: vec![
                 Segment {
+                    speaker: None,
                     start: 0.0,
                     end: 2.5,
                     text: " Hello there.".into(),
                     words: Vec::new(),
                 },
                 Segment {
+                    speaker: None,
                     start: 3723.004,
                     end: 3725.5,
                     text: "Goodbye.".into(),
@@ -178,12 +181,14 @@ mod tests {
         let mut t = sample();
         t.segments[0].words = vec![
             crate::asr::Word {
+                speaker: None,
                 start: 0.1,
                 end: 0.6,
                 text: "Hello".into(),
                 probability: 0.9,
             },
             crate::asr::Word {
+                speaker: None,
                 start: 0.6,
                 end: 1.2,
                 text: "there.".into(),

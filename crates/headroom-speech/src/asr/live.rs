@@ -201,6 +201,7 @@ impl LiveTranscriber {
             updates.push(self.finalize(phrase.first, self.probs.len(), cancel)?);
         }
         let transcript = Transcript {
+            speakers: Vec::new(),
             duration: self.heard_secs(),
             language: self.language,
             segments: self.finals,

@@ -20,6 +20,9 @@ pub struct Segment {
     /// The words with their times, when word timestamps were asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub words: Vec<Word>,
+    /// Who speaks (a [`Speaker::id`] of the transcript), when speakers were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
 }
 
 impl Segment {
@@ -40,6 +43,7 @@ impl Segment {
             end,
             text: text.into(),
             words: Vec::new(),
+            speaker: None,
         }
     }
 }
@@ -53,6 +57,55 @@ pub struct Word {
     pub text: String,
     /// The mean probability of the word's tokens as the model chose them.
     pub probability: f32,
+    /// Who says it (a [`Speaker::id`] of the transcript), when speakers were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
+}
+
+/// A voice heard in a transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct Speaker {
+    /// The label segments and words carry: `S1`, `S2`, … in order of first speech, stable
+    /// within the transcript.
+    pub id: String,
+    /// The name shown: a voice profile's for a recognised speaker, or one the user gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The voice profile this speaker was recognised as, or attached to by the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// How close this speaker's voice is to that profile (cosine similarity), when the
+    /// speaker was recognised by voice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
+    /// Seconds this speaker speaks.
+    #[serde(default)]
+    pub seconds: f64,
+}
+
+impl Speaker {
+    /// The n-th speaker (from 0) as first heard, unnamed.
+    pub fn numbered(n: usize) -> Speaker {
+        Speaker {
+            id: format!("S{}", n + 1),
+            name: None,
+            profile: None,
+            similarity: None,
+            seconds: 0.0,
+        }
+    }
+
+    /// The name to show: the speaker's own, else "Speaker N" from the label.
+    pub fn display_name(&self) -> String {
+        match &self.name {
+            Some(name) => name.clone(),
+            None => match self.id.strip_prefix('S') {
+                Some(n) if n.chars().all(|c| c.is_ascii_digit()) => format!("Speaker {n}"),
+                _ => self.id.clone(),
+            },
+        }
+    }
 }
 
 /// A transcription.
@@ -62,6 +115,9 @@ pub struct Transcript {
     /// Seconds of audio transcribed.
     pub duration: f64,
     pub segments: Vec<Segment>,
+    /// Who speaks, when speakers were asked for; segments and words name them by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speakers: Vec<Speaker>,
 }
 
 impl Transcript {
@@ -72,6 +128,14 @@ impl Transcript {
             .map(|s| s.text.trim())
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The shown name of the speaker labelled `id`, if the transcript has one so labelled.
+    pub fn speaker_name(&self, id: &str) -> Option<String> {
+        self.speakers
+            .iter()
+            .find(|s| s.id == id)
+            .map(Speaker::display_name)
     }
 }
 
@@ -273,6 +337,7 @@ mod tests {
         ) -> Result<Transcript, AsrError> {
             let secs = samples.len() as f64 / SAMPLE_RATE as f64;
             Ok(Transcript {
+                speakers: Vec::new(),
                 language: None,
                 duration: secs,
                 segments: vec![Segment::new(0.0, secs, format!("{secs} s"))],

@@ -543,6 +543,7 @@ impl Transcriber for VadTranscriber {
             duration_secs: duration,
         });
         Ok(Transcript {
+            speakers: Vec::new(),
             language: options.language,
             duration,
             segments,

@@ -264,6 +264,7 @@ pub fn words(
                 / d.tokens.len() as f32;
             timed.push((
                 Word {
+                    speaker: None,
                     start: offset + times[start_token],
                     end: offset + times[end_token.min(times.len() - 1)],
                     text: d.text.trim().to_string(),
@@ -382,6 +383,7 @@ mod tests {
         audio.extend((0..8000).map(|i| (i as f32 * 0.1).sin() * 0.3));
         audio.extend(vec![0f32; 8000]);
         let word = |start: f64, end: f64| Word {
+            speaker: None,
             start,
             end,
             text: "harbour".into(),

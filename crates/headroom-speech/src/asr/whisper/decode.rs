@@ -819,6 +819,7 @@ impl Decoding<'_> {
         raw.into_iter()
             .zip(words)
             .map(|(s, words)| Segment {
+                speaker: None,
                 start: s.start,
                 end: s.end.max(s.start),
                 text: self

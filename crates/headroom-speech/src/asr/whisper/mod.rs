@@ -195,6 +195,7 @@ impl Transcriber for WhisperEngine {
         let decoded =
             decoding.transcribe(samples, options, from_secs, window_done, progress, cancel)?;
         Ok(Transcript {
+            speakers: Vec::new(),
             language: decoded.language,
             duration: samples.len() as f64 / mel::SAMPLE_RATE as f64,
             segments: decoded.segments,
