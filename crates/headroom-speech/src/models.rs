@@ -246,6 +246,18 @@ pub const MODELS: &[ModelSpec] = &[
             },
         ],
     },
+    ModelSpec {
+        name: "resemblyzer",
+        description: "Resemblyzer's GE2E speaker encoder (256-d): an independent judge of voice similarity, never used by the voice match's search",
+        licence: "Apache-2.0",
+        wheels: &[Wheel { package: "Resemblyzer", version: "0.1.4" }],
+        files: &[ModelFile {
+            name: "pretrained.pt",
+            parts: &[(0, "resemblyzer/pretrained.pt")],
+            sha256: "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
+            bytes: 17_090_379,
+        }],
+    },
 ];
 
 /// The voice activity detector transcription uses when it is installed.
@@ -253,6 +265,10 @@ pub const VAD_MODEL: &str = "silero-vad";
 
 /// The model that measures voice similarity.
 pub const EMBEDDER_MODEL: &str = "speaker-embedder";
+
+/// The second speaker embedder: scores takes and matches beside [`EMBEDDER_MODEL`], never
+/// searched against.
+pub const INDEPENDENT_EMBEDDER_MODEL: &str = "resemblyzer";
 
 /// A model problem, with what to do about it.
 #[derive(Debug, thiserror::Error)]
@@ -540,9 +556,9 @@ mod tests {
     fn specs_are_consistent() {
         for m in MODELS {
             assert!(
-                m.files
-                    .iter()
-                    .any(|f| f.name == "model.bin" || f.name.ends_with(".onnx")),
+                m.files.iter().any(|f| f.name == "model.bin"
+                    || f.name.ends_with(".onnx")
+                    || f.name.ends_with(".pt")),
                 "{}",
                 m.name
             );
@@ -555,7 +571,7 @@ mod tests {
         let err = spec("whisper-huge").unwrap_err().to_string();
         assert!(
             err.contains(
-                "whisper-tiny.en, whisper-base, piper-joe, kokoro, speaker-embedder, silero-vad"
+                "whisper-tiny.en, whisper-base, piper-joe, kokoro, speaker-embedder, silero-vad, resemblyzer"
             ),
             "{err}"
         );

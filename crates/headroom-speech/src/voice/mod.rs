@@ -1,14 +1,17 @@
 //! Voices: reference clips checked ([`check`]), speaker embeddings that measure how close two
-//! voices are ([`embedder`]), and the approximate voice match that searches an embedded
-//! voice's settings for the one closest to a profile ([`matching`]). Profiles themselves are
-//! stored by the workstation; cloning servers are in [`crate::remote`].
+//! voices are ([`embedder`]), a second embedder that judges independently ([`independent`]),
+//! and the approximate voice match that searches an embedded voice's settings for the one
+//! closest to a profile ([`matching`]). Profiles themselves are stored by the workstation;
+//! cloning servers are in [`crate::remote`].
 
 pub mod check;
 pub mod embedder;
+pub mod independent;
 pub mod matching;
 
 pub use check::{check_clip, ClipReport, Finding, Severity, MAX_CLIP_SECS, MIN_CLIP_SECS};
 pub use embedder::{Embedding, SpeakerEmbedder, EMBEDDING_DIM};
+pub use independent::IndependentEmbedder;
 
 use crate::audio::AudioError;
 use crate::tts::TtsError;
