@@ -44,6 +44,10 @@ pub enum BenchCommand {
     /// The embedded voices (real-time factor, WER) and the approximate voice match against
     /// target speakers made at run time (similarity on held-out sentences, WER, time).
     Voices(crate::bench_voices::VoicesBenchArgs),
+    /// Speaker diarization on conversations synthesized from voices of several engines:
+    /// diarization error rate (0.25 s collar) per number of speakers, how often the number was
+    /// estimated right, and known speakers named from voice profiles.
+    Speakers(crate::bench_speakers::SpeakersBenchArgs),
     /// Interactive audio latency idle vs while a project is narrated (the ratio), and the
     /// narration's total time vs the sum of its stages.
     Narration(crate::bench_narration::NarrationBenchArgs),
@@ -157,6 +161,10 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
         }
         BenchCommand::Voices(args) => {
             crate::bench_voices::run(args, services).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        BenchCommand::Speakers(args) => {
+            crate::bench_speakers::run(args, services).await?;
             return Ok(ExitCode::SUCCESS);
         }
         BenchCommand::Flood {

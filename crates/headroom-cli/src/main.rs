@@ -19,6 +19,7 @@ mod stdout;
 mod bench;
 mod bench_isolation;
 mod bench_narration;
+mod bench_speakers;
 mod bench_voices;
 mod cleanup;
 mod doctor;

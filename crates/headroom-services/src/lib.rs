@@ -45,7 +45,7 @@ use headroom_gpu::{GpuSampler, ReplayReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
 use headroom_speech::asr::Transcriber;
 use headroom_speech::models;
 use headroom_speech::tts::{Espeak, Kokoro, Piper, Synthesizer, ESPEAK_PROGRAM};
-use headroom_speech::voice::{SpeakerEmbedder, VoiceError};
+use headroom_speech::voice::{IndependentEmbedder, SpeakerEmbedder, VoiceError};
 use residency::Residency;
 use serde::Serialize;
 use speech::{SpeechError, SpeechService};
@@ -308,6 +308,22 @@ impl Services {
             })?)
     }
 
+    /// The independent speaker embedder (Resemblyzer's), which scores takes and matches beside
+    /// [`Services::embedder`] but is never searched against; loaded (on the calling thread)
+    /// when it is not in memory. Not installed: an error saying how to install it.
+    pub fn independent_embedder(&self) -> Result<Arc<IndependentEmbedder>, ServicesError> {
+        self.residency
+            .slot::<IndependentEmbedder>(
+                models::INDEPENDENT_EMBEDDER_MODEL,
+                "speaker embedding (independent judge)",
+            )
+            .get_or_load(|| {
+                let dir = models::locate(&self.env.models_dir, models::INDEPENDENT_EMBEDDER_MODEL)
+                    .map_err(SpeechError::from)?;
+                Ok(IndependentEmbedder::load(&dir)?)
+            })
+    }
+
     /// The speaker embedder, loaded (on the calling thread) when it is not in memory.
     pub fn embedder(&self) -> Result<Arc<SpeakerEmbedder>, ServicesError> {
         self.residency
@@ -317,6 +333,17 @@ impl Services {
                     .map_err(SpeechError::from)?;
                 Ok(SpeakerEmbedder::load(&dir)?)
             })
+    }
+
+    /// The speaker diarizer (the speaker embedder and the voice activity detector), loaded
+    /// (on the calling thread) when they are not in memory.
+    pub fn diarizer(&self) -> Result<headroom_speech::asr::diarize::Diarizer, ServicesError> {
+        let vad_dir =
+            models::locate(&self.env.models_dir, models::VAD_MODEL).map_err(SpeechError::from)?;
+        Ok(headroom_speech::asr::diarize::Diarizer::new(
+            self.embedder()?,
+            self.speech.loaded_vad(&vad_dir)?,
+        ))
     }
 
     /// The speech service that speaks `voice`, and the voice name to pass it: a neural voice

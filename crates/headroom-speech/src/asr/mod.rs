@@ -1,5 +1,7 @@
 //! Speech recognition: the [`Transcriber`] trait, the embedded Whisper engine, and exports.
 
+pub mod der;
+pub mod diarize;
 pub mod export;
 pub mod live;
 pub mod vad;

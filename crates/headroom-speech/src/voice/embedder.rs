@@ -27,6 +27,8 @@ const BATCH: usize = 32;
 pub const EMBEDDING_DIM: usize = 256;
 /// The least speech an embedding is made from: one model window (0.8 s plus the FFT's length).
 pub const MIN_SECONDS: f64 = ((WINDOW_FRAMES - 1) * HOP + N_FFT) as f64 / SAMPLE_RATE as f64;
+/// The 16 kHz samples one model window hears.
+pub const WINDOW_SAMPLES: usize = (WINDOW_FRAMES - 1) * HOP + N_FFT;
 
 /// A speaker embedding: unit length, so the dot product of two is their cosine similarity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,17 +147,7 @@ impl SpeakerEmbedder {
                 let start = w * WINDOW_STRIDE * N_MELS;
                 batch.extend_from_slice(&mel[start..start + WINDOW_FRAMES * N_MELS]);
             }
-            let values = self
-                .session
-                .run(
-                    || {
-                        let input =
-                            Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], batch.clone()))?;
-                        Ok(ort::inputs!["mel_window" => input])
-                    },
-                    |outputs| Ok(outputs["embedding"].try_extract_tensor::<f32>()?.1.to_vec()),
-                )
-                .map_err(VoiceError::Engine)?;
+            let values = self.run_windows(count, batch)?;
             for vector in values.chunks_exact(EMBEDDING_DIM) {
                 let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt() + 1e-12;
                 for (s, v) in sum.iter_mut().zip(vector) {
@@ -164,6 +156,54 @@ impl SpeakerEmbedder {
             }
         }
         Embedding::new(sum).ok_or_else(|| VoiceError::Engine("the embedder gave no vector".into()))
+    }
+
+    /// `count` windows of log-mel frames (count × WINDOW_FRAMES × N_MELS) through the model:
+    /// count × EMBEDDING_DIM numbers, not normalised.
+    fn run_windows(&self, count: usize, mel: Vec<f32>) -> Result<Vec<f32>, VoiceError> {
+        self.session
+            .run(
+                || {
+                    let input = Tensor::from_array(([count, WINDOW_FRAMES, N_MELS], mel.clone()))?;
+                    Ok(ort::inputs!["mel_window" => input])
+                },
+                |outputs| Ok(outputs["embedding"].try_extract_tensor::<f32>()?.1.to_vec()),
+            )
+            .map_err(VoiceError::Engine)
+    }
+
+    /// One unit-length vector per model window of 16 kHz `samples`, the windows starting at
+    /// `starts` (sample offsets; each hears [`WINDOW_SAMPLES`], silence past the end): what
+    /// a diarizer compares, a fraction of a second at a time.
+    pub fn embed_windows(
+        &self,
+        samples: &[f32],
+        starts: &[usize],
+    ) -> Result<Vec<Embedding>, VoiceError> {
+        let mut out = Vec::with_capacity(starts.len());
+        let mut padded = vec![0f32; WINDOW_SAMPLES];
+        for batch_starts in starts.chunks(BATCH) {
+            let mel = headroom_base::cpu::compute(|| {
+                let mut mel = Vec::with_capacity(batch_starts.len() * WINDOW_FRAMES * N_MELS);
+                for &start in batch_starts {
+                    let from = start.min(samples.len());
+                    let to = (start + WINDOW_SAMPLES).min(samples.len());
+                    padded.fill(0.0);
+                    padded[..to - from].copy_from_slice(&samples[from..to]);
+                    mel.extend(self.log_mel(&padded));
+                }
+                mel
+            });
+            let values = self.run_windows(batch_starts.len(), mel)?;
+            for vector in values.chunks_exact(EMBEDDING_DIM) {
+                out.push(
+                    Embedding::new(vector.to_vec()).ok_or_else(|| {
+                        VoiceError::Engine("the embedder gave a zero vector".into())
+                    })?,
+                );
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -1,0 +1,755 @@
+//! `headroom bench speakers`: diarization accuracy on conversations synthesized here, from
+//! voices of several engines (Kokoro, Piper, espeak-ng and, when installed, flite), with
+//! turns of 1–10 s, pauses of 0.2–1 s, short back-channel turns and background noise.
+//!
+//! The voices are split in two sets: the diarizer's settings were chosen on the `tune` set;
+//! the figures that count are the `test` set's, voices the choice never heard. Reported per
+//! number of speakers: the diarization error rate (missed speech, false alarm, confusion;
+//! 0.25 s collar), how often the number of speakers was estimated right, and how known
+//! speakers (voice profiles made from other sentences by the same voice) were named.
+
+use clap::{Args, ValueEnum};
+use headroom_services::Services;
+use headroom_speech::asr::der::{diarization_error, DerReport, Labelled};
+use headroom_speech::asr::diarize::{
+    Diarization, DiarizeOptions, DiarizeParams, Diarizer, KnownSpeaker, SpeakerCount,
+};
+use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
+use headroom_speech::models;
+use rand::rngs::StdRng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+const RATE: u32 = 16_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VoiceSet {
+    /// Voices the settings were chosen on.
+    Tune,
+    /// Voices kept apart from the choice: the figures that count.
+    Test,
+}
+
+#[derive(Args, Debug)]
+pub struct SpeakersBenchArgs {
+    /// Which voices the conversations are made of.
+    #[arg(long, value_enum, default_value = "test")]
+    set: VoiceSet,
+    /// Numbers of speakers, one group of conversations each.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 5])]
+    speakers: Vec<usize>,
+    /// Conversations per number of speakers.
+    #[arg(long, default_value_t = 3)]
+    conversations: usize,
+    /// Length of each conversation, in seconds of audio.
+    #[arg(long, default_value_t = 60.0)]
+    seconds: f64,
+    /// Seed for the conversations (speakers, turns, pauses, noise).
+    #[arg(long, default_value_t = 29)]
+    seed: u64,
+    /// Synthesized sentences are kept here between runs.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Writes each conversation's audio and reference (RTTM) here.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+    /// Override the diarizer's clustering threshold (cosine).
+    #[arg(long)]
+    same_speaker: Option<f32>,
+    /// Override the diarizer's speaker-change penalty.
+    #[arg(long)]
+    change_penalty: Option<f32>,
+    /// Override the known-speaker threshold (cosine).
+    #[arg(long)]
+    known_threshold: Option<f32>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// A voice: the engine's name for it and the set it belongs to.
+struct BenchVoice {
+    id: &'static str,
+    set: VoiceSet,
+}
+
+const VOICES: &[BenchVoice] = &[
+    BenchVoice {
+        id: "kokoro-jf_alpha",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "kokoro-jf_gongitsune",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "en-us+m1",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "en-us+f2",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "en-gb+m3",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "flite-awb",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "flite-kal16",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "kokoro-jf_nezumi",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "kokoro-jf_tebukuro",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "kokoro-jm_kumo",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "piper-joe",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "en-us+m7",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "en-gb+f4",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "en-us+m4",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "flite-rms",
+        set: VoiceSet::Test,
+    },
+    BenchVoice {
+        id: "flite-slt",
+        set: VoiceSet::Test,
+    },
+];
+
+/// What people say in the conversations: one sentence each, 1–5 s spoken.
+const LINES: &[&str] = &[
+    "I think we should leave before the traffic gets bad.",
+    "Did you see the message from the printer about the proofs?",
+    "The river was higher this morning than I have ever seen it.",
+    "We can move the meeting to Thursday if that helps.",
+    "My sister bought a bakery last spring and she has not slept since.",
+    "The tickets were cheaper than I expected.",
+    "Honestly, the second draft reads much better than the first.",
+    "Could you send me the numbers from the last quarter?",
+    "The train stopped for twenty minutes outside the station.",
+    "I planted tomatoes, but the snails found them first.",
+    "That is not what the contract says about the deadline.",
+    "We recorded the choir in the old church on Sunday evening.",
+    "Let me check the calendar and get back to you.",
+    "The museum is closed on Mondays, so we went to the market instead.",
+    "He fixed the bicycle with nothing but a spoon and some wire.",
+    "The coffee machine on the third floor is broken again.",
+    "If it rains tomorrow, we will film the interview indoors.",
+    "She told me the story twice, and it was different both times.",
+    "I would rather walk; it is only fifteen minutes from here.",
+    "The new microphones arrived, but one of the cables is missing.",
+    "Our neighbours have a dog that sings when the church bells ring.",
+    "The budget covers two more weeks of editing, not three.",
+    "Nobody expected the audience to laugh at that scene.",
+    "We should label every box before the movers arrive.",
+    "The lighthouse keeper wrote a letter to the harbour master every week.",
+    "Please remind me to water the plants on Friday.",
+    "It took three attempts to get the sound of the door right.",
+    "The children built a raft and it actually floated.",
+    "I have never understood why the clocks change in autumn.",
+    "The interview ran long, so the podcast will be in two parts.",
+];
+
+/// Short turns people say while listening.
+const BACKCHANNELS: &[&str] = &[
+    "Yeah.", "Right.", "Okay.", "Sure.", "I see.", "Exactly.", "Really?", "Mm-hmm.",
+];
+
+/// Sentences only the voice profiles are made from, never said in a conversation.
+const PROFILE_TEXT: &str = "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and began to read the timetable aloud. Nobody listened, but everyone waited.";
+
+/// One spoken sentence of a conversation, as scored.
+struct Utterance {
+    start: f64,
+    end: f64,
+    speaker: usize,
+}
+
+struct Conversation {
+    voices: Vec<&'static str>,
+    audio: Audio,
+    utterances: Vec<Utterance>,
+    snr_db: f64,
+}
+
+#[derive(Serialize)]
+struct ConversationRow {
+    speakers: usize,
+    voices: Vec<String>,
+    seconds: f64,
+    snr_db: f64,
+    backchannels: usize,
+    estimated_speakers: usize,
+    der: DerReport,
+    der_given_count: DerReport,
+    known: KnownRow,
+    diarize_secs: f64,
+}
+
+/// Known speakers: profiles for some of the conversation's voices (from other sentences), and
+/// for two voices not in it.
+#[derive(Serialize, Default)]
+struct KnownRow {
+    profiles_present: usize,
+    named_right: usize,
+    named_wrong: usize,
+    unnamed: usize,
+    /// The recognised speakers' similarity to their own profile, and the highest any speaker
+    /// had to a profile of another voice.
+    same_voice_similarity: Vec<f32>,
+    other_voice_max_similarity: f32,
+}
+
+#[derive(Serialize)]
+struct SizeRow {
+    speakers: usize,
+    conversations: usize,
+    der: f64,
+    missed: f64,
+    false_alarm: f64,
+    confusion: f64,
+    der_given_count: f64,
+    count_right: usize,
+}
+
+#[derive(Serialize)]
+struct Report {
+    set: VoiceSet,
+    seed: u64,
+    collar_secs: f64,
+    same_speaker: f32,
+    change_penalty: f32,
+    known_threshold: f32,
+    sizes: Vec<SizeRow>,
+    known_named_right: usize,
+    known_named_wrong: usize,
+    known_unnamed: usize,
+    known_present: usize,
+    conversations: Vec<ConversationRow>,
+}
+
+pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result<()> {
+    let cache = args
+        .cache
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("headroom-bench-speakers"));
+    std::fs::create_dir_all(&cache)?;
+    let flite = which("flite");
+    let installed = |m: &str| models::locate(&services.env().models_dir, m).is_ok();
+    let voices: Vec<&'static str> = VOICES
+        .iter()
+        .filter(|v| v.set == args.set)
+        .map(|v| v.id)
+        .filter(|id| !id.starts_with("flite-") || flite)
+        .filter(|id| !id.starts_with("kokoro-") || installed("kokoro"))
+        .filter(|id| !id.starts_with("piper-") || installed(id))
+        .collect();
+    let most = args.speakers.iter().copied().max().unwrap_or(2);
+    anyhow::ensure!(
+        voices.len() >= most,
+        "{} conversations need {most} voices; only {} of the {:?} set can be made here ({})",
+        most,
+        voices.len(),
+        args.set,
+        if flite {
+            ""
+        } else {
+            "install flite for four more"
+        }
+    );
+    let mut params = DiarizeParams::default();
+    if let Some(v) = args.same_speaker {
+        params.same_speaker = v;
+    }
+    if let Some(v) = args.change_penalty {
+        params.change_penalty = v;
+    }
+    if let Some(v) = args.known_threshold {
+        params.known_threshold = v;
+    }
+    let diarizer = services.diarizer()?;
+    let embedder = services.embedder()?;
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let mut rows = Vec::new();
+    for &n in &args.speakers {
+        for c in 0..args.conversations {
+            let chosen: Vec<&'static str> = voices.choose_multiple(&mut rng, n).copied().collect();
+            let conversation =
+                make_conversation(services, &cache, &chosen, args.seconds, &mut rng).await?;
+            if let Some(dir) = &args.keep {
+                keep(dir, &format!("{n}-speakers-{c}"), &conversation)?;
+            }
+            // Profiles: every other voice of the conversation, and two voices not in it.
+            let mut profiled: Vec<&'static str> = chosen.iter().step_by(2).copied().collect();
+            let absent: Vec<&'static str> = voices
+                .iter()
+                .filter(|v| !chosen.contains(v))
+                .copied()
+                .collect();
+            profiled.extend(absent.choose_multiple(&mut rng, 2).copied());
+            let mut known = Vec::new();
+            for voice in &profiled {
+                let clip = speak(services, &cache, voice, PROFILE_TEXT).await?;
+                known.push(KnownSpeaker {
+                    name: voice.to_string(),
+                    profile: None,
+                    embedding: embedder.embed(&clip)?,
+                });
+            }
+            let row = score(&diarizer, &conversation, &known, &params, n)?;
+            eprintln!(
+                "{n} speakers #{c}: DER {:.1}% (missed {:.1}%, false alarm {:.1}%, confusion {:.1}%), {} speakers found, given {n}: {:.1}%, names {}/{} right, {} wrong; {:.1} s",
+                100.0 * row.der.der,
+                100.0 * row.der.missed,
+                100.0 * row.der.false_alarm,
+                100.0 * row.der.confusion,
+                row.estimated_speakers,
+                100.0 * row.der_given_count.der,
+                row.known.named_right,
+                row.known.profiles_present,
+                row.known.named_wrong,
+                row.diarize_secs,
+            );
+            rows.push(row);
+        }
+    }
+    let report = summarize(&args, &params, rows);
+    print_table(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn which(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// `text` in `voice`, 16 kHz, silence trimmed at both ends; made once and kept in `cache`.
+async fn speak(
+    services: &Services,
+    cache: &Path,
+    voice: &str,
+    text: &str,
+) -> anyhow::Result<Audio> {
+    let key = format!("{:016x}", fnv1a(format!("{voice}\n{text}").as_bytes()));
+    let path = cache.join(format!("{key}.wav"));
+    if let Ok(audio) = decode_file(&path, DecodeLimits::default()) {
+        return Ok(audio);
+    }
+    let audio = if let Some(flite_voice) = voice.strip_prefix("flite-") {
+        flite(flite_voice, text)?
+    } else {
+        let (speech, name) = services.speech_for_voice(Some(voice))?;
+        speech
+            .synthesize(text.to_string(), name, CancellationToken::new())
+            .await?
+    };
+    let audio = trim_silence(audio.to_16k()?);
+    write_wav(&path, &audio)?;
+    Ok(audio)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// flite (a synthesizer Headroom does not otherwise use) reads the text from a file.
+fn flite(voice: &str, text: &str) -> anyhow::Result<Audio> {
+    let dir = tempfile::tempdir()?;
+    let (input, output) = (dir.path().join("text.txt"), dir.path().join("out.wav"));
+    std::fs::write(&input, text)?;
+    let status = std::process::Command::new("flite")
+        .arg("-voice")
+        .arg(voice)
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .status()?;
+    anyhow::ensure!(status.success(), "flite failed for voice {voice}");
+    Ok(decode_file(&output, DecodeLimits::default())?)
+}
+
+/// Without the quiet before the first and after the last 10 ms above -40 dB of the peak.
+fn trim_silence(audio: Audio) -> Audio {
+    let frame = (audio.sample_rate / 100) as usize;
+    let peak = audio.samples.iter().fold(0f32, |m, s| m.max(s.abs()));
+    let floor = peak * 0.01;
+    let loud: Vec<usize> = audio
+        .samples
+        .chunks(frame)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|s| s.abs() > floor))
+        .map(|(i, _)| i)
+        .collect();
+    let (Some(&first), Some(&last)) = (loud.first(), loud.last()) else {
+        return audio;
+    };
+    let end = ((last + 1) * frame).min(audio.samples.len());
+    Audio {
+        samples: audio.samples[first * frame..end].to_vec(),
+        sample_rate: audio.sample_rate,
+    }
+}
+
+fn rms(samples: &[f32]) -> f64 {
+    (samples.iter().map(|s| (*s as f64).powi(2)).sum::<f64>() / samples.len().max(1) as f64).sqrt()
+}
+
+/// A conversation among `voices`: each turn goes to someone other than the last speaker, is
+/// one or two sentences (1–10 s) or, one time in six, a short back-channel; pauses of 0.2–1 s
+/// between turns and 0.15–0.3 s between a turn's sentences; each voice at its own level
+/// (±3 dB); white noise at 15–30 dB below the speech.
+async fn make_conversation(
+    services: &Services,
+    cache: &Path,
+    voices: &[&'static str],
+    seconds: f64,
+    rng: &mut StdRng,
+) -> anyhow::Result<Conversation> {
+    let levels: Vec<f64> = voices
+        .iter()
+        .map(|_| 0.05 * 10f64.powf(rng.random_range(-3.0..3.0) / 20.0))
+        .collect();
+    let mut samples: Vec<f32> = vec![0.0; (0.5 * RATE as f64) as usize];
+    let mut utterances = Vec::new();
+    let mut last: Option<usize> = None;
+    let mut lines: Vec<&str> = LINES.to_vec();
+    lines.shuffle(rng);
+    let mut next_line = 0;
+    // Every voice speaks early, so none is only heard in the last seconds.
+    let mut order: Vec<usize> = (0..voices.len()).collect();
+    order.shuffle(rng);
+    let mut turn = 0;
+    while (samples.len() as f64) / (RATE as f64) < seconds {
+        let speaker = if turn < order.len() && last != Some(order[turn]) {
+            order[turn]
+        } else {
+            let others: Vec<usize> = (0..voices.len()).filter(|&s| Some(s) != last).collect();
+            *others.choose(rng).expect("two voices at least")
+        };
+        turn += 1;
+        let backchannel = last.is_some() && rng.random_bool(1.0 / 6.0);
+        let texts: Vec<&str> = if backchannel {
+            vec![*BACKCHANNELS.choose(rng).expect("back-channels")]
+        } else {
+            let count = rng.random_range(1..=2);
+            (0..count)
+                .map(|_| {
+                    let line = lines[next_line % lines.len()];
+                    next_line += 1;
+                    line
+                })
+                .collect()
+        };
+        for (i, text) in texts.iter().enumerate() {
+            if i > 0 {
+                silence(&mut samples, rng.random_range(0.15..0.3));
+            }
+            let clip = speak(services, cache, voices[speaker], text).await?;
+            let gain = levels[speaker] / rms(&clip.samples).max(1e-6);
+            let start = samples.len() as f64 / RATE as f64;
+            samples.extend(clip.samples.iter().map(|s| (*s as f64 * gain) as f32));
+            utterances.push(Utterance {
+                start,
+                end: samples.len() as f64 / RATE as f64,
+                speaker,
+            });
+        }
+        silence(&mut samples, rng.random_range(0.2..1.0));
+        last = Some(speaker);
+    }
+    let speech_rms = levels.iter().sum::<f64>() / levels.len() as f64;
+    let snr_db = rng.random_range(15.0..30.0);
+    let noise_rms = speech_rms / 10f64.powf(snr_db / 20.0);
+    for s in &mut samples {
+        // The sum of twelve uniforms, less six: near enough to Gaussian for background hiss.
+        let g: f64 = (0..12).map(|_| rng.random::<f64>()).sum::<f64>() - 6.0;
+        *s += (g * noise_rms) as f32;
+    }
+    Ok(Conversation {
+        voices: voices.to_vec(),
+        audio: Audio {
+            samples,
+            sample_rate: RATE,
+        },
+        utterances,
+        snr_db,
+    })
+}
+
+fn silence(samples: &mut Vec<f32>, secs: f64) {
+    samples.extend(std::iter::repeat_n(0.0, (secs * RATE as f64) as usize));
+}
+
+fn keep(dir: &Path, name: &str, c: &Conversation) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    write_wav(&dir.join(format!("{name}.wav")), &c.audio)?;
+    let rttm: String = c
+        .utterances
+        .iter()
+        .map(|u| {
+            format!(
+                "SPEAKER {name} 1 {:.3} {:.3} <NA> <NA> {} <NA> <NA>\n",
+                u.start,
+                u.end - u.start,
+                c.voices[u.speaker]
+            )
+        })
+        .collect();
+    std::fs::write(dir.join(format!("{name}.rttm")), rttm)?;
+    Ok(())
+}
+
+fn labelled(d: &Diarization) -> Vec<Labelled> {
+    d.turns
+        .iter()
+        .map(|t| Labelled {
+            start: t.start,
+            end: t.end,
+            speaker: d.speakers[t.speaker].id.clone(),
+        })
+        .collect()
+}
+
+fn score(
+    diarizer: &Diarizer,
+    c: &Conversation,
+    known: &[KnownSpeaker],
+    params: &DiarizeParams,
+    n: usize,
+) -> anyhow::Result<ConversationRow> {
+    let reference: Vec<Labelled> = c
+        .utterances
+        .iter()
+        .map(|u| Labelled {
+            start: u.start,
+            end: u.end,
+            speaker: c.voices[u.speaker].to_string(),
+        })
+        .collect();
+    let cancel = CancellationToken::new();
+    let options = DiarizeOptions {
+        count: SpeakerCount::Auto,
+        known: known.to_vec(),
+        params: params.clone(),
+    };
+    let started = Instant::now();
+    let found = diarizer.diarize(&c.audio.samples, &options, &|_| {}, &cancel)?;
+    let diarize_secs = started.elapsed().as_secs_f64();
+    let given = diarizer.diarize(
+        &c.audio.samples,
+        &DiarizeOptions {
+            count: SpeakerCount::Exactly(n),
+            known: Vec::new(),
+            params: params.clone(),
+        },
+        &|_| {},
+        &cancel,
+    )?;
+    let der = diarization_error(&reference, &labelled(&found), 0.25);
+    let der_given_count = diarization_error(&reference, &labelled(&given), 0.25);
+    let known_row = known_names(diarizer, c, &found, known, &reference)?;
+    Ok(ConversationRow {
+        speakers: n,
+        voices: c.voices.iter().map(|v| v.to_string()).collect(),
+        seconds: c.audio.duration_secs(),
+        snr_db: c.snr_db,
+        backchannels: c
+            .utterances
+            .iter()
+            .filter(|u| u.end - u.start < 1.0)
+            .count(),
+        estimated_speakers: found.speakers.len(),
+        der,
+        der_given_count,
+        known: known_row,
+        diarize_secs,
+    })
+}
+
+/// Which voice each found speaker mostly is, and whether their name (if any) says so.
+fn known_names(
+    diarizer: &Diarizer,
+    c: &Conversation,
+    found: &Diarization,
+    known: &[KnownSpeaker],
+    reference: &[Labelled],
+) -> anyhow::Result<KnownRow> {
+    let mut row = KnownRow {
+        profiles_present: known
+            .iter()
+            .filter(|k| c.voices.contains(&k.name.as_str()))
+            .count(),
+        ..KnownRow::default()
+    };
+    let embeddings = diarizer.speaker_embeddings(&c.audio.samples, found)?;
+    let mut named_voices = Vec::new();
+    for (s, speaker) in found.speakers.iter().enumerate() {
+        let voice = majority_voice(found, s, reference);
+        if let Some(name) = &speaker.name {
+            if Some(name.as_str()) == voice.as_deref() {
+                row.named_right += 1;
+                named_voices.push(name.clone());
+            } else {
+                row.named_wrong += 1;
+            }
+        }
+        if let Some(e) = &embeddings[s] {
+            for k in known {
+                let sim = e.similarity(&k.embedding);
+                if Some(k.name.as_str()) == voice.as_deref() {
+                    row.same_voice_similarity.push(sim);
+                } else {
+                    row.other_voice_max_similarity = row.other_voice_max_similarity.max(sim);
+                }
+            }
+        }
+    }
+    row.unnamed = row.profiles_present - named_voices.len().min(row.profiles_present);
+    Ok(row)
+}
+
+/// The reference voice that speaker `s` overlaps most.
+fn majority_voice(found: &Diarization, s: usize, reference: &[Labelled]) -> Option<String> {
+    let mut overlap: Vec<(String, f64)> = Vec::new();
+    for t in found.turns.iter().filter(|t| t.speaker == s) {
+        for r in reference {
+            let o = t.end.min(r.end) - t.start.max(r.start);
+            if o > 0.0 {
+                match overlap.iter_mut().find(|(v, _)| *v == r.speaker) {
+                    Some(e) => e.1 += o,
+                    None => overlap.push((r.speaker.clone(), o)),
+                }
+            }
+        }
+    }
+    overlap
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(v, _)| v)
+}
+
+fn summarize(
+    args: &SpeakersBenchArgs,
+    params: &DiarizeParams,
+    rows: Vec<ConversationRow>,
+) -> Report {
+    let sizes = args
+        .speakers
+        .iter()
+        .map(|&n| {
+            let of: Vec<&ConversationRow> = rows.iter().filter(|r| r.speakers == n).collect();
+            // Rates over all the group's scored speech, as md-eval pools a corpus.
+            let pooled = |f: fn(&DerReport) -> f64, g: fn(&ConversationRow) -> &DerReport| {
+                let scored: f64 = of.iter().map(|r| g(r).scored_secs).sum();
+                of.iter().map(|r| f(g(r))).sum::<f64>() / scored.max(1e-9)
+            };
+            let errors = |d: &DerReport| d.missed_secs + d.false_alarm_secs + d.confusion_secs;
+            SizeRow {
+                speakers: n,
+                conversations: of.len(),
+                der: pooled(errors, |r| &r.der),
+                missed: pooled(|d| d.missed_secs, |r| &r.der),
+                false_alarm: pooled(|d| d.false_alarm_secs, |r| &r.der),
+                confusion: pooled(|d| d.confusion_secs, |r| &r.der),
+                der_given_count: pooled(errors, |r| &r.der_given_count),
+                count_right: of.iter().filter(|r| r.estimated_speakers == n).count(),
+            }
+        })
+        .collect();
+    Report {
+        set: args.set,
+        seed: args.seed,
+        collar_secs: 0.25,
+        same_speaker: params.same_speaker,
+        change_penalty: params.change_penalty,
+        known_threshold: params.known_threshold,
+        sizes,
+        known_named_right: rows.iter().map(|r| r.known.named_right).sum(),
+        known_named_wrong: rows.iter().map(|r| r.known.named_wrong).sum(),
+        known_unnamed: rows.iter().map(|r| r.known.unnamed).sum(),
+        known_present: rows.iter().map(|r| r.known.profiles_present).sum(),
+        conversations: rows,
+    }
+}
+
+fn print_table(r: &Report) {
+    println!(
+        "voices: {:?} set · collar {} s · same-speaker {} · change penalty {} · known {}",
+        r.set, r.collar_secs, r.same_speaker, r.change_penalty, r.known_threshold
+    );
+    println!("| speakers | conversations | DER | missed | false alarm | confusion | DER, count given | count right |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for s in &r.sizes {
+        println!(
+            "| {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {}/{} |",
+            s.speakers,
+            s.conversations,
+            100.0 * s.der,
+            100.0 * s.missed,
+            100.0 * s.false_alarm,
+            100.0 * s.confusion,
+            100.0 * s.der_given_count,
+            s.count_right,
+            s.conversations
+        );
+    }
+    let same: Vec<f32> = r
+        .conversations
+        .iter()
+        .flat_map(|c| c.known.same_voice_similarity.iter().copied())
+        .collect();
+    let other = r
+        .conversations
+        .iter()
+        .map(|c| c.known.other_voice_max_similarity)
+        .fold(f32::NEG_INFINITY, f32::max);
+    println!(
+        "known speakers: {} of {} named right, {} named wrong; similarity to their own profile {:.2}–{:.2}, to another voice's at most {:.2}",
+        r.known_named_right,
+        r.known_present,
+        r.known_named_wrong,
+        same.iter().copied().fold(f32::INFINITY, f32::min),
+        same.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+        other
+    );
+}

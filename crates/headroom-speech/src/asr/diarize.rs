@@ -1,0 +1,913 @@
+//! Who spoke when: speaker diarization with the embedded speaker embedder and Silero VAD,
+//! offline, no segmentation model.
+//!
+//! 1. Voice activity detection finds speech, cut at pauses as short as a breath.
+//! 2. The embedder hears each stretch of speech a window (0.8 s) at a time, every 0.2 s.
+//! 3. Windows are pooled into pieces of about 1.6 s, and the pieces clustered bottom-up
+//!    (average linkage on cosine similarity) until the closest two clusters are further apart
+//!    than a measured threshold, or until the number of speakers the user gave is left.
+//! 4. Each window is then labelled again against the speakers' centroids, with a penalty on
+//!    changing speaker (Viterbi), which finds changes inside a stretch of speech.
+//! 5. Speakers whose voice is close enough to a known one (a voice profile) take its name.
+//!
+//! [`attribute`] then gives each word of a transcript the speaker heard over it, and splits
+//! segments where the speaker changes.
+
+use super::vad::{speech_regions, SileroVad, VadParams};
+use super::{Segment, Speaker, Transcript, SAMPLE_RATE};
+use crate::audio::Audio;
+use crate::voice::embedder::WINDOW_SAMPLES;
+use crate::voice::{Embedding, SpeakerEmbedder, VoiceError};
+use std::ops::Range;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The most speakers told apart; more is refused as a request and never estimated.
+pub const MAX_SPEAKERS: usize = 10;
+
+/// How many speakers to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpeakerCount {
+    /// Estimated from the voices heard.
+    #[default]
+    Auto,
+    /// Exactly this many (1..=[`MAX_SPEAKERS`]), when the user knows.
+    Exactly(usize),
+}
+
+impl std::str::FromStr for SpeakerCount {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(SpeakerCount::Auto);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if (1..=MAX_SPEAKERS).contains(&n) => Ok(SpeakerCount::Exactly(n)),
+            _ => Err(format!(
+                "speakers must be `auto` or a number from 1 to {MAX_SPEAKERS}, not {s:?}"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SpeakerCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpeakerCount::Auto => f.write_str("auto"),
+            SpeakerCount::Exactly(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A voice the diarizer may recognise: a voice profile, or a reference clip given with a
+/// request.
+#[derive(Debug, Clone)]
+pub struct KnownSpeaker {
+    pub name: String,
+    /// The voice profile's id, when the voice is one.
+    pub profile: Option<String>,
+    pub embedding: Embedding,
+}
+
+/// How speakers are told apart. The defaults were chosen with `headroom bench speakers` on
+/// conversations of voices kept apart from the ones it reports on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiarizeParams {
+    /// Speech detection: pauses this short already separate speakers.
+    pub vad: VadParams,
+    /// Samples between the starts of two windows the embedder hears.
+    pub window_step: usize,
+    /// Windows pooled into one piece for clustering, and the windows between two pieces.
+    pub piece_windows: usize,
+    pub piece_step: usize,
+    /// Two clusters closer than this (mean cosine similarity of their pieces) are one speaker,
+    /// when the number of speakers is estimated.
+    pub same_speaker: f32,
+    /// What changing speaker between two windows costs, in cosine similarity.
+    pub change_penalty: f32,
+    /// A speaker heard for less than this (seconds) when the count is estimated is folded
+    /// into the closest other: a cough, a noise, a few words in an odd voice.
+    pub min_speaker_secs: f64,
+    /// A speaker this close (cosine) to a known voice is named after it.
+    pub known_threshold: f32,
+    /// At most this many pieces are clustered (clustering is cubic in them); longer
+    /// recordings pool more windows into each piece.
+    pub max_pieces: usize,
+}
+
+impl Default for DiarizeParams {
+    fn default() -> Self {
+        DiarizeParams {
+            vad: VadParams {
+                threshold: 0.5,
+                neg_threshold: 0.35,
+                min_speech_ms: 120,
+                min_silence_ms: 160,
+                max_speech_secs: 3600.0,
+                speech_pad_ms: 40,
+            },
+            window_step: 3200,
+            piece_windows: 5,
+            piece_step: 3,
+            same_speaker: 0.62,
+            change_penalty: 0.35,
+            min_speaker_secs: 2.0,
+            known_threshold: 0.80,
+            max_pieces: 1200,
+        }
+    }
+}
+
+/// What to find.
+#[derive(Debug, Clone, Default)]
+pub struct DiarizeOptions {
+    pub count: SpeakerCount,
+    pub known: Vec<KnownSpeaker>,
+    pub params: DiarizeParams,
+}
+
+/// A stretch of one speaker's speech, in seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub start: f64,
+    pub end: f64,
+    /// Index into [`Diarization::speakers`].
+    pub speaker: usize,
+}
+
+/// Who spoke when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diarization {
+    /// In time order, not overlapping.
+    pub turns: Vec<Turn>,
+    /// In order of first speech, labelled `S1`, `S2`, …; named when recognised.
+    pub speakers: Vec<Speaker>,
+}
+
+/// Why diarization failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DiarizeError {
+    #[error("voice activity detection failed: {0}")]
+    Vad(String),
+    #[error(transparent)]
+    Embedder(#[from] VoiceError),
+    #[error("speaker diarization cancelled")]
+    Cancelled,
+}
+
+/// The diarizer: the speaker embedder and the voice activity detector.
+pub struct Diarizer {
+    embedder: Arc<SpeakerEmbedder>,
+    vad: Arc<SileroVad>,
+}
+
+/// A window the embedder heard: where it starts (samples) and its stretch of speech.
+struct Window {
+    start: usize,
+    region: usize,
+}
+
+impl Diarizer {
+    pub fn new(embedder: Arc<SpeakerEmbedder>, vad: Arc<SileroVad>) -> Diarizer {
+        Diarizer { embedder, vad }
+    }
+
+    /// Who speaks when in 16 kHz `samples`. Progress goes from 0 to 1.
+    pub fn diarize(
+        &self,
+        samples: &[f32],
+        options: &DiarizeOptions,
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Diarization, DiarizeError> {
+        let p = &options.params;
+        let probs = self
+            .vad
+            .probabilities(samples)
+            .map_err(|e| DiarizeError::Vad(e.to_string()))?;
+        let regions = speech_regions(&probs, samples.len(), &p.vad);
+        let windows = windows_over(&regions, p.window_step);
+        tracing::debug!(
+            regions = regions.len(),
+            windows = windows.len(),
+            "diarizing"
+        );
+        if windows.is_empty() {
+            progress(1.0);
+            return Ok(Diarization {
+                turns: Vec::new(),
+                speakers: Vec::new(),
+            });
+        }
+        // Embedding is nearly all the work: progress follows it, a batch at a time.
+        let mut vectors = Vec::with_capacity(windows.len());
+        let starts: Vec<usize> = windows.iter().map(|w| w.start).collect();
+        for batch in starts.chunks(256) {
+            if cancel.is_cancelled() {
+                return Err(DiarizeError::Cancelled);
+            }
+            vectors.extend(self.embedder.embed_windows(samples, batch)?);
+            progress(0.9 * vectors.len() as f32 / starts.len() as f32);
+        }
+        let labels = label_windows(&windows, &vectors, regions.len(), options);
+        let mut diarization = turns_from(&windows, &labels, &regions);
+        if !options.known.is_empty() {
+            self.recognise(samples, &mut diarization, options)?;
+        }
+        progress(1.0);
+        Ok(diarization)
+    }
+
+    /// Names the speakers whose voice matches a known one: each known voice names at most
+    /// one speaker, the closest pairs first. Several speakers that match the same voice
+    /// when the count is estimated are one speaker (split by a change in their voice).
+    fn recognise(
+        &self,
+        samples: &[f32],
+        diarization: &mut Diarization,
+        options: &DiarizeOptions,
+    ) -> Result<(), DiarizeError> {
+        let mut pairs = Vec::new();
+        for (s, speaker) in diarization.speakers.iter().enumerate() {
+            let Some(voice) = self.speaker_embedding(samples, &diarization.turns, s)? else {
+                continue;
+            };
+            for (k, known) in options.known.iter().enumerate() {
+                let similarity = voice.similarity(&known.embedding);
+                tracing::debug!(speaker = %speaker.id, known = %known.name, similarity, "known voice");
+                if similarity >= options.params.known_threshold {
+                    pairs.push((similarity, s, k));
+                }
+            }
+        }
+        pairs.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut named: Vec<Option<usize>> = vec![None; options.known.len()];
+        let mut merge_into: Vec<Option<usize>> = vec![None; diarization.speakers.len()];
+        for (similarity, s, k) in pairs {
+            let speaker = &mut diarization.speakers[s];
+            if speaker.name.is_some() || merge_into[s].is_some() {
+                continue;
+            }
+            match named[k] {
+                None => {
+                    named[k] = Some(s);
+                    speaker.name = Some(options.known[k].name.clone());
+                    speaker.profile = options.known[k].profile.clone();
+                    speaker.similarity = Some(similarity);
+                }
+                Some(first) if options.count == SpeakerCount::Auto => merge_into[s] = Some(first),
+                Some(_) => {}
+            }
+        }
+        if merge_into.iter().any(Option::is_some) {
+            for turn in &mut diarization.turns {
+                if let Some(into) = merge_into[turn.speaker] {
+                    turn.speaker = into;
+                }
+            }
+            let speakers = std::mem::take(&mut diarization.speakers);
+            *diarization = renumber(std::mem::take(&mut diarization.turns), &speakers);
+        }
+        Ok(())
+    }
+
+    /// Each speaker's voice as one embedding, comparable with a voice profile's (see
+    /// [`Diarizer::speaker_embedding`]).
+    pub fn speaker_embeddings(
+        &self,
+        samples: &[f32],
+        diarization: &Diarization,
+    ) -> Result<Vec<Option<Embedding>>, DiarizeError> {
+        (0..diarization.speakers.len())
+            .map(|s| self.speaker_embedding(samples, &diarization.turns, s))
+            .collect()
+    }
+
+    /// One embedding of everything speaker `s` says (up to a minute), made as a voice
+    /// profile's is, so the two compare; `None` when they say too little to tell.
+    pub fn speaker_embedding(
+        &self,
+        samples: &[f32],
+        turns: &[Turn],
+        s: usize,
+    ) -> Result<Option<Embedding>, DiarizeError> {
+        let rate = SAMPLE_RATE as f64;
+        let mut speech = Vec::new();
+        for turn in turns.iter().filter(|t| t.speaker == s) {
+            let range =
+                (turn.start * rate) as usize..((turn.end * rate) as usize).min(samples.len());
+            speech.extend_from_slice(&samples[range]);
+            if speech.len() > 60 * SAMPLE_RATE as usize {
+                break;
+            }
+        }
+        let audio = Audio {
+            samples: speech,
+            sample_rate: SAMPLE_RATE,
+        };
+        match self.embedder.embed(&audio) {
+            Ok(e) => Ok(Some(e)),
+            Err(VoiceError::TooShort { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Window starts over each region, `step` apart; a region shorter than a window gets one,
+/// centred on it.
+fn windows_over(regions: &[Range<usize>], step: usize) -> Vec<Window> {
+    let mut out = Vec::new();
+    for (region, r) in regions.iter().enumerate() {
+        if r.len() <= WINDOW_SAMPLES {
+            let centre = r.start + r.len() / 2;
+            out.push(Window {
+                start: centre.saturating_sub(WINDOW_SAMPLES / 2),
+                region,
+            });
+            continue;
+        }
+        let last = r.end - WINDOW_SAMPLES;
+        let mut start = r.start;
+        loop {
+            out.push(Window { start, region });
+            if start >= last {
+                break;
+            }
+            // The last window ends where the region does.
+            start = (start + step).min(last);
+        }
+    }
+    out
+}
+
+/// Pieces: runs of windows of one region pooled into one normalised vector, with the
+/// windows each pools.
+fn pieces(
+    windows: &[Window],
+    vectors: &[Embedding],
+    regions: usize,
+    p: &DiarizeParams,
+) -> Vec<(Embedding, Range<usize>)> {
+    let mut by_region: Vec<Range<usize>> = vec![0..0; regions];
+    for (i, w) in windows.iter().enumerate() {
+        let r = &mut by_region[w.region];
+        if r.start == r.end {
+            *r = i..i + 1;
+        } else {
+            r.end = i + 1;
+        }
+    }
+    // Longer recordings pool more windows per piece, keeping clustering's cost bounded.
+    let mut size = p.piece_windows.max(1);
+    let mut step = p.piece_step.clamp(1, size);
+    while windows.len() / step > p.max_pieces {
+        size *= 2;
+        step *= 2;
+    }
+    let mut out = Vec::new();
+    for r in by_region.into_iter().filter(|r| !r.is_empty()) {
+        let mut first = r.start;
+        loop {
+            let end = (first + size).min(r.end);
+            let mean = Embedding::mean(vectors[first..end].iter());
+            if let Some(mean) = mean {
+                out.push((mean, first..end));
+            }
+            if end >= r.end {
+                break;
+            }
+            first += step;
+            // A short tail joins the piece before it instead of standing alone.
+            if r.end - first < size / 2 {
+                if let Some(last) = out.last_mut() {
+                    if let Some(mean) = Embedding::mean(vectors[last.1.start..r.end].iter()) {
+                        *last = (mean, last.1.start..r.end);
+                    }
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Average-linkage clustering of unit vectors: the clusters (lists of indices), merged while
+/// the closest two are at least `threshold` alike, and until at most `target` are left when a
+/// target is given (then the threshold does not stop it).
+fn cluster(vectors: &[&Embedding], target: Option<usize>, threshold: f32) -> Vec<Vec<usize>> {
+    let n = vectors.len();
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut alive: Vec<bool> = vec![true; n];
+    let mut sim = vec![0f32; n * n];
+    for i in 0..n {
+        for j in i + 1..n {
+            let s = vectors[i].similarity(vectors[j]);
+            sim[i * n + j] = s;
+            sim[j * n + i] = s;
+        }
+    }
+    let mut count = n;
+    loop {
+        if let Some(t) = target {
+            if count <= t {
+                break;
+            }
+        }
+        let mut best = (f32::NEG_INFINITY, 0, 0);
+        for i in (0..n).filter(|&i| alive[i]) {
+            for j in (i + 1..n).filter(|&j| alive[j]) {
+                if sim[i * n + j] > best.0 {
+                    best = (sim[i * n + j], i, j);
+                }
+            }
+        }
+        let (s, a, b) = best;
+        if b == a || (target.is_none() && s < threshold) {
+            break;
+        }
+        // Lance–Williams update for average linkage.
+        let (na, nb) = (members[a].len() as f32, members[b].len() as f32);
+        for k in (0..n).filter(|&k| alive[k] && k != a && k != b) {
+            let merged = (na * sim[a * n + k] + nb * sim[b * n + k]) / (na + nb);
+            sim[a * n + k] = merged;
+            sim[k * n + a] = merged;
+        }
+        let moved = std::mem::take(&mut members[b]);
+        members[a].extend(moved);
+        alive[b] = false;
+        count -= 1;
+    }
+    members.into_iter().filter(|m| !m.is_empty()).collect()
+}
+
+/// The speaker of each window.
+fn label_windows(
+    windows: &[Window],
+    vectors: &[Embedding],
+    regions: usize,
+    options: &DiarizeOptions,
+) -> Vec<usize> {
+    let p = &options.params;
+    let pieces = pieces(windows, vectors, regions, p);
+    let target = match options.count {
+        SpeakerCount::Auto => None,
+        SpeakerCount::Exactly(n) => Some(n),
+    };
+    let piece_vectors: Vec<&Embedding> = pieces.iter().map(|(e, _)| e).collect();
+    let clusters = cluster(&piece_vectors, target, p.same_speaker);
+    // A first labelling from the clusters: each window takes its piece's speaker.
+    let mut labels = vec![0usize; windows.len()];
+    for (c, members) in clusters.iter().enumerate() {
+        for &piece in members {
+            for w in pieces[piece].1.clone() {
+                labels[w] = c;
+            }
+        }
+    }
+    let mut speakers = clusters.len();
+    // Refine twice: centroids from the labels, then the labels again against them.
+    for _ in 0..2 {
+        let mut centroids = centroids(vectors, &labels, speakers);
+        if options.count == SpeakerCount::Auto {
+            let step_secs = p.window_step as f64 / SAMPLE_RATE as f64;
+            fold_small(&mut centroids, &labels, step_secs, p.min_speaker_secs);
+        }
+        labels = viterbi(windows, vectors, &centroids, p.change_penalty);
+        (labels, speakers) = compact(&labels);
+    }
+    labels
+}
+
+/// Each speaker's centroid (normalised mean of their windows); `None` for one with none.
+fn centroids(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec<Option<Embedding>> {
+    (0..speakers)
+        .map(|s| {
+            Embedding::mean(
+                vectors
+                    .iter()
+                    .zip(labels)
+                    .filter(|(_, &l)| l == s)
+                    .map(|(v, _)| v),
+            )
+        })
+        .collect()
+}
+
+/// Drops the centroids of speakers heard for less than `min_secs` (their windows then go to
+/// the closest remaining speaker), keeping at least one.
+fn fold_small(centroids: &mut [Option<Embedding>], labels: &[usize], step: f64, min_secs: f64) {
+    let mut heard = vec![0.0; centroids.len()];
+    for &l in labels {
+        heard[l] += step;
+    }
+    let mut order: Vec<usize> = (0..centroids.len()).collect();
+    order.sort_by(|&a, &b| heard[a].total_cmp(&heard[b]));
+    let mut left = centroids.iter().filter(|c| c.is_some()).count();
+    for s in order {
+        if left > 1 && heard[s] < min_secs && centroids[s].is_some() {
+            centroids[s] = None;
+            left -= 1;
+        }
+    }
+}
+
+/// The best labelling of each region's windows against the centroids: similarity to the
+/// speaker, less `penalty` for each change of speaker inside a region.
+fn viterbi(
+    windows: &[Window],
+    vectors: &[Embedding],
+    centroids: &[Option<Embedding>],
+    penalty: f32,
+) -> Vec<usize> {
+    let k = centroids.len();
+    let score = |w: usize, s: usize| -> f32 {
+        centroids[s]
+            .as_ref()
+            .map_or(f32::NEG_INFINITY, |c| c.similarity(&vectors[w]))
+    };
+    let mut labels = vec![0usize; windows.len()];
+    let mut first = 0;
+    while first < windows.len() {
+        let region = windows[first].region;
+        let end = first
+            + windows[first..]
+                .iter()
+                .take_while(|w| w.region == region)
+                .count();
+        let mut total: Vec<f32> = (0..k).map(|s| score(first, s)).collect();
+        let mut back: Vec<Vec<usize>> = Vec::with_capacity(end - first);
+        back.push((0..k).collect());
+        for w in first + 1..end {
+            let mut next = vec![f32::NEG_INFINITY; k];
+            let mut from = vec![0usize; k];
+            for s in 0..k {
+                for (prev, &t) in total.iter().enumerate() {
+                    let v = t - if prev == s { 0.0 } else { penalty };
+                    if v > next[s] {
+                        next[s] = v;
+                        from[s] = prev;
+                    }
+                }
+                next[s] += score(w, s);
+            }
+            total = next;
+            back.push(from);
+        }
+        let mut s = (0..k)
+            .max_by(|&a, &b| total[a].total_cmp(&total[b]))
+            .unwrap_or(0);
+        for w in (first..end).rev() {
+            labels[w] = s;
+            s = back[w - first][s];
+        }
+        first = end;
+    }
+    labels
+}
+
+/// Labels renumbered 0.. with no gaps, and how many there are.
+fn compact(labels: &[usize]) -> (Vec<usize>, usize) {
+    let mut map = std::collections::HashMap::new();
+    let out = labels
+        .iter()
+        .map(|&l| {
+            let next = map.len();
+            *map.entry(l).or_insert(next)
+        })
+        .collect();
+    (out, map.len())
+}
+
+/// Turns from labelled windows: each stretch of speech is cut between two windows of
+/// different speakers, halfway between where each window's middle falls.
+fn turns_from(windows: &[Window], labels: &[usize], regions: &[Range<usize>]) -> Diarization {
+    let rate = SAMPLE_RATE as f64;
+    let mut turns: Vec<Turn> = Vec::new();
+    let mut i = 0;
+    while i < windows.len() {
+        let region = &regions[windows[i].region];
+        let mut start = region.start;
+        let end_of_region = i + windows[i..]
+            .iter()
+            .take_while(|w| w.region == windows[i].region)
+            .count();
+        let mut j = i;
+        while j < end_of_region {
+            let speaker = labels[j];
+            let mut k = j;
+            while k + 1 < end_of_region && labels[k + 1] == speaker {
+                k += 1;
+            }
+            let end = if k + 1 < end_of_region {
+                // Between the middles of the last window of this speaker and the next one.
+                let middle = |w: &Window| w.start + WINDOW_SAMPLES / 2;
+                ((middle(&windows[k]) + middle(&windows[k + 1])) / 2).clamp(start, region.end)
+            } else {
+                region.end
+            };
+            if end > start {
+                turns.push(Turn {
+                    start: start as f64 / rate,
+                    end: end as f64 / rate,
+                    speaker,
+                });
+            }
+            start = end;
+            j = k + 1;
+        }
+        i = end_of_region;
+    }
+    let speakers = labels.iter().copied().max().map_or(0, |m| m + 1);
+    let unnamed: Vec<Speaker> = (0..speakers).map(Speaker::numbered).collect();
+    renumber(turns, &unnamed)
+}
+
+/// Speakers renumbered in order of first speech (`S1`, `S2`, …), each keeping what it was
+/// named, adjacent turns of one speaker joined, and each speaker's seconds counted.
+fn renumber(turns: Vec<Turn>, speakers: &[Speaker]) -> Diarization {
+    let mut order: Vec<usize> = Vec::new();
+    for t in &turns {
+        if !order.contains(&t.speaker) {
+            order.push(t.speaker);
+        }
+    }
+    let mut out: Vec<Speaker> = order
+        .iter()
+        .enumerate()
+        .map(|(n, &old)| Speaker {
+            id: format!("S{}", n + 1),
+            seconds: 0.0,
+            ..speakers[old].clone()
+        })
+        .collect();
+    let mut joined: Vec<Turn> = Vec::new();
+    for mut t in turns {
+        t.speaker = order.iter().position(|&o| o == t.speaker).unwrap_or(0);
+        out[t.speaker].seconds += t.end - t.start;
+        match joined.last_mut() {
+            Some(last) if last.speaker == t.speaker && (t.start - last.end).abs() < 1e-9 => {
+                last.end = t.end;
+            }
+            _ => joined.push(t),
+        }
+    }
+    for s in &mut out {
+        s.seconds = (s.seconds * 1000.0).round() / 1000.0;
+    }
+    Diarization {
+        turns: joined,
+        speakers: out,
+    }
+}
+
+/// The speaker heard most over `start..end`: the one whose turns overlap it most, else the
+/// one whose turn is nearest.
+fn speaker_over(turns: &[Turn], start: f64, end: f64) -> Option<usize> {
+    let mut overlap: Vec<(usize, f64)> = Vec::new();
+    for t in turns {
+        let o = end.min(t.end) - start.max(t.start);
+        if o > 0.0 {
+            match overlap.iter_mut().find(|(s, _)| *s == t.speaker) {
+                Some(entry) => entry.1 += o,
+                None => overlap.push((t.speaker, o)),
+            }
+        }
+    }
+    if let Some(&(s, _)) = overlap.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        return Some(s);
+    }
+    let middle = (start + end) / 2.0;
+    turns
+        .iter()
+        .min_by(|a, b| {
+            let d = |t: &Turn| (t.start - middle).abs().min((t.end - middle).abs());
+            d(a).total_cmp(&d(b))
+        })
+        .map(|t| t.speaker)
+}
+
+/// Gives each word of `transcript` the speaker heard over it, splits segments where the
+/// speaker changes between two words, and gives each segment its speaker; the transcript
+/// then lists the speakers, with their seconds of speech.
+pub fn attribute(transcript: &mut Transcript, diarization: &Diarization) {
+    let id = |s: usize| diarization.speakers[s].id.clone();
+    let mut segments = Vec::with_capacity(transcript.segments.len());
+    for mut segment in std::mem::take(&mut transcript.segments) {
+        if segment.words.is_empty() {
+            segment.speaker = speaker_over(&diarization.turns, segment.start, segment.end).map(id);
+            segments.push(segment);
+            continue;
+        }
+        for w in &mut segment.words {
+            w.speaker = speaker_over(&diarization.turns, w.start, w.end).map(id);
+        }
+        segments.extend(split_at_speaker_changes(segment));
+    }
+    transcript.segments = segments;
+    transcript.speakers = diarization.speakers.clone();
+}
+
+/// A segment whose words all have one speaker, or one segment per run of words of one
+/// speaker: each run's segment spans its words (the first keeps the segment's start, the
+/// last its end), with the words' text.
+fn split_at_speaker_changes(mut segment: Segment) -> Vec<Segment> {
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    for (i, w) in segment.words.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if segment.words[r.start].speaker == w.speaker => r.end = i + 1,
+            _ => runs.push(i..i + 1),
+        }
+    }
+    if runs.len() <= 1 {
+        segment.speaker = segment.words.first().and_then(|w| w.speaker.clone());
+        return vec![segment];
+    }
+    // Languages written without spaces keep none between words.
+    let separator = if segment.text.trim().contains(' ') {
+        " "
+    } else {
+        ""
+    };
+    let last = runs.len() - 1;
+    runs.into_iter()
+        .enumerate()
+        .map(|(n, r)| {
+            let words = segment.words[r].to_vec();
+            let start = if n == 0 {
+                segment.start.min(words[0].start)
+            } else {
+                words[0].start
+            };
+            let end = if n == last {
+                segment.end.max(words[words.len() - 1].end)
+            } else {
+                words[words.len() - 1].end
+            };
+            Segment {
+                start,
+                end,
+                text: words
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(separator),
+                speaker: words[0].speaker.clone(),
+                words,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asr::Word;
+
+    fn unit(values: &[f32]) -> Embedding {
+        let mut v = vec![0f32; crate::voice::embedder::EMBEDDING_DIM];
+        v[..values.len()].copy_from_slice(values);
+        Embedding::new(v).unwrap()
+    }
+
+    #[test]
+    fn speaker_counts_parse_auto_and_bounded_numbers() {
+        assert_eq!("auto".parse::<SpeakerCount>(), Ok(SpeakerCount::Auto));
+        assert_eq!("3".parse::<SpeakerCount>(), Ok(SpeakerCount::Exactly(3)));
+        assert!("0".parse::<SpeakerCount>().is_err());
+        assert!("11".parse::<SpeakerCount>().is_err());
+        assert!("two".parse::<SpeakerCount>().unwrap_err().contains("auto"));
+    }
+
+    #[test]
+    fn clustering_stops_at_the_threshold_or_the_count_given() {
+        let a1 = unit(&[1.0, 0.1, 0.0]);
+        let a2 = unit(&[1.0, 0.0, 0.1]);
+        let b1 = unit(&[0.0, 1.0, 0.1]);
+        let b2 = unit(&[0.1, 1.0, 0.0]);
+        let c = unit(&[0.0, 0.0, 1.0]);
+        let all = [&a1, &b1, &a2, &c, &b2];
+        let mut found = cluster(&all, None, 0.8);
+        found.iter_mut().for_each(|m| m.sort());
+        found.sort();
+        assert_eq!(found, vec![vec![0, 2], vec![1, 4], vec![3]]);
+        assert_eq!(cluster(&all, Some(2), 0.99).len(), 2);
+        assert_eq!(cluster(&all, Some(5), 0.0).len(), 5);
+    }
+
+    #[test]
+    fn viterbi_ignores_a_single_odd_window_but_follows_a_real_change() {
+        let a = unit(&[1.0, 0.0]);
+        let b = unit(&[0.0, 1.0]);
+        let noisy = unit(&[0.6, 0.8]);
+        let windows: Vec<Window> = (0..9)
+            .map(|i| Window {
+                start: i,
+                region: 0,
+            })
+            .collect();
+        let vectors = vec![
+            a.clone(),
+            a.clone(),
+            noisy,
+            a.clone(),
+            a.clone(),
+            b.clone(),
+            b.clone(),
+            b.clone(),
+            b.clone(),
+        ];
+        let labels = viterbi(&windows, &vectors, &[Some(a), Some(b)], 0.35);
+        assert_eq!(labels, vec![0, 0, 0, 0, 0, 1, 1, 1, 1]);
+    }
+
+    fn word(text: &str, start: f64, end: f64) -> Word {
+        Word {
+            start,
+            end,
+            text: text.into(),
+            probability: 0.9,
+            speaker: None,
+        }
+    }
+
+    #[test]
+    fn words_take_the_speaker_heard_over_them_and_segments_split_where_it_changes() {
+        let diarization = renumber(
+            vec![
+                Turn {
+                    start: 0.0,
+                    end: 2.0,
+                    speaker: 1,
+                },
+                Turn {
+                    start: 2.2,
+                    end: 3.0,
+                    speaker: 0,
+                },
+                Turn {
+                    start: 3.0,
+                    end: 5.0,
+                    speaker: 1,
+                },
+            ],
+            &[Speaker::numbered(0), Speaker::numbered(1)],
+        );
+        // Renumbered in order of first speech.
+        assert_eq!(diarization.turns[0].speaker, 0);
+        assert_eq!(diarization.speakers[0].seconds, 4.0);
+        let mut transcript = Transcript {
+            language: Some("en".into()),
+            duration: 5.0,
+            speakers: Vec::new(),
+            segments: vec![Segment {
+                start: 0.0,
+                end: 4.9,
+                text: " Are you coming? Yes. Good.".into(),
+                words: vec![
+                    word("Are", 0.1, 0.4),
+                    word("you", 0.4, 0.7),
+                    word("coming?", 0.7, 1.9),
+                    // Starts in the pause, mostly inside the other speaker's turn.
+                    word("Yes.", 2.05, 2.6),
+                    word("Good.", 3.4, 4.0),
+                ],
+                speaker: None,
+            }],
+        };
+        attribute(&mut transcript, &diarization);
+        let got: Vec<(f64, f64, &str, Option<&str>)> = transcript
+            .segments
+            .iter()
+            .map(|s| (s.start, s.end, s.text.as_str(), s.speaker.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0.0, 1.9, "Are you coming?", Some("S1")),
+                (2.05, 2.6, "Yes.", Some("S2")),
+                (3.4, 4.9, "Good.", Some("S1")),
+            ]
+        );
+        assert!(transcript.segments[1]
+            .words
+            .iter()
+            .all(|w| w.speaker.as_deref() == Some("S2")));
+        assert_eq!(transcript.speakers.len(), 2);
+        assert_eq!(transcript.speaker_name("S2").as_deref(), Some("Speaker 2"));
+    }
+
+    #[test]
+    fn windows_cover_each_region_to_its_end_and_a_short_region_gets_one_centred() {
+        let long = 0..WINDOW_SAMPLES + 5000;
+        let short = 100_000..100_000 + WINDOW_SAMPLES / 2;
+        let w = windows_over(&[long.clone(), short.clone()], 3200);
+        let in_long: Vec<&Window> = w.iter().filter(|w| w.region == 0).collect();
+        assert_eq!(in_long[0].start, 0);
+        assert_eq!(in_long.last().unwrap().start + WINDOW_SAMPLES, long.end);
+        let in_short: Vec<&Window> = w.iter().filter(|w| w.region == 1).collect();
+        assert_eq!(in_short.len(), 1);
+        let centre = in_short[0].start + WINDOW_SAMPLES / 2;
+        assert!(centre.abs_diff(short.start + short.len() / 2) <= 1);
+    }
+}
