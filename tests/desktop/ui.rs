@@ -931,6 +931,20 @@ async fn the_desktop_workflow_end_to_end() {
         (0.0..=1.0).contains(&match_sim) && default_sim <= 1.0,
         "{default_sim} {match_sim}"
     );
+    // The independent judge (Resemblyzer, installed by scripts/test) scored the match too.
+    let independent = ui
+        .find("voice-sim-match")
+        .await
+        .attr("data-independent")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        independent
+            .parse::<f32>()
+            .is_ok_and(|v| (-1.0..=1.0).contains(&v)),
+        "independent similarity {independent:?}"
+    );
     ui.click("voice-speak").await;
     let method = ui
         .until_text("voice-take-method", LONG_WAIT, |t| !t.is_empty())
@@ -955,6 +969,10 @@ async fn the_desktop_workflow_end_to_end() {
         })
         .await;
     assert!(similarity.contains("default voice"), "{similarity}");
+    assert!(
+        similarity.contains("(independent: Resemblyzer)"),
+        "{similarity}"
+    );
 
     // --- Narration: the project narrated in its voice (cleaned by llama-server, the rules
     // standing in where its reply is unusable), every segment's state on the timeline, the

@@ -143,9 +143,11 @@ file: string, voice: string | null,
 segment: number | null, duration_secs: number, created_unix_ms: number, 
 /**
  * For a take in a voice profile: how it was made ("voice match (approximate)", "cloned
- * by ...") and how close it is to the voice, beside the default voice.
+ * by ...") and how close it is to the voice, beside the default voice: by the embedder
+ * the voice match searched against, and by the independent one (Resemblyzer's, `None`
+ * when it is not installed), which the search never used.
  */
-voice_method: string | null, similarity: number | null, default_similarity: number | null, };
+voice_method: string | null, similarity: number | null, default_similarity: number | null, similarity_independent: number | null, default_similarity_independent: number | null, };
 export type ProjectSettings = { 
 /**
  * Send the transcript to the text model; when off, only the rule-based cleanup runs and no
@@ -517,7 +519,16 @@ mix: Array<[string, number]>,
  * Added to the mixture; empty or [`STYLE_DIM`] numbers.
  */
 offset: Array<number>, };
-export type Score = { similarity: number, word_error_rate: number, };
+export type Score = { 
+/**
+ * Cosine similarity by the search's own embedder (the one it maximised).
+ */
+similarity: number, word_error_rate: number, 
+/**
+ * Cosine similarity by the independent embedder (Resemblyzer), which the search never
+ * used; `None` when it is not installed (or for scores kept from before it existed).
+ */
+similarity_independent: number | null, };
 export type MatchOutcome = { style: Style, 
 /**
  * The found style on the search sentences.
@@ -575,7 +586,7 @@ stage: string, evaluations: number,
  * Every evaluation the match will make, the held-out scoring included.
  */
 total: number, best_similarity: number, };
-export type Closeness = { similarity: number, default_similarity: number, };
+export type Closeness = { similarity: number, default_similarity: number, similarity_independent: number | null, default_similarity_independent: number | null, };
 export type ClipAdded = { added: boolean, report: ClipReport, voice: VoiceProfile, };
 export type VoiceTakeView = { 
 /**

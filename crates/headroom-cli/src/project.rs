@@ -7,6 +7,7 @@ use crate::{cancel_on_ctrl_c, EXIT_CANCELLED, EXIT_REJECTED};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_base::fsutil::write_atomic;
+use headroom_services::voice_work::both_similarities;
 use headroom_services::Services;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_workstation::projects::{Project, ProjectEntry, ProjectStore};
@@ -420,7 +421,11 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                         .unwrap_or_default()
                 );
                 if let (Some(s), Some(d)) = (take.similarity, take.default_similarity) {
-                    println!("similarity {s:.3} (default voice {d:.3})");
+                    println!(
+                        "similarity {} (default voice {})",
+                        both_similarities(s, take.similarity_independent),
+                        both_similarities(d, take.default_similarity_independent)
+                    );
                 }
             }
         }

@@ -1,5 +1,5 @@
 use clap::Args;
-use headroom_services::voice_work::default_voice_name;
+use headroom_services::voice_work::{both_similarities, default_voice_name, INDEPENDENT_HINT};
 use headroom_services::{Services, NEURAL_VOICE_PREFIX};
 use headroom_speech::audio::write_wav;
 use headroom_speech::models;
@@ -104,11 +104,15 @@ async fn speak_as_profile(
         started.elapsed().as_secs_f64(),
         take.method.label()
     );
+    let c = &take.closeness;
     eprintln!(
-        "similarity to {name}: {:.3} (default voice {}: {:.3})",
-        take.closeness.similarity,
+        "similarity to {name}: {} (default voice {}: {})",
+        both_similarities(c.similarity, c.similarity_independent),
         default_voice_name(&services),
-        take.closeness.default_similarity
+        both_similarities(c.default_similarity, c.default_similarity_independent)
     );
+    if c.similarity_independent.is_none() {
+        eprintln!("{INDEPENDENT_HINT}");
+    }
     Ok(ExitCode::SUCCESS)
 }

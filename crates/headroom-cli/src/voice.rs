@@ -6,10 +6,12 @@ use crate::progress::Progress;
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
 use clap::{Args, Subcommand};
 use headroom_services::speech::AudioInput;
-use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
+use headroom_services::voice_work::{
+    both_similarities, default_voice_name, Closeness, VoiceWorkError, INDEPENDENT_HINT,
+};
 use headroom_services::voices::VoiceProfile;
 use headroom_services::Services;
-use headroom_speech::voice::matching::MatchSettings;
+use headroom_speech::voice::matching::{MatchSettings, Score};
 use headroom_speech::voice::{ClipReport, Severity, VoiceError};
 use serde_json::json;
 use std::path::PathBuf;
@@ -127,22 +129,28 @@ fn print_profile(voice: &VoiceProfile) {
     }
     match (&voice.matched, voice.current_match()) {
         (_, Some(m)) => {
+            let both = |s: &Score| both_similarities(s.similarity, s.similarity_independent);
             println!(
-                "voice match (approximate): similarity {:.3} on held-out sentences (search {:.3}); default voice {:.3}; best shipped style {} {:.3}; WER {:.2}; {} takes in {:.0} s",
-                m.outcome.held_out.similarity,
-                m.outcome.search.similarity,
-                m.default_held_out.similarity,
+                "voice match (approximate): similarity {} on held-out sentences (search sentence {}); default voice {}; best shipped style {} {}; WER {:.2}; {} takes in {:.0} s",
+                both(&m.outcome.held_out),
+                both(&m.outcome.search),
+                both(&m.default_held_out),
                 m.outcome.best_shipped,
-                m.outcome.best_shipped_held_out.similarity,
+                both(&m.outcome.best_shipped_held_out),
                 m.outcome.held_out.word_error_rate,
                 m.outcome.evaluations,
                 m.outcome.seconds
             );
             if let Some((setting, score)) = &m.espeak {
                 println!(
-                    "espeak-ng match: {} pitch {} (similarity {:.3} on held-out sentences)",
-                    setting.voice, setting.pitch, score.similarity
+                    "espeak-ng match: {} pitch {} (similarity {} on held-out sentences)",
+                    setting.voice,
+                    setting.pitch,
+                    both(score)
                 );
+            }
+            if m.outcome.held_out.similarity_independent.is_none() {
+                println!("{INDEPENDENT_HINT}");
             }
         }
         (Some(_), None) => println!("voice match: out of date (the clips changed); run it again"),
@@ -155,9 +163,13 @@ fn print_profile(voice: &VoiceProfile) {
 
 fn print_closeness(c: &Closeness, default_voice: &str) {
     println!(
-        "similarity {:.3} (default voice {default_voice}: {:.3})",
-        c.similarity, c.default_similarity
+        "similarity {} (default voice {default_voice}: {})",
+        both_similarities(c.similarity, c.similarity_independent),
+        both_similarities(c.default_similarity, c.default_similarity_independent)
     );
+    if c.similarity_independent.is_none() {
+        println!("{INDEPENDENT_HINT}");
+    }
 }
 
 pub async fn run(cmd: VoiceCommand, services: Arc<Services>) -> anyhow::Result<ExitCode> {
@@ -228,7 +240,13 @@ pub async fn run(cmd: VoiceCommand, services: Arc<Services>) -> anyhow::Result<E
                 } else {
                     for v in list {
                         let matched = match v.current_match() {
-                            Some(m) => format!("match {:.3}", m.outcome.held_out.similarity),
+                            Some(m) => format!(
+                                "match {}",
+                                both_similarities(
+                                    m.outcome.held_out.similarity,
+                                    m.outcome.held_out.similarity_independent
+                                )
+                            ),
                             None => "no match".into(),
                         };
                         println!("{:<24} {} clips, {matched}", v.name, v.clips.len());
@@ -248,7 +266,7 @@ pub async fn run(cmd: VoiceCommand, services: Arc<Services>) -> anyhow::Result<E
                 let c = voices.score(&name, input, cancel.clone()).await?;
                 let default_voice = default_voice_name(&services);
                 if output.json {
-                    println!("{}", json!({"voice": name, "file": file, "similarity": c.similarity, "default_similarity": c.default_similarity, "default_voice": default_voice}));
+                    println!("{}", json!({"voice": name, "file": file, "similarity": c.similarity, "default_similarity": c.default_similarity, "similarity_independent": c.similarity_independent, "default_similarity_independent": c.default_similarity_independent, "default_voice": default_voice}));
                 } else {
                     print_closeness(&c, &default_voice);
                 }

@@ -316,6 +316,14 @@ async fn speech(
                         header::HeaderName::from_static("x-headroom-default-similarity"),
                         format!("{:.3}", take.closeness.default_similarity),
                     ),
+                    // By the independent embedder (Resemblyzer's), which the voice match never
+                    // searched against; "none" when it is not installed.
+                    (
+                        header::HeaderName::from_static("x-headroom-similarity-independent"),
+                        take.closeness
+                            .similarity_independent
+                            .map_or("none".into(), |s| format!("{s:.3}")),
+                    ),
                 ],
                 wav_bytes(&take.audio),
             )

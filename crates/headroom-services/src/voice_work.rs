@@ -2,7 +2,8 @@
 //! transcribe, embed), score a take against a voice, search for an approximate voice match,
 //! and speak text as a voice — cloned through the user's server when one is configured, else
 //! with the match. Every take is scored: its similarity to the voice, beside the default
-//! voice's similarity for the same text.
+//! voice's similarity for the same text, each by two embedders: the one the match searched
+//! against, and an independent one (Resemblyzer's) the search never used, when it is installed.
 
 use crate::speech::{AudioInput, SpeechError};
 use crate::voices::{LibraryError, VoiceMatch, VoiceProfile};
@@ -21,8 +22,11 @@ use headroom_speech::voice::matching::{
     match_espeak, match_style, EspeakSetting, Judge, MatchProgress, MatchSettings, Score,
     StyleVoice, HELD_OUT_SENTENCES,
 };
-use headroom_speech::voice::{check_clip, ClipReport, Embedding, SpeakerEmbedder, VoiceError};
+use headroom_speech::voice::{
+    check_clip, ClipReport, Embedding, IndependentEmbedder, SpeakerEmbedder, VoiceError,
+};
 use serde::Serialize;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -83,12 +87,82 @@ impl TakeMethod {
     }
 }
 
-/// How close a take is to a voice, beside the default voice for the same text.
+/// How close a take is to a voice, beside the default voice for the same text: by the
+/// embedder the voice match searched against, and by the independent one (Resemblyzer's),
+/// `None` when that is not installed ([`INDEPENDENT_HINT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Closeness {
     pub similarity: f32,
     pub default_similarity: f32,
+    pub similarity_independent: Option<f32>,
+    pub default_similarity_independent: Option<f32>,
+}
+
+/// What to do when the independent judge's scores are missing.
+pub const INDEPENDENT_HINT: &str =
+    "no independent score: install Resemblyzer's embedder with `headroom models install resemblyzer`";
+
+/// A similarity as people see it: by the search's embedder, then by the independent one,
+/// e.g. `0.820 (search's embedder) · 0.710 (independent: Resemblyzer)`.
+pub fn both_similarities(search: f32, independent: Option<f32>) -> String {
+    match independent {
+        Some(i) => format!("{search:.3} (search's embedder) · {i:.3} (independent: Resemblyzer)"),
+        None => format!("{search:.3} (search's embedder) · independent: not installed"),
+    }
+}
+
+/// The independent judge of one voice: Resemblyzer's embedder and the voice's reference clips
+/// as it hears them. It never guides a search; it only scores what was made.
+pub struct IndependentJudge {
+    embedder: Arc<IndependentEmbedder>,
+    target: Embedding,
+}
+
+impl IndependentJudge {
+    /// The judge for a voice whose reference clips are the files `clips`; `None` (logged with
+    /// the hint) when the model is not installed or no clip can be embedded: a missing second
+    /// opinion never fails the work it would have scored.
+    pub fn for_clips(services: &Services, clips: &[PathBuf]) -> Option<IndependentJudge> {
+        let embedder = match services.independent_embedder() {
+            Ok(embedder) => embedder,
+            Err(e) => {
+                tracing::info!(error = %e, "{INDEPENDENT_HINT}");
+                return None;
+            }
+        };
+        let mut embeddings = Vec::new();
+        for path in clips {
+            let embedded = headroom_speech::audio::decode_file(path, DecodeLimits::default())
+                .map_err(VoiceError::from)
+                .and_then(|audio| embedder.embed(&audio));
+            match embedded {
+                Ok(e) => embeddings.push(e),
+                Err(e) => {
+                    tracing::warn!(clip = %path.display(), error = %e, "the independent embedder skipped a clip")
+                }
+            }
+        }
+        Some(IndependentJudge {
+            target: Embedding::mean(&embeddings)?,
+            embedder,
+        })
+    }
+
+    /// The takes' mean embedding's cosine to the voice; `None` (logged) if embedding failed.
+    pub fn similarity(&self, takes: &[Audio]) -> Option<f32> {
+        let mut embeddings = Vec::with_capacity(takes.len());
+        for take in takes {
+            match self.embedder.embed(take) {
+                Ok(e) => embeddings.push(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the independent embedder could not score a take");
+                    return None;
+                }
+            }
+        }
+        Embedding::mean(&embeddings).map(|e| e.similarity(&self.target))
+    }
 }
 
 /// A take in a voice.
@@ -182,11 +256,17 @@ struct TakeJudge {
     embedder: Arc<SpeakerEmbedder>,
     transcriber: Arc<dyn Transcriber>,
     slots: Option<Arc<LaneSlots>>,
+    /// Scores the outcome only; the search never asks it.
+    independent: Option<IndependentJudge>,
 }
 
 impl Judge for TakeJudge {
     fn embed(&self, take: &Audio) -> Result<Embedding, VoiceError> {
         self.embedder.embed(take)
+    }
+
+    fn independent_similarity(&self, takes: &[Audio]) -> Option<f32> {
+        self.independent.as_ref()?.similarity(takes)
     }
 
     fn word_error_rate(&self, take: &Audio, text: &str) -> Result<f64, VoiceError> {
@@ -255,6 +335,15 @@ impl Voices {
 
     pub fn library(&self) -> &crate::voices::VoiceLibrary {
         self.services.voice_library()
+    }
+
+    /// The files of a voice's reference clips (the independent judge's target).
+    fn clip_files(&self, profile: &VoiceProfile) -> Vec<PathBuf> {
+        profile
+            .clips
+            .iter()
+            .map(|clip| self.library().clip_path(profile, clip))
+            .collect()
     }
 
     /// A voice and its embedding (the target of every score), or why it has none.
@@ -329,7 +418,8 @@ impl Voices {
         input: AudioInput,
         cancel: CancellationToken,
     ) -> Result<Closeness, VoiceWorkError> {
-        let (_, target) = self.voice_with_target(voice)?;
+        let (profile, target) = self.voice_with_target(voice)?;
+        let clips = self.clip_files(&profile);
         self.on_lane(
             "voice score",
             Priority::Interactive,
@@ -339,9 +429,17 @@ impl Voices {
                 let embedder = services.embedder()?;
                 let similarity = embedder.embed(&audio)?.similarity(&target);
                 let baseline = default_voice_take(services, &HELD_OUT_SENTENCES.join(" "))?;
+                let independent = IndependentJudge::for_clips(services, &clips);
+                let judge = |take: Audio| {
+                    independent
+                        .as_ref()
+                        .and_then(|j| j.similarity(std::slice::from_ref(&take)))
+                };
                 Ok(Closeness {
                     similarity,
                     default_similarity: embedder.embed(&baseline)?.similarity(&target),
+                    similarity_independent: judge(audio),
+                    default_similarity_independent: judge(baseline),
                 })
             },
         )
@@ -359,6 +457,7 @@ impl Voices {
     ) -> Result<VoiceProfile, VoiceWorkError> {
         let (profile, target) = self.voice_with_target(voice)?;
         let clip_ids: Vec<String> = profile.clips.iter().map(|c| c.id.clone()).collect();
+        let clips = self.clip_files(&profile);
         let id = profile.id.clone();
         // Not one long lane job: every take is its own batch job on the audio lane, so
         // interactive work (a transcription, speaking a line) goes ahead between takes.
@@ -384,6 +483,7 @@ impl Voices {
                 embedder: embedder.clone(),
                 transcriber,
                 slots: Some(slots.clone()),
+                independent: IndependentJudge::for_clips(services, &clips),
             };
             let speak_espeak = |text: &str, setting: &EspeakSetting| -> Result<Audio, VoiceError> {
                 let espeak = espeak_for(services, setting);
@@ -410,6 +510,8 @@ impl Voices {
                 voice = %id,
                 held_out = outcome.held_out.similarity,
                 default = default_held_out.similarity,
+                held_out_independent = ?outcome.held_out.similarity_independent,
+                default_independent = ?default_held_out.similarity_independent,
                 evaluations = outcome.evaluations,
                 seconds = outcome.seconds,
                 "voice match found"
@@ -479,6 +581,7 @@ impl Voices {
         cancel: CancellationToken,
     ) -> Result<VoiceTake, VoiceWorkError> {
         let (maker, target) = self.take_maker(voice, None)?;
+        let clips = self.clip_files(&maker.profile);
         self.on_lane(
             "voice take",
             Priority::Interactive,
@@ -489,12 +592,22 @@ impl Voices {
                 let similarity = embedder.embed(&audio)?.similarity(&target);
                 let baseline = default_voice_take(services, &text)?;
                 let default_similarity = embedder.embed(&baseline)?.similarity(&target);
+                let independent = IndependentJudge::for_clips(services, &clips);
+                let judge = |take: &Audio| {
+                    independent
+                        .as_ref()
+                        .and_then(|j| j.similarity(std::slice::from_ref(take)))
+                };
+                let similarity_independent = judge(&audio);
+                let default_similarity_independent = judge(&baseline);
                 Ok(VoiceTake {
                     audio,
                     method,
                     closeness: Closeness {
                         similarity,
                         default_similarity,
+                        similarity_independent,
+                        default_similarity_independent,
                     },
                 })
             },
@@ -641,15 +754,18 @@ fn held_out_score(
     speak: impl Fn(&str) -> Result<Audio, VoiceError>,
 ) -> Result<Score, VoiceError> {
     let mut embeddings = Vec::new();
+    let mut takes = Vec::new();
     let mut rates = 0.0;
     for sentence in HELD_OUT_SENTENCES {
         let take = speak(sentence)?;
         embeddings.push(judge.embed(&take)?);
         rates += judge.word_error_rate(&take, sentence)?;
+        takes.push(take);
     }
     Ok(Score {
         similarity: Embedding::mean(&embeddings).map_or(0.0, |e| e.similarity(target)),
         word_error_rate: rates / HELD_OUT_SENTENCES.len() as f64,
+        similarity_independent: judge.independent_similarity(&takes),
     })
 }
 

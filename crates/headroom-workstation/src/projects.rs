@@ -227,13 +227,19 @@ pub struct SpeechTake {
     pub duration_secs: f64,
     pub created_unix_ms: u64,
     /// For a take in a voice profile: how it was made ("voice match (approximate)", "cloned
-    /// by ...") and how close it is to the voice, beside the default voice.
+    /// by ...") and how close it is to the voice, beside the default voice: by the embedder
+    /// the voice match searched against, and by the independent one (Resemblyzer's, `None`
+    /// when it is not installed), which the search never used.
     #[serde(default)]
     pub voice_method: Option<String>,
     #[serde(default)]
     pub similarity: Option<f32>,
     #[serde(default)]
     pub default_similarity: Option<f32>,
+    #[serde(default)]
+    pub similarity_independent: Option<f32>,
+    #[serde(default)]
+    pub default_similarity_independent: Option<f32>,
 }
 
 /// The manifest, `project.json`.

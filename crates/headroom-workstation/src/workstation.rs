@@ -1049,6 +1049,9 @@ impl Workstation {
             voice_method,
             similarity: closeness.map(|c| c.similarity),
             default_similarity: closeness.map(|c| c.default_similarity),
+            similarity_independent: closeness.and_then(|c| c.similarity_independent),
+            default_similarity_independent: closeness
+                .and_then(|c| c.default_similarity_independent),
         };
         let stored = take.clone();
         self.update_project(project_id, move |p| {

@@ -104,7 +104,12 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                 </span>
                 {t.similarity !== null && t.default_similarity !== null && (
                   <span data-testid={`synth-similarity-${n}`}>
-                    similarity {t.similarity.toFixed(3)} (default voice {t.default_similarity.toFixed(3)})
+                    similarity {t.similarity.toFixed(3)} (search's embedder) ·{" "}
+                    {t.similarity_independent === null
+                      ? "independent: – (headroom models install resemblyzer)"
+                      : `${t.similarity_independent.toFixed(3)} (independent: Resemblyzer)`}{" "}
+                    (default voice {t.default_similarity.toFixed(3)}
+                    {t.default_similarity_independent !== null && ` · ${t.default_similarity_independent.toFixed(3)}`})
                   </span>
                 )}
                 <button

@@ -19,15 +19,30 @@ import {
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
-function Bar(props: { label: string; value: number; testid: string }) {
+/** What to do when a score has no independent judge's number. */
+const INDEPENDENT_HINT = "No independent score: install Resemblyzer's embedder with `headroom models install resemblyzer`.";
+
+/** A similarity by the search's embedder (the bar), and by the independent one (Resemblyzer's,
+ * which the voice match never searched against) beside it. */
+function Bar(props: { label: string; value: number; independent: number | null; testid: string }) {
   const width = Math.max(0, Math.min(1, props.value)) * 100;
   return (
-    <div class="row" data-testid={props.testid} data-value={props.value.toFixed(3)}>
+    <div
+      class="row"
+      data-testid={props.testid}
+      data-value={props.value.toFixed(3)}
+      data-independent={props.independent === null ? "" : props.independent.toFixed(3)}
+    >
       <span class="bar-label">{props.label}</span>
       <span class="bar">
         <span class="bar-fill" style={{ width: `${width}%` }} />
       </span>
-      <span>{props.value.toFixed(3)}</span>
+      <span title="cosine similarity by the speaker embedder the voice match searched against">
+        {props.value.toFixed(3)} (search's embedder)
+      </span>
+      <span class="muted" title="cosine similarity by Resemblyzer's embedder, which the search never used">
+        · {props.independent === null ? "independent: –" : `${props.independent.toFixed(3)} (independent: Resemblyzer)`}
+      </span>
     </div>
   );
 }
@@ -318,22 +333,42 @@ export function VoicesView() {
           )}
           {current ? (
             <div data-testid="voice-match-result">
-              <Bar label="Default voice" value={current.default_held_out.similarity} testid="voice-sim-default" />
+              <Bar
+                label="Default voice"
+                value={current.default_held_out.similarity}
+                independent={current.default_held_out.similarity_independent}
+                testid="voice-sim-default"
+              />
               <Bar
                 label={`Best shipped style (${current.outcome.best_shipped})`}
                 value={current.outcome.best_shipped_held_out.similarity}
+                independent={current.outcome.best_shipped_held_out.similarity_independent}
                 testid="voice-sim-shipped"
               />
-              <Bar label="Voice match (held out)" value={current.outcome.held_out.similarity} testid="voice-sim-match" />
+              <Bar
+                label="Voice match (held out)"
+                value={current.outcome.held_out.similarity}
+                independent={current.outcome.held_out.similarity_independent}
+                testid="voice-sim-match"
+              />
               {current.espeak && (
                 <Bar
                   label={`espeak-ng match (${current.espeak[0].voice}, pitch ${current.espeak[0].pitch})`}
                   value={current.espeak[1].similarity}
+                  independent={current.espeak[1].similarity_independent}
                   testid="voice-sim-espeak"
                 />
               )}
+              {current.outcome.held_out.similarity_independent === null && (
+                <p class="muted" data-testid="voice-independent-hint">
+                  {INDEPENDENT_HINT}
+                </p>
+              )}
               <p class="muted">
-                On the search sentence {current.outcome.search.similarity.toFixed(3)} · word error rate{" "}
+                On the search sentence {current.outcome.search.similarity.toFixed(3)} (search's embedder)
+                {current.outcome.search.similarity_independent !== null &&
+                  ` · ${current.outcome.search.similarity_independent.toFixed(3)} (independent: Resemblyzer)`}{" "}
+                · word error rate{" "}
                 {current.outcome.held_out.word_error_rate.toFixed(2)} · {current.outcome.evaluations} takes in{" "}
                 {current.outcome.seconds.toFixed(0)} s
               </p>
@@ -360,8 +395,19 @@ export function VoicesView() {
           {take && (
             <div data-testid="voice-take">
               <p data-testid="voice-take-method">{take.method}</p>
-              <Bar label="This take" value={take.closeness.similarity} testid="voice-take-similarity" />
-              <Bar label={`Default voice (${take.default_voice})`} value={take.closeness.default_similarity} testid="voice-take-default" />
+              <Bar
+                label="This take"
+                value={take.closeness.similarity}
+                independent={take.closeness.similarity_independent}
+                testid="voice-take-similarity"
+              />
+              <Bar
+                label={`Default voice (${take.default_voice})`}
+                value={take.closeness.default_similarity}
+                independent={take.closeness.default_similarity_independent}
+                testid="voice-take-default"
+              />
+              {take.closeness.similarity_independent === null && <p class="muted">{INDEPENDENT_HINT}</p>}
               <div class="row">
                 {voice.clips[0] && (
                   <button data-testid="voice-ab-reference" onClick={() => guard(() => api.playVoiceFile(voice.id, voice.clips[0].file, jobId("play")))}>

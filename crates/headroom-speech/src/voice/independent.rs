@@ -363,7 +363,7 @@ impl IndependentEmbedder {
             audio.to_16k()?.samples
         };
         normalize_volume(&mut samples);
-        Ok(headroom_base::cpu::compute(|| self.embed_16k(samples))?)
+        headroom_base::cpu::compute(|| self.embed_16k(samples))
     }
 
     /// The embedding of 16 kHz samples already normalised in volume.

@@ -9,6 +9,11 @@
 //! [`HELD_OUT_SENTENCES`], which it never heard, so a style that fools the embedder on one
 //! sentence is seen for what it is.
 //!
+//! The search maximises its judge's embedder; that same embedder's score flatters what it
+//! found. So the outcome's scores also carry an independent judge's
+//! ([`Judge::independent_similarity`]: a second embedder, Resemblyzer's, which the search
+//! never consults), to show whether the gain holds for a judge it could not tune against.
+//!
 //! espeak-ng: a grid of voice variants and pitches, scored the same way; cheap and coarse.
 
 use super::{Embedding, VoiceError};
@@ -45,6 +50,12 @@ pub trait Judge {
     fn embed(&self, take: &Audio) -> Result<Embedding, VoiceError>;
     /// The word error rate of the take against the text it was meant to say.
     fn word_error_rate(&self, take: &Audio, text: &str) -> Result<f64, VoiceError>;
+    /// The takes' similarity to the target by a second embedder the search never uses (their
+    /// mean embedding's cosine to the target's), `None` where there is none. Only the
+    /// outcome's scores ask for it, never the search.
+    fn independent_similarity(&self, _takes: &[Audio]) -> Option<f32> {
+        None
+    }
 }
 
 /// How long and how carefully to search.
@@ -78,8 +89,13 @@ impl Default for MatchSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Score {
+    /// Cosine similarity by the search's own embedder (the one it maximised).
     pub similarity: f32,
     pub word_error_rate: f64,
+    /// Cosine similarity by the independent embedder (Resemblyzer), which the search never
+    /// used; `None` when it is not installed (or for scores kept from before it existed).
+    #[serde(default)]
+    pub similarity_independent: Option<f32>,
 }
 
 /// Where the search is, for progress.
@@ -168,6 +184,7 @@ impl Search<'_> {
         Ok(Score {
             similarity,
             word_error_rate: self.word_error_rate(&takes, sentences)?,
+            similarity_independent: self.judge.independent_similarity(&takes),
         })
     }
 }
@@ -235,12 +252,14 @@ pub fn match_style(
                 Score {
                     similarity: *similarity,
                     word_error_rate: rate,
+                    similarity_independent: None,
                 },
+                takes.clone(),
             ));
             break;
         }
     }
-    let (mut best, mut best_score) = start.ok_or(VoiceError::Unintelligible {
+    let (mut best, mut best_score, mut best_takes) = start.ok_or(VoiceError::Unintelligible {
         bound: settings.max_word_error_rate,
         best: best_rate,
     })?;
@@ -285,9 +304,11 @@ pub fn match_style(
                 if rate <= settings.max_word_error_rate {
                     best = style;
                     offset = child;
+                    best_takes = takes;
                     best_score = Score {
                         similarity,
                         word_error_rate: rate,
+                        similarity_independent: None,
                     };
                     search.best_similarity = similarity;
                     improved = true;
@@ -297,6 +318,9 @@ pub fn match_style(
         // One-fifth rule for a (1+λ) strategy: grow on success, shrink slowly on failure.
         step *= if improved { 1.5 } else { 1.5f32.powf(-0.25) };
     }
+
+    // The search is over: only now may the independent judge look at what it found.
+    best_score.similarity_independent = judge.independent_similarity(&best_takes);
 
     // 3. Held out: the found style and the best shipped one on sentences the search never used.
     let held_out = search.score(&best, HELD_OUT_SENTENCES)?;
@@ -408,11 +432,13 @@ pub fn match_espeak(
     }
     let (setting, similarity, take) = best.expect("the grid is not empty");
     let word_error_rate = judge.word_error_rate(&take, SEARCH_SENTENCES[0])?;
+    let similarity_independent = judge.independent_similarity(std::slice::from_ref(&take));
     Ok((
         setting,
         Score {
             similarity,
             word_error_rate,
+            similarity_independent,
         },
     ))
 }
@@ -465,6 +491,17 @@ mod tests {
     struct ToyJudge {
         /// Offsets larger than this are "unintelligible".
         garble_above: f32,
+        /// How often the independent judge was asked.
+        independent_calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ToyJudge {
+        fn new(garble_above: f32) -> ToyJudge {
+            ToyJudge {
+                garble_above,
+                independent_calls: Default::default(),
+            }
+        }
     }
 
     impl Judge for ToyJudge {
@@ -475,6 +512,11 @@ mod tests {
         fn word_error_rate(&self, take: &Audio, _: &str) -> Result<f64, VoiceError> {
             let norm = take.samples.iter().map(|v| v * v).sum::<f32>().sqrt();
             Ok(if norm > self.garble_above { 1.0 } else { 0.0 })
+        }
+        fn independent_similarity(&self, takes: &[Audio]) -> Option<f32> {
+            self.independent_calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(takes.len() as f32 / 10.0)
         }
     }
 
@@ -493,9 +535,7 @@ mod tests {
             .map(|(a, b)| a + b)
             .collect();
         let target = Embedding::new(target_style).unwrap();
-        let judge = ToyJudge {
-            garble_above: 1000.0,
-        };
+        let judge = ToyJudge::new(1000.0);
         let seen = std::sync::Mutex::new(Vec::new());
         let settings = MatchSettings {
             budget: 400,
@@ -520,6 +560,23 @@ mod tests {
         let last = seen.last().unwrap();
         assert_eq!(last.evaluations, last.total, "progress ends at its total");
         assert_eq!(outcome.evaluations, last.total);
+        // The independent judge scored the outcome (the search's best and the two held-out
+        // scores) and was never consulted during the search.
+        assert_eq!(
+            judge
+                .independent_calls
+                .load(std::sync::atomic::Ordering::Relaxed),
+            3
+        );
+        assert_eq!(outcome.search.similarity_independent, Some(0.1));
+        assert_eq!(
+            outcome.held_out.similarity_independent,
+            Some(HELD_OUT_SENTENCES.len() as f32 / 10.0)
+        );
+        assert!(outcome
+            .best_shipped_held_out
+            .similarity_independent
+            .is_some());
         assert!(seen.windows(2).all(
             |w| w[0].best_similarity <= w[1].best_similarity + 1e-6 || w[1].stage == "held_out"
         ));
@@ -533,7 +590,7 @@ mod tests {
         };
         let target = Embedding::new(random_vector(&mut rng)).unwrap();
         // Every style is "garbled": nothing may be chosen.
-        let strict = ToyJudge { garble_above: 0.0 };
+        let strict = ToyJudge::new(0.0);
         let err = match_style(
             &toy,
             &strict,
@@ -551,9 +608,7 @@ mod tests {
                 .iter()
                 .map(|s| s.iter().map(|v| v * v).sum::<f32>().sqrt())
                 .fold(0.0, f32::max);
-        let judge = ToyJudge {
-            garble_above: bound,
-        };
+        let judge = ToyJudge::new(bound);
         let outcome = match_style(
             &toy,
             &judge,
