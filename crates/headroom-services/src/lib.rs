@@ -211,13 +211,16 @@ impl Services {
         let metrics = Arc::new(Metrics::new());
         let audio_lane = AudioLane::new(config.audio_lane(), metrics.clone());
         let residency = Arc::new(Residency::new(config.audio_lane.model_idle()));
-        let speech = Arc::new(SpeechService::new(
-            audio_lane.clone(),
-            env.models_dir.clone(),
-            Arc::new(Espeak::new(env.espeak.clone())),
-            residency.clone(),
-        ));
         let voice_library = voices::VoiceLibrary::new(env.voices_dir.clone());
+        let speech = Arc::new(
+            SpeechService::new(
+                audio_lane.clone(),
+                env.models_dir.clone(),
+                Arc::new(Espeak::new(env.espeak.clone())),
+                residency.clone(),
+            )
+            .with_voice_library(voice_library.clone()),
+        );
         let (lane_events, _) = broadcast::channel(256);
         let runtime = tokio::runtime::Handle::current();
         forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
@@ -326,17 +329,15 @@ impl Services {
 
     /// The speaker embedder, loaded (on the calling thread) when it is not in memory.
     pub fn embedder(&self) -> Result<Arc<SpeakerEmbedder>, ServicesError> {
-        self.residency
-            .slot::<SpeakerEmbedder>(models::EMBEDDER_MODEL, "speaker embedding")
-            .get_or_load(|| {
-                let dir = models::locate(&self.env.models_dir, models::EMBEDDER_MODEL)
-                    .map_err(SpeechError::from)?;
-                Ok(SpeakerEmbedder::load(&dir)?)
-            })
+        self.speech.loaded_embedder().map_err(|e| match e {
+            SpeechError::Voice(e) => ServicesError::Voice(e),
+            other => ServicesError::Speech(other),
+        })
     }
 
     /// The speaker diarizer (the speaker embedder and the voice activity detector), loaded
-    /// (on the calling thread) when they are not in memory.
+    /// (on the calling thread) when they are not in memory. Transcriptions find speakers
+    /// with [`speech::SpeechService::transcribe_with`], which uses the same models.
     pub fn diarizer(&self) -> Result<headroom_speech::asr::diarize::Diarizer, ServicesError> {
         let vad_dir =
             models::locate(&self.env.models_dir, models::VAD_MODEL).map_err(SpeechError::from)?;

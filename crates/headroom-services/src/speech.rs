@@ -3,14 +3,20 @@
 //! second job on a model does not load it again.
 
 use crate::residency::Residency;
+use crate::voices::VoiceLibrary;
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::lanes::AudioLane;
+use headroom_speech::asr::diarize::{
+    attribute, Diarization, DiarizeError, DiarizeOptions, DiarizeParams, Diarizer, KnownSpeaker,
+    SpeakerCount,
+};
 use headroom_speech::asr::vad::{SileroVad, VadParams, VadTranscriber};
 use headroom_speech::asr::whisper::{Precision, WhisperEngine};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
 use headroom_speech::audio::{Audio, AudioError, Decode, DecodeLimits};
 use headroom_speech::models::{self, ModelError};
 use headroom_speech::tts::{Synthesizer, TtsError};
+use headroom_speech::voice::{SpeakerEmbedder, VoiceError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +34,14 @@ pub enum SpeechError {
     Tts(#[from] TtsError),
     #[error(transparent)]
     Rejected(#[from] Rejection),
+    /// The speaker embedder failed (or could not be loaded).
+    #[error(transparent)]
+    Voice(#[from] VoiceError),
+    #[error("speaker diarization failed: {0}")]
+    Diarize(String),
+    /// A known speaker's reference recording cannot be used (too short, not audio...).
+    #[error("the known speaker {name:?}: {message}")]
+    KnownSpeaker { name: String, message: String },
     #[error("nothing was recorded")]
     NothingRecorded,
     #[error("{source}; the {frames} samples recorded before it are kept in {}", path.display())]
@@ -96,6 +110,96 @@ impl AudioInput {
     }
 }
 
+impl From<DiarizeError> for SpeechError {
+    fn from(e: DiarizeError) -> Self {
+        match e {
+            // Cancelled like the transcription it follows, so callers see one kind.
+            DiarizeError::Cancelled => SpeechError::Asr(AsrError::Cancelled),
+            DiarizeError::Embedder(e) => SpeechError::Voice(e),
+            other => SpeechError::Diarize(other.to_string()),
+        }
+    }
+}
+
+/// Speakers to find in a transcription: who spoke when ([`Transcription::speakers`]).
+#[derive(Clone, Default)]
+pub struct SpeakerRequest {
+    /// Estimated (`auto`), or exactly as many as given.
+    pub count: SpeakerCount,
+    /// Voices to recognise besides the voice library's: every profile with an embedding is
+    /// always known, named after the profile (`Speaker::profile` = its id).
+    pub known: Vec<KnownVoice>,
+    /// The diarizer's settings; the defaults are the measured ones.
+    pub params: DiarizeParams,
+}
+
+impl SpeakerRequest {
+    /// `count` speakers, recognising the voice library's profiles.
+    pub fn new(count: SpeakerCount) -> SpeakerRequest {
+        SpeakerRequest {
+            count,
+            ..Default::default()
+        }
+    }
+}
+
+/// A voice to recognise, given with one request.
+#[derive(Clone)]
+pub enum KnownVoice {
+    /// Already embedded with the speaker embedder ([`SpeechService::loaded_embedder`]).
+    Embedded(KnownSpeaker),
+    /// A reference recording of the voice, decoded and embedded in the transcription's job
+    /// (at least about 1.6 s of speech).
+    Recording { name: String, audio: AudioInput },
+}
+
+/// A transcription to run with [`SpeechService::transcribe_with`]: build it with
+/// [`Transcription::new`] and set what differs from the defaults (batch priority, from the
+/// start, no progress, no speakers).
+pub struct Transcription {
+    pub input: AudioInput,
+    pub model: String,
+    pub options: TranscribeOptions,
+    /// Who spoke when, found in the same audio-lane job right after the transcription, on the
+    /// same 16 kHz samples (word timestamps are then always on, since speaker changes are
+    /// found at word resolution). `None`: no speakers.
+    pub speakers: Option<SpeakerRequest>,
+    pub priority: Priority,
+    /// Where to start; with speakers, the diarization still hears the whole recording.
+    pub resume: Resume,
+    /// 0.0..=1.0 over the whole job (transcription, then speakers).
+    pub progress: Arc<dyn Fn(f32) + Send + Sync>,
+}
+
+impl Transcription {
+    pub fn new(input: AudioInput, model: impl Into<String>, options: TranscribeOptions) -> Self {
+        Transcription {
+            input,
+            model: model.into(),
+            options,
+            speakers: None,
+            priority: Priority::Normal,
+            resume: Resume::from_start(),
+            progress: Arc::new(|_| {}),
+        }
+    }
+}
+
+/// What [`SpeechService::transcribe_with`] found.
+#[derive(Debug, Clone)]
+pub struct Transcribed {
+    /// With speakers asked for: `speakers` set, segments split at speaker changes, and every
+    /// segment and word carrying its speaker's id.
+    pub transcript: Transcript,
+    /// Who spoke when over the whole recording, when speakers were asked for: a resumed job
+    /// attributes the segments it keeps from before with
+    /// [`headroom_speech::asr::diarize::attribute`] on the merged transcript.
+    pub diarization: Option<Diarization>,
+}
+
+/// The share of a job's progress the transcription takes when speakers are found after it.
+const TRANSCRIPTION_SHARE: f32 = 0.75;
+
 /// Where a transcription job gets its engine: decided before the job queues, loaded (for an
 /// embedded model) on the worker thread.
 pub(crate) enum EngineSource {
@@ -148,6 +252,8 @@ pub struct SpeechService {
     models_dir: PathBuf,
     /// An external transcription server, used instead of the embedded models when set.
     remote_transcriber: Option<Arc<dyn Transcriber>>,
+    /// The voice library, whose profiles are recognised as speakers.
+    voices: Option<VoiceLibrary>,
 }
 
 impl SpeechService {
@@ -167,6 +273,15 @@ impl SpeechService {
             limits: DecodeLimits::default(),
             models_dir,
             remote_transcriber: None,
+            voices: None,
+        }
+    }
+
+    /// The same engines and lane, recognising the profiles of `library` as speakers.
+    pub fn with_voice_library(self, library: VoiceLibrary) -> Self {
+        SpeechService {
+            voices: Some(library),
+            ..self
         }
     }
 
@@ -286,12 +401,56 @@ impl SpeechService {
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Transcript, SpeechError> {
+        let job = Transcription {
+            priority,
+            resume,
+            progress,
+            ..Transcription::new(input, model, options)
+        };
+        Ok(self.transcribe_with(job, cancel).await?.transcript)
+    }
+
+    /// Transcribes as `job` says, on the audio lane: decodes and resamples to 16 kHz,
+    /// transcribes, and, when `job.speakers` asks, finds who spoke when on the same samples
+    /// in the same job and attributes every segment and word to its speaker. The one place
+    /// every front end (CLI, `headroom serve`, projects) transcribes with speakers.
+    ///
+    /// ```no_run
+    /// # use headroom_services::speech::*;
+    /// # async fn demo(speech: &SpeechService) -> Result<(), SpeechError> {
+    /// use headroom_speech::asr::{diarize::SpeakerCount, TranscribeOptions};
+    /// let input = AudioInput::from_file("talk.flac".as_ref())?;
+    /// let job = Transcription {
+    ///     speakers: Some(SpeakerRequest::new(SpeakerCount::Auto)),
+    ///     ..Transcription::new(input, "whisper-tiny.en", TranscribeOptions::default())
+    /// };
+    /// let done = speech.transcribe_with(job, Default::default()).await?;
+    /// for s in &done.transcript.segments {
+    ///     let who = s.speaker.as_deref().and_then(|id| done.transcript.speaker_name(id));
+    ///     println!("{}: {}", who.unwrap_or_default(), s.text);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn transcribe_with(
+        &self,
+        job: Transcription,
+        cancel: CancellationToken,
+    ) -> Result<Transcribed, SpeechError> {
+        let Transcription {
+            input,
+            model,
+            mut options,
+            speakers,
+            priority,
+            resume,
+            progress,
+        } = job;
         let Resume {
             from_secs,
             mut window_done,
         } = resume;
         // The engine and the detector are found before the job waits for a slot.
-        let source = self.engine_source(model)?;
+        let source = self.engine_source(&model)?;
         // Only speech, when asked and the detector is installed.
         let vad_dir = options.skip_silence.then(|| {
             models::locate(&self.models_dir, models::VAD_MODEL)
@@ -302,9 +461,20 @@ impl SpeechService {
                 })
                 .ok()
         });
+        // Speakers need the detector and the embedder: a missing one is reported now.
+        let diarizing = match &speakers {
+            Some(_) => {
+                options.word_timestamps = true;
+                Some((
+                    models::locate(&self.models_dir, models::VAD_MODEL)?,
+                    models::locate(&self.models_dir, models::EMBEDDER_MODEL)?,
+                ))
+            }
+            None => None,
+        };
         let service = self.clone();
         let limits = self.limits;
-        let job = move |cancel: &CancellationToken| -> Result<Transcript, SpeechError> {
+        let job = move |cancel: &CancellationToken| -> Result<Transcribed, SpeechError> {
             // Resampled to 16 kHz while decoding, so a long file is never held at its own rate.
             let decode = Decode {
                 limits,
@@ -323,19 +493,120 @@ impl SpeechService {
                 )),
                 None => engine,
             };
-            Ok(engine.transcribe_from(
+            let (Some(request), Some((vad_dir, embedder_dir))) = (speakers, diarizing) else {
+                let transcript = engine.transcribe_from(
+                    &audio.samples,
+                    from_secs,
+                    &options,
+                    &mut *window_done,
+                    &*progress,
+                    cancel,
+                )?;
+                return Ok(Transcribed {
+                    transcript,
+                    diarization: None,
+                });
+            };
+            let share = |from: f32, to: f32| {
+                let progress = progress.clone();
+                move |f: f32| progress(from + (to - from) * f.clamp(0.0, 1.0))
+            };
+            let mut transcript = engine.transcribe_from(
                 &audio.samples,
                 from_secs,
                 &options,
                 &mut *window_done,
-                &*progress,
+                &share(0.0, TRANSCRIPTION_SHARE),
                 cancel,
-            )?)
+            )?;
+            drop(engine);
+            let embedder = service.loaded_embedder_at(&embedder_dir)?;
+            let known = service.known_speakers(&embedder, request.known, &decode)?;
+            let diarizer = Diarizer::new(embedder, service.loaded_vad(&vad_dir)?);
+            let options = DiarizeOptions {
+                count: request.count,
+                known,
+                params: request.params,
+            };
+            let diarization = diarizer.diarize(
+                &audio.samples,
+                &options,
+                &share(TRANSCRIPTION_SHARE, 1.0),
+                cancel,
+            )?;
+            attribute(&mut transcript, &diarization);
+            Ok(Transcribed {
+                transcript,
+                diarization: Some(diarization),
+            })
         };
         match self.lane.run("transcription", priority, cancel, job).await {
             Ok(result) => result,
             Err(rejection) => Err(rejection.into()),
         }
+    }
+
+    /// The voices to recognise: every voice profile of the library with an embedding, then
+    /// `given` (reference recordings decoded with `decode` and embedded now, on the calling
+    /// thread).
+    fn known_speakers(
+        &self,
+        embedder: &SpeakerEmbedder,
+        given: Vec<KnownVoice>,
+        decode: &Decode,
+    ) -> Result<Vec<KnownSpeaker>, SpeechError> {
+        let mut known = Vec::new();
+        if let Some(library) = &self.voices {
+            match library.list() {
+                Ok(profiles) => known.extend(profiles.into_iter().filter_map(|p| {
+                    Some(KnownSpeaker {
+                        embedding: p.embedding?,
+                        name: p.name,
+                        profile: Some(p.id),
+                    })
+                })),
+                Err(e) => tracing::warn!("voice profiles not recognised as speakers: {e}"),
+            }
+        }
+        for voice in given {
+            known.push(match voice {
+                KnownVoice::Embedded(speaker) => speaker,
+                KnownVoice::Recording { name, audio } => {
+                    let refused = |message: String| SpeechError::KnownSpeaker {
+                        name: name.clone(),
+                        message,
+                    };
+                    let clip = match audio.decode(decode) {
+                        Ok(clip) => clip,
+                        Err(e @ AudioError::Cancelled { .. }) => return Err(e.into()),
+                        Err(e) => return Err(refused(e.to_string())),
+                    };
+                    let embedding = embedder.embed(&clip).map_err(|e| match e {
+                        VoiceError::TooShort { .. } => refused(e.to_string()),
+                        other => SpeechError::Voice(other),
+                    })?;
+                    KnownSpeaker {
+                        name,
+                        profile: None,
+                        embedding,
+                    }
+                }
+            });
+        }
+        Ok(known)
+    }
+
+    /// The speaker embedder, loaded (on the calling thread) when it is not in memory.
+    pub fn loaded_embedder(&self) -> Result<Arc<SpeakerEmbedder>, SpeechError> {
+        let dir = models::locate(&self.models_dir, models::EMBEDDER_MODEL)?;
+        self.loaded_embedder_at(&dir)
+    }
+
+    fn loaded_embedder_at(&self, dir: &Path) -> Result<Arc<SpeakerEmbedder>, SpeechError> {
+        self.residency
+            .slot::<SpeakerEmbedder>(models::EMBEDDER_MODEL, "speaker embedding")
+            .get_or_load(|| SpeakerEmbedder::load(dir))
+            .map_err(SpeechError::from)
     }
 
     /// Synthesizes speech on the audio lane, as interactive work (someone is waiting).
