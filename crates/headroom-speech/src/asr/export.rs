@@ -52,6 +52,20 @@ fn timestamp(seconds: f64, separator: char) -> String {
     )
 }
 
+/// A subtitle cue: times, text, and the name of who speaks it, when speakers were found.
+struct Cue<'a> {
+    start: f64,
+    end: f64,
+    text: &'a str,
+    speaker: Option<String>,
+}
+
+/// The shown name of the speaker labelled `id` (the label itself when the transcript does
+/// not list it).
+fn speaker_name(transcript: &Transcript, id: Option<&String>) -> Option<String> {
+    id.map(|id| transcript.speaker_name(id).unwrap_or_else(|| id.clone()))
+}
+
 /// Renders a transcript with one subtitle cue per word (SubRip and WebVTT; the words' times
 /// must have been asked for). Other formats, and segments without word times, render as
 /// [`render`] does.
@@ -59,16 +73,29 @@ pub fn render_words(transcript: &Transcript, format: ExportFormat) -> String {
     if !matches!(format, ExportFormat::Srt | ExportFormat::Vtt) {
         return render(transcript, format);
     }
-    let cues: Vec<(f64, f64, &str)> = transcript
+    let cues: Vec<Cue> = transcript
         .segments
         .iter()
         .flat_map(|s| {
             if s.words.is_empty() {
-                vec![(s.start, s.end, s.text.trim())]
+                vec![Cue {
+                    start: s.start,
+                    end: s.end,
+                    text: s.text.trim(),
+                    speaker: speaker_name(transcript, s.speaker.as_ref()),
+                }]
             } else {
                 s.words
                     .iter()
-                    .map(|w| (w.start, w.end, w.text.as_str()))
+                    .map(|w| Cue {
+                        start: w.start,
+                        end: w.end,
+                        text: w.text.as_str(),
+                        speaker: speaker_name(
+                            transcript,
+                            w.speaker.as_ref().or(s.speaker.as_ref()),
+                        ),
+                    })
                     .collect()
             }
         })
@@ -76,50 +103,109 @@ pub fn render_words(transcript: &Transcript, format: ExportFormat) -> String {
     cue_list(&cues, format)
 }
 
-fn cue_list(cues: &[(f64, f64, &str)], format: ExportFormat) -> String {
+/// Text as WebVTT cue text: `&`, `<` and `>` escaped (so no `-->` either), and no line
+/// breaks (a blank line would end the cue).
+fn vtt_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text on one line: SubRip ends a cue at a blank line.
+fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn cue_list(cues: &[Cue], format: ExportFormat) -> String {
     let mut out = String::new();
     if format == ExportFormat::Vtt {
         out.push_str("WEBVTT\n\n");
     }
-    for (i, (start, end, text)) in cues.iter().enumerate() {
+    for (i, cue) in cues.iter().enumerate() {
+        let text = cue.text.trim();
         if format == ExportFormat::Srt {
+            let text = match &cue.speaker {
+                Some(name) => format!("{}: {text}", one_line(name)),
+                None => text.to_string(),
+            };
             out.push_str(&format!(
                 "{}\n{} --> {}\n{}\n\n",
                 i + 1,
-                timestamp(*start, ','),
-                timestamp(*end, ','),
-                text.trim()
+                timestamp(cue.start, ','),
+                timestamp(cue.end, ','),
+                text
             ));
         } else {
+            // A voice span: `<v Name>text`; the annotation is escaped as cue text is.
+            let text = match &cue.speaker {
+                Some(name) => format!("<v {}>{}", vtt_text(name.trim()), vtt_text(text)),
+                None => vtt_text(text),
+            };
             out.push_str(&format!(
                 "{} --> {}\n{}\n\n",
-                timestamp(*start, '.'),
-                timestamp(*end, '.'),
-                text.trim()
+                timestamp(cue.start, '.'),
+                timestamp(cue.end, '.'),
+                text
             ));
         }
     }
     out
 }
 
-/// Renders a transcript in a format.
+/// Renders a transcript in a format. With speakers, every format names them: plain text as
+/// `Name: text` per segment with a blank line where the speaker changes, SubRip as a
+/// `Name: ` prefix, WebVTT as voice spans (`<v Name>`), JSON with `speaker` on segments and
+/// words and the `speakers` list.
 pub fn render(transcript: &Transcript, format: ExportFormat) -> String {
     match format {
         ExportFormat::Txt => {
-            let mut out = transcript
-                .segments
-                .iter()
-                .map(|s| s.text.trim())
-                .collect::<Vec<_>>()
-                .join("\n");
-            out.push('\n');
+            let mut out = String::new();
+            let mut previous: Option<&Option<String>> = None;
+            for s in &transcript.segments {
+                let text = s.text.trim();
+                match speaker_name(transcript, s.speaker.as_ref()) {
+                    Some(name) => {
+                        if previous.is_some_and(|p| *p != s.speaker) {
+                            out.push('\n');
+                        }
+                        out.push_str(&format!("{}: {text}\n", one_line(&name)));
+                    }
+                    None => {
+                        if previous.is_some_and(Option::is_some) {
+                            out.push('\n');
+                        }
+                        out.push_str(text);
+                        out.push('\n');
+                    }
+                }
+                previous = Some(&s.speaker);
+            }
+            if out.is_empty() {
+                out.push('\n');
+            }
             out
         }
         ExportFormat::Srt | ExportFormat::Vtt => {
-            let cues: Vec<(f64, f64, &str)> = transcript
+            let cues: Vec<Cue> = transcript
                 .segments
                 .iter()
-                .map(|s| (s.start, s.end, s.text.trim()))
+                .map(|s| Cue {
+                    start: s.start,
+                    end: s.end,
+                    text: s.text.trim(),
+                    speaker: speaker_name(transcript, s.speaker.as_ref()),
+                })
                 .collect();
             cue_list(&cues, format)
         }
@@ -223,5 +309,112 @@ mod tests {
         assert_eq!(json, sample());
         assert_eq!("SRT".parse::<ExportFormat>(), Ok(ExportFormat::Srt));
         assert!("doc".parse::<ExportFormat>().is_err());
+    }
+
+    /// Two speakers, the first recognised as a profile: "Ann & <Bo>", the second unnamed;
+    /// the second segment is the first speaker's too, the third the other's.
+    fn with_speakers() -> Transcript {
+        let word = |start: f64, end: f64, text: &str, speaker: &str| crate::asr::Word {
+            start,
+            end,
+            text: text.into(),
+            probability: 0.9,
+            speaker: Some(speaker.into()),
+        };
+        let segment = |start: f64, end: f64, text: &str, speaker: &str| Segment {
+            speaker: Some(speaker.into()),
+            ..Segment::new(start, end, text)
+        };
+        let mut first = segment(0.0, 1.0, " Hi there.", "S1");
+        first.words = vec![word(0.0, 0.4, "Hi", "S1"), word(0.4, 1.0, "there.", "S1")];
+        Transcript {
+            language: Some("en".into()),
+            duration: 4.0,
+            segments: vec![
+                first,
+                segment(1.2, 2.0, "Is it 3 > 2?", "S1"),
+                segment(2.5, 4.0, " Yes.", "S2"),
+            ],
+            speakers: vec![
+                crate::asr::Speaker {
+                    name: Some("Ann & <Bo>".into()),
+                    profile: Some("ann".into()),
+                    similarity: Some(0.9),
+                    seconds: 1.8,
+                    ..crate::asr::Speaker::numbered(0)
+                },
+                crate::asr::Speaker {
+                    seconds: 1.5,
+                    ..crate::asr::Speaker::numbered(1)
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn txt_names_each_segment_and_starts_a_paragraph_at_a_change_of_speaker() {
+        assert_eq!(
+            render(&with_speakers(), ExportFormat::Txt),
+            "Ann & <Bo>: Hi there.\nAnn & <Bo>: Is it 3 > 2?\n\nSpeaker 2: Yes.\n"
+        );
+    }
+
+    #[test]
+    fn srt_prefixes_each_cue_with_its_speaker() {
+        let srt = render(&with_speakers(), ExportFormat::Srt);
+        assert_eq!(
+            srt,
+            "1\n00:00:00,000 --> 00:00:01,000\nAnn & <Bo>: Hi there.\n\n\
+             2\n00:00:01,200 --> 00:00:02,000\nAnn & <Bo>: Is it 3 > 2?\n\n\
+             3\n00:00:02,500 --> 00:00:04,000\nSpeaker 2: Yes.\n\n"
+        );
+        // Word cues carry their word's speaker.
+        let words = render_words(&with_speakers(), ExportFormat::Srt);
+        assert!(
+            words.starts_with("1\n00:00:00,000 --> 00:00:00,400\nAnn & <Bo>: Hi\n\n"),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn vtt_uses_voice_spans_escaped_as_the_webvtt_spec_asks() {
+        let vtt = render(&with_speakers(), ExportFormat::Vtt);
+        assert_eq!(
+            vtt,
+            "WEBVTT\n\n\
+             00:00:00.000 --> 00:00:01.000\n<v Ann &amp; &lt;Bo&gt;>Hi there.\n\n\
+             00:00:01.200 --> 00:00:02.000\n<v Ann &amp; &lt;Bo&gt;>Is it 3 &gt; 2?\n\n\
+             00:00:02.500 --> 00:00:04.000\n<v Speaker 2>Yes.\n\n"
+        );
+        let words = render_words(&with_speakers(), ExportFormat::Vtt);
+        assert!(
+            words.contains("00:00:00.400 --> 00:00:01.000\n<v Ann &amp; &lt;Bo&gt;>there.\n"),
+            "{words}"
+        );
+        // Without speakers, cue text is escaped too and carries no voice span.
+        let mut plain = with_speakers();
+        plain.speakers.clear();
+        for s in &mut plain.segments {
+            s.speaker = None;
+            s.words.clear();
+        }
+        let vtt = render(&plain, ExportFormat::Vtt);
+        assert!(vtt.contains("\nIs it 3 &gt; 2?\n"), "{vtt}");
+        assert!(!vtt.contains("<v"), "{vtt}");
+    }
+
+    #[test]
+    fn json_carries_speakers_on_segments_and_words_and_the_speaker_list() {
+        let json = render(&with_speakers(), ExportFormat::Json);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["segments"][0]["speaker"], "S1");
+        assert_eq!(value["segments"][0]["words"][1]["speaker"], "S1");
+        assert_eq!(value["segments"][2]["speaker"], "S2");
+        assert_eq!(value["speakers"][0]["id"], "S1");
+        assert_eq!(value["speakers"][0]["name"], "Ann & <Bo>");
+        assert_eq!(value["speakers"][0]["profile"], "ann");
+        assert_eq!(value["speakers"][1]["id"], "S2");
+        let back: Transcript = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, with_speakers());
     }
 }
