@@ -34,13 +34,15 @@ use headroom_workstation::jobs::{JobInfo, RefusedSegment};
 use headroom_workstation::narration::{
     LanguageView, NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationSummary, NarrationTake, NarrationTimings,
-    NarrationView, Overflowed, RefusedNarration, SegmentRefusal, SegmentState,
+    NarrationView, Overflowed, RefusedNarration, SegmentRefusal, SegmentState, SpeakerVoice,
+    SpeakerVoiceSource,
 };
 use headroom_workstation::projects::{
-    Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, SpeechTake, Suggestion,
-    SuggestionSource, VersionInfo,
+    Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, ProjectWord, SpeechTake,
+    SplitAt, Suggestion, SuggestionSource, VersionInfo,
 };
 use headroom_workstation::resume::JobOutcome;
+use headroom_workstation::speakers::SpeakerProfile;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
     BenchmarkRun, CleanupSummary, ModelView, SegmentOutcome, TextDestination, Waveform,
@@ -68,11 +70,12 @@ pub fn typescript() -> String {
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.
-        Decision, SuggestionSource, Suggestion, ProjectSegment, Speaker, SpeechTake, ProjectSettings,
-        Project, ProjectEntry, TextDestination, VersionInfo,
+        Decision, SuggestionSource, Suggestion, ProjectWord, ProjectSegment, Speaker, SpeechTake,
+        ProjectSettings, Project, ProjectEntry, TextDestination, VersionInfo, SplitAt,
         // Narration.
         NarrationMode, NarrationOptions, NarrationSettings, NarrationStage, SegmentRefusal,
         NarrationTake, NarratedSegment, SegmentState, NarrationOutput, Narration,
+        SpeakerVoiceSource, SpeakerVoice,
         RefusedNarration, Overflowed, NarrationTimings, NarrationSummary, NarrationView, LanguageView, Waveform,
         // Jobs.
         JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
@@ -81,7 +84,7 @@ pub fn typescript() -> String {
         ServerSettings, CloningSettings, PrivacySettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
         // Voice profiles, matches, cloning.
         Severity, Finding, ClipReport, ReferenceClip, Style, Score, MatchOutcome, EspeakSetting,
-        VoiceMatch, VoiceProfile, MatchProgress, Closeness, ClipAdded, VoiceTakeView,
+        VoiceMatch, VoiceProfile, MatchProgress, Closeness, ClipAdded, VoiceTakeView, SpeakerProfile,
         CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,

@@ -20,6 +20,7 @@ use headroom_services::voices::VoiceProfile;
 use headroom_services::LaneView;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_speech::asr::live::{LiveParams, LiveUpdate};
+use headroom_speech::asr::Speaker;
 use headroom_speech::asr::TranscribeOptions;
 use headroom_speech::cloning::Health;
 use headroom_speech::models;
@@ -30,10 +31,11 @@ use headroom_workstation::narration::{
     languages, LanguageView, NarrationEvent, NarrationOptions, NarrationSummary, NarrationView,
 };
 use headroom_workstation::projects::{
-    Decision, Project, ProjectEntry, ProjectError, ProjectSettings, SpeechTake, Suggestion,
-    VersionInfo,
+    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectSettings, SpeechTake,
+    SplitAt, Suggestion, VersionInfo,
 };
 use headroom_workstation::resume::JobOutcome;
+use headroom_workstation::speakers::SpeakerProfile;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
     BenchmarkRun, CleanAllEvent, CleanupSummary, ModelView, SaveDestination, SegmentOutcome,
@@ -277,6 +279,100 @@ pub async fn transcribe(
     Ok(shell
         .workstation
         .transcribe(&project, &path, None, progress, guard.cancel.clone())
+        .await?)
+}
+
+/// Names a speaker everywhere in the project; `shown` is the speakers as the view showed them
+/// (refused as changed elsewhere when they are no longer so).
+#[tauri::command]
+pub async fn rename_speaker(
+    shell: State<'_, Shell>,
+    project: String,
+    speaker: String,
+    name: String,
+    shown: Vec<Speaker>,
+) -> Reply<Project> {
+    Ok(shell
+        .workstation
+        .rename_speaker(&project, &speaker, name, shown)
+        .await?)
+}
+
+/// Merges speaker `from` into `into` (the transcript is kept as a version first).
+#[tauri::command]
+pub async fn merge_speakers(
+    shell: State<'_, Shell>,
+    project: String,
+    from: String,
+    into: String,
+    shown: Vec<Speaker>,
+) -> Reply<Project> {
+    Ok(shell
+        .workstation
+        .merge_speakers(&project, &from, &into, shown)
+        .await?)
+}
+
+/// "This is <profile>": attaches a speaker to a voice profile (`None` detaches it).
+#[tauri::command]
+pub async fn attach_speaker(
+    shell: State<'_, Shell>,
+    project: String,
+    speaker: String,
+    profile: Option<String>,
+    shown: Vec<Speaker>,
+) -> Reply<Project> {
+    Ok(shell
+        .workstation
+        .attach_speaker(&project, &speaker, profile, shown)
+        .await?)
+}
+
+/// Makes a voice profile from a speaker's clean turns and attaches the speaker to it.
+#[tauri::command]
+pub async fn profile_from_speaker(
+    shell: State<'_, Shell>,
+    project: String,
+    speaker: String,
+    name: Option<String>,
+    job: String,
+) -> Reply<SpeakerProfile> {
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .profile_from_speaker(&project, &speaker, name, guard.cancel.clone())
+        .await?)
+}
+
+/// Splits a segment at a word or a time; the new part gets `speaker` (`"new"` for a new one)
+/// or the segment's. `shown` is the segment as the view showed it.
+#[tauri::command]
+pub async fn split_segment(
+    shell: State<'_, Shell>,
+    project: String,
+    index: usize,
+    at: SplitAt,
+    speaker: Option<String>,
+    shown: ProjectSegment,
+) -> Reply<Project> {
+    Ok(shell
+        .workstation
+        .split_segment(&project, index, at, speaker, shown)
+        .await?)
+}
+
+/// Gives a segment another speaker (`"new"` for a new one, `None` for none).
+#[tauri::command]
+pub async fn set_segment_speaker(
+    shell: State<'_, Shell>,
+    project: String,
+    index: usize,
+    speaker: Option<String>,
+    shown: ProjectSegment,
+) -> Reply<Project> {
+    Ok(shell
+        .workstation
+        .set_segment_speaker(&project, index, speaker, shown)
         .await?)
 }
 

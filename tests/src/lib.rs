@@ -1,6 +1,7 @@
 //! Helpers for Headroom's cross-process tests: a fault-injecting OpenAI-compatible server on
 //! loopback, a real llama-server, and a microphone that speaks a file.
 
+pub mod conversation;
 pub mod fake_cloning;
 pub mod fake_upstream;
 pub mod llama;

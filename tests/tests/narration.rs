@@ -590,3 +590,90 @@ async fn interactive_audio_goes_ahead_of_a_running_narration() {
     let summary = narrating.await.unwrap().unwrap();
     assert_eq!(summary.narrated, project.segments.len());
 }
+
+#[tokio::test]
+async fn each_speaker_is_narrated_in_a_voice_of_its_own_and_a_chosen_voice_redoes_only_theirs() {
+    use headroom_speech::asr::{Segment, Speaker, Transcript};
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workstation(dir.path(), "http://127.0.0.1:9/v1");
+    let project = ws.store().create("Two voices").unwrap();
+    let lines = [
+        ("S1", "Welcome back to the show."),
+        ("S2", "Thanks, it is good to be here."),
+        ("S1", "Tell us about the garden."),
+        ("S2", "It started with one tomato plant."),
+    ];
+    let transcript = Transcript {
+        speakers: vec![Speaker::numbered(0), Speaker::numbered(1)],
+        language: Some("en".into()),
+        duration: 12.0,
+        segments: lines
+            .iter()
+            .enumerate()
+            .map(|(i, (speaker, text))| Segment {
+                speaker: Some(speaker.to_string()),
+                ..Segment::new(i as f64 * 3.0, i as f64 * 3.0 + 2.5, *text)
+            })
+            .collect(),
+    };
+    ws.update_project(&project.id, move |p| {
+        p.set_transcript(&transcript);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let view = ws.narration(&project.id).unwrap();
+    let defaults: Vec<&str> = view.speakers.iter().map(|v| v.voice.as_str()).collect();
+    assert_eq!(defaults.len(), 2);
+    assert_ne!(defaults[0], defaults[1], "two speakers, two default voices");
+
+    let cancel = CancellationToken::new();
+    let summary = ws
+        .narrate(&project.id, NarrationOptions::default(), &|_| {}, &cancel)
+        .await
+        .unwrap();
+    assert_eq!(summary.narrated, 4, "{summary:?}");
+    let takes = |p: &Project| -> Vec<(Option<String>, String)> {
+        p.narration
+            .as_ref()
+            .unwrap()
+            .segments
+            .iter()
+            .map(|s| {
+                let t = s.take.as_ref().unwrap();
+                (t.voice.clone(), t.spoken_by.clone())
+            })
+            .collect()
+    };
+    let project = ws.store().open(&project.id).unwrap();
+    let spoken = takes(&project);
+    assert_eq!(spoken[0], spoken[2], "one voice per speaker");
+    assert_eq!(spoken[1], spoken[3]);
+    assert_ne!(
+        spoken[0].1, spoken[1].1,
+        "spoken by different voices: {spoken:?}"
+    );
+    assert_eq!(spoken[0].0.as_deref(), Some(defaults[0]));
+
+    // The second speaker gets a voice chosen for them: only their segments are spoken again.
+    let options = NarrationOptions {
+        speaker_voices: Some(BTreeMap::from([("S2".to_string(), "en-gb".to_string())])),
+        ..Default::default()
+    };
+    let again = ws
+        .narrate(&project.id, options, &|_| {}, &cancel)
+        .await
+        .unwrap();
+    assert_eq!(again.worked_on, 2, "{again:?}");
+    let project = ws.store().open(&project.id).unwrap();
+    let spoken_now = takes(&project);
+    assert_eq!(spoken_now[0], spoken[0]);
+    assert_eq!(spoken_now[1].0.as_deref(), Some("en-gb"));
+    assert_eq!(
+        project.narration.unwrap().settings.speaker_voices["S2"],
+        "en-gb"
+    );
+    let view = ws.narration(&project.id).unwrap();
+    assert_eq!(view.speakers[1].voice, "en-gb");
+}

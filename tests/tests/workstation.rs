@@ -746,3 +746,267 @@ async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
     assert!(ws.jobs(&id).unwrap().is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A workstation whose voice library is its own, in `dir`.
+fn workstation_with_voices(dir: &std::path::Path) -> Arc<Workstation> {
+    let mut env = headroom_services::Environment::from_vars(|name| std::env::var_os(name));
+    env.voices_dir = dir.join("voices");
+    Workstation::new(
+        ProjectStore::new(dir.join("projects")),
+        headroom_services::Services::new(Config::default(), env),
+        None,
+    )
+}
+
+/// A project holding the two-speaker conversation with its transcript typed from the turns
+/// (one segment a turn, words spread over it), so no speech model is needed.
+async fn conversation_project(ws: &Workstation, dir: &std::path::Path) -> String {
+    use headroom_speech::asr::{Segment, Speaker, Transcript, Word};
+    use headroom_tests::conversation::{two_speakers, TURNS};
+    let conversation = two_speakers(ws.services(), &dir.join("conversation.wav")).await;
+    let project = ws.store().create("Conversation").unwrap();
+    let audio = ws
+        .store()
+        .import_audio(&project, &conversation.path)
+        .unwrap();
+    let segments = conversation
+        .turns
+        .iter()
+        .zip(TURNS)
+        .map(|(&(speaker, start, end), (_, text))| {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let step = (end - start) / words.len() as f64;
+            Segment {
+                start,
+                end,
+                text: text.to_string(),
+                speaker: Some(format!("S{}", speaker + 1)),
+                words: words
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| Word {
+                        start: start + i as f64 * step,
+                        end: start + (i + 1) as f64 * step,
+                        text: w.to_string(),
+                        probability: 1.0,
+                        speaker: Some(format!("S{}", speaker + 1)),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let transcript = Transcript {
+        speakers: vec![Speaker::numbered(0), Speaker::numbered(1)],
+        language: Some("en".into()),
+        duration: conversation.duration_secs,
+        segments,
+    };
+    ws.update_project(&project.id, move |p| {
+        p.set_transcript(&transcript);
+        p.refresh_speaker_seconds();
+        p.source_audio = Some(audio);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    project.id
+}
+
+#[tokio::test]
+async fn speakers_are_renamed_split_merged_and_restored_with_their_version() {
+    use headroom_workstation::projects::{SplitAt, NEW_SPEAKER};
+    let dir = scratch("speakers");
+    let ws = workstation_with_voices(&dir);
+    let id = conversation_project(&ws, &dir).await;
+    let shown = ws.store().open(&id).unwrap();
+    assert_eq!(shown.speakers.len(), 2);
+    assert!(shown.segments[0].words.len() > 5, "word times are kept");
+
+    // Renamed everywhere: every segment of S2 shows the name.
+    let renamed = ws
+        .rename_speaker(&id, "S2", "Grace".into(), shown.speakers.clone())
+        .await
+        .unwrap();
+    assert_eq!(renamed.speaker("S2").unwrap().display_name(), "Grace");
+    let srt = std::fs::read_to_string(ws.export(&id, ExportFormat::Txt).await.unwrap()).unwrap();
+    assert!(srt.contains("Grace"), "{srt}");
+    // A view that still shows the old names is refused, and nothing changes.
+    let stale = ws
+        .rename_speaker(&id, "S1", "Host".into(), shown.speakers.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            stale,
+            WorkstationError::Project(ProjectError::ChangedElsewhere { .. })
+        ),
+        "{stale}"
+    );
+    assert_eq!(ws.store().open(&id).unwrap().speakers[0].name, None);
+
+    // Split the first turn before its fifth word; the new part is a new speaker.
+    let first = renamed.segments[0].clone();
+    let split = ws
+        .split_segment(
+            &id,
+            0,
+            SplitAt::Word { index: 4 },
+            Some(NEW_SPEAKER.into()),
+            first.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(split.segments.len(), 5);
+    assert_eq!(split.segments[0].text, "Good morning and welcome");
+    assert_eq!(split.segments[1].speaker.as_deref(), Some("S3"));
+    assert_eq!(split.segments[1].start, first.words[4].start);
+    // The same split from the old view is refused: the segment is not what it showed.
+    assert!(ws
+        .split_segment(&id, 0, SplitAt::Word { index: 2 }, None, first)
+        .await
+        .is_err());
+
+    // Merge S3 back into S1: kept as a version first, which restores the speakers too.
+    let merged = ws
+        .merge_speakers(&id, "S3", "S1", split.speakers.clone())
+        .await
+        .unwrap();
+    assert_eq!(merged.speakers.len(), 2);
+    assert_eq!(merged.segments[1].speaker.as_deref(), Some("S1"));
+    let versions = ws.versions(&id).unwrap();
+    assert!(
+        versions[0]
+            .reason
+            .contains("merging Speaker 3 into Speaker 1"),
+        "{:?}",
+        versions[0]
+    );
+    let restored = ws.restore_version(&id, &versions[0].id).await.unwrap();
+    assert_eq!(restored.speakers.len(), 3, "{:?}", restored.speakers);
+    assert_eq!(restored.segments[1].speaker.as_deref(), Some("S3"));
+    assert_eq!(restored.speaker("S2").unwrap().display_name(), "Grace");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_voice_profile_is_made_from_a_speakers_turns_and_the_speaker_attached() {
+    let dir = scratch("speaker-profile");
+    let ws = workstation_with_voices(&dir);
+    let id = conversation_project(&ws, &dir).await;
+    let made = ws
+        .profile_from_speaker(&id, "S1", Some("Host".into()), CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(
+        (5.0..=20.0).contains(&made.seconds),
+        "a 5-20 s clip: {}",
+        made.seconds
+    );
+    assert!(made.report.accepted(), "{:?}", made.report);
+    assert_eq!(made.segments, vec![0, 2], "the host's turns");
+    assert_eq!(made.voice.name, "Host");
+    assert_eq!(made.voice.clips.len(), 1);
+    assert!(made.voice.clips[0]
+        .transcript
+        .as_deref()
+        .unwrap()
+        .contains("roofs"));
+    let speaker = made.project.speaker("S1").unwrap();
+    assert_eq!(speaker.profile.as_deref(), Some(made.voice.id.as_str()));
+    assert_eq!(speaker.display_name(), "Host");
+    // The narration speaks the host in the new profile's voice by default.
+    let view = ws.narration(&id).unwrap();
+    assert_eq!(view.speakers[0].voice, format!("profile:{}", made.voice.id));
+    // "This is <profile>" for the other speaker, then detached again.
+    let shown = made.project.speakers.clone();
+    let attached = ws
+        .attach_speaker(&id, "S2", Some(made.voice.id.clone()), shown)
+        .await
+        .unwrap();
+    assert_eq!(attached.speaker("S2").unwrap().display_name(), "Host");
+    let detached = ws
+        .attach_speaker(&id, "S2", None, attached.speakers.clone())
+        .await
+        .unwrap();
+    assert_eq!(detached.speaker("S2").unwrap().profile, None);
+    // A speaker who says too little makes no profile, and none is left behind.
+    let (project, ()) = ws
+        .update_project(&id, |p| {
+            p.split_segment(
+                3,
+                headroom_workstation::projects::SplitAt::Word { index: 2 },
+                Some(headroom_workstation::projects::NEW_SPEAKER),
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(project.speaker("S3").unwrap().seconds < 5.0);
+    let refused = ws
+        .profile_from_speaker(&id, "S3", None, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("needs at least 5 s"),
+        "{refused}"
+    );
+    assert_eq!(ws.voice_profiles().unwrap().len(), 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_project_transcribed_with_speakers_names_each_turns_speaker() {
+    use headroom_tests::conversation::two_speakers;
+    use headroom_workstation::projects::SpeakerSetting;
+    let dir = scratch("transcribe-speakers");
+    let ws = workstation_with_voices(&dir);
+    let conversation = two_speakers(ws.services(), &dir.join("conversation.wav")).await;
+    let project = ws.store().create("Conversation").unwrap();
+    assert_eq!(
+        project.settings.speakers,
+        SpeakerSetting::Off,
+        "off by default"
+    );
+    let settings = headroom_workstation::projects::ProjectSettings {
+        speakers: SpeakerSetting::Exactly(2),
+        ..project.settings.clone()
+    };
+    ws.update_settings(&project.id, settings, project.settings.clone())
+        .await
+        .unwrap();
+    let project = ws
+        .transcribe(
+            &project.id,
+            &conversation.path,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<&str> = project.speakers.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["S1", "S2"]);
+    assert!(project.speakers.iter().all(|s| s.seconds > 2.0));
+    // Every segment has the speaker of the turn it lies in.
+    for s in &project.segments {
+        let middle = (s.start + s.end) / 2.0;
+        let turn = conversation
+            .turns
+            .iter()
+            .min_by(|a, b| {
+                let d = |t: &(usize, f64, f64)| (t.1 - middle).abs().min((t.2 - middle).abs());
+                let inside = |t: &(usize, f64, f64)| !(t.1..t.2).contains(&middle);
+                (inside(a), d(a)).partial_cmp(&(inside(b), d(b))).unwrap()
+            })
+            .unwrap();
+        let expected = format!("S{}", turn.0 + 1);
+        assert_eq!(
+            s.speaker.as_deref(),
+            Some(expected.as_str()),
+            "{s:?} in {:?}",
+            conversation.turns
+        );
+        assert!(!s.words.is_empty(), "word times are kept: {s:?}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -37,6 +37,10 @@ import type {
   Waveform,
   RecordOutcome,
   MemoryView,
+  Speaker,
+  ProjectSegment,
+  SplitAt,
+  SpeakerProfile,
 } from "./bindings";
 
 export type {
@@ -76,6 +80,7 @@ export type {
   VersionInfo,
   Voice,
 } from "./bindings";
+export type { Speaker, SplitAt, SpeakerProfile, SpeakerVoice, ProjectWord } from "./bindings";
 export type { VoiceProfile, ClipAdded, VoiceTakeView, Health, MatchProgress, ClipReport } from "./bindings";
 export type {
   LanguageView,
@@ -130,6 +135,21 @@ export const api = {
   transcribe: (project: string, path: string, job: string) =>
     call<Project>("transcribe", { project, path, job }),
   cancelJob: (job: string) => call<boolean>("cancel_job", { job }),
+  /** Names a speaker everywhere; `shown` is the speakers as the view showed them. */
+  renameSpeaker: (project: string, speaker: string, name: string, shown: Speaker[]) =>
+    call<Project>("rename_speaker", { project, speaker, name, shown }),
+  mergeSpeakers: (project: string, from: string, into: string, shown: Speaker[]) =>
+    call<Project>("merge_speakers", { project, from, into, shown }),
+  /** "This is <profile>" (`null` detaches the speaker). */
+  attachSpeaker: (project: string, speaker: string, profile: string | null, shown: Speaker[]) =>
+    call<Project>("attach_speaker", { project, speaker, profile, shown }),
+  profileFromSpeaker: (project: string, speaker: string, name: string | null, job: string) =>
+    call<SpeakerProfile>("profile_from_speaker", { project, speaker, name, job }),
+  /** Splits a segment; the new part gets `speaker` ("new" for a new one) or the segment's. */
+  splitSegment: (project: string, index: number, at: SplitAt, speaker: string | null, shown: ProjectSegment) =>
+    call<Project>("split_segment", { project, index, at, speaker, shown }),
+  setSegmentSpeaker: (project: string, index: number, speaker: string | null, shown: ProjectSegment) =>
+    call<Project>("set_segment_speaker", { project, index, speaker, shown }),
   editSegment: (project: string, index: number, text: string) =>
     call<Project>("edit_segment", { project, index, text }),
   cleanSegment: (project: string, index: number, rulesOnly: boolean, job: string) =>

@@ -100,6 +100,7 @@ export type Suggestion = { text: string, source: SuggestionSource,
  * Why the rule-based cleanup was used, when a rejection caused it.
  */
 note?: string | null, decision: Decision, };
+export type ProjectWord = { start: number, end: number, text: string, };
 export type ProjectSegment = { start: number, end: number, 
 /**
  * The transcribed text, as the user edited it.
@@ -108,7 +109,12 @@ text: string, suggestion?: Suggestion | null,
 /**
  * Who speaks (a [`Speaker::id`] of the project's speakers), once speakers were found.
  */
-speaker?: string | null, };
+speaker?: string | null, 
+/**
+ * The words with their times, as transcribed (kept for splitting the segment at a word
+ * and for exports); dropped when the text is edited, as they no longer say it.
+ */
+words?: Array<ProjectWord>, };
 export type Speaker = { 
 /**
  * The label segments and words carry: `S1`, `S2`, … in order of first speech, stable
@@ -178,7 +184,11 @@ remote_voice_allowed: string | null,
  * The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
  * engine's default.
  */
-voice: string | null, };
+voice: string | null, 
+/**
+ * Whether transcribing finds who speaks when (`off`, `auto`, or how many speakers).
+ */
+speakers: string, };
 export type Project = { format: number, 
 /**
  * The folder's name; stable handle for the UI.
@@ -215,6 +225,7 @@ on_this_machine: boolean,
  */
 allowed: boolean, };
 export type VersionInfo = { id: string, saved_unix_ms: number, reason: string, segments: number, };
+export type SplitAt = { "at": "word", index: number, } | { "at": "time", secs: number, };
 export type NarrationMode = "cleanup" | "rewrite" | "translate";
 export type NarrationOptions = { mode: NarrationMode | null, 
 /**
@@ -228,7 +239,12 @@ voice: string | null, policy: FailurePolicy | null,
 /**
  * Also mix the narration over the original audio, ducking the original.
  */
-mix: boolean | null, };
+mix: boolean | null, 
+/**
+ * The voice each speaker (by id) is spoken in, as projects name voices; an empty voice
+ * takes the speaker's default again. Speakers left out keep the last narration's choice.
+ */
+speaker_voices: { [key in string]: string } | null, };
 export type NarrationSettings = { mode: NarrationMode, 
 /**
  * The narration's language (the code); the source's when not translating.
@@ -237,7 +253,12 @@ language: string, voice: string | null, policy: FailurePolicy, mix: boolean,
 /**
  * The text model was used (the project's LLM cleanup was on); otherwise the rules only.
  */
-llm: boolean, };
+llm: boolean, 
+/**
+ * The voices the user chose for speakers (by id); the others get their default (see
+ * [`SpeakerVoice`]).
+ */
+speaker_voices?: { [key in string]: string }, };
 export type NarrationStage = "text" | "speech";
 export type SegmentRefusal = { stage: NarrationStage, 
 /**
@@ -290,6 +311,16 @@ export type Narration = { settings: NarrationSettings, segments: Array<NarratedS
  * Why the voice differs from the one asked for (the voice speaks English only).
  */
 voice_note: string | null, };
+export type SpeakerVoiceSource = "chosen" | "profile" | "default";
+export type SpeakerVoice = { speaker: string, 
+/**
+ * The speaker's name as shown.
+ */
+name: string, 
+/**
+ * As projects name voices (`profile:<id>`, `kokoro-<style>`, an espeak-ng voice).
+ */
+voice: string, source: SpeakerVoiceSource, };
 export type RefusedNarration = { segment: number, stage: NarrationStage, 
 /**
  * A rejection's reason code (`text_lane_full`, ...), or `failed`.
@@ -326,7 +357,11 @@ export type NarrationView = { narration: Narration | null, states: Array<Segment
 /**
  * The project's text model is on (cleanup and rewrite use it; translation needs it).
  */
-llm: boolean, };
+llm: boolean, 
+/**
+ * Each speaker's voice in the next run (none when the transcript has no speakers).
+ */
+speakers: Array<SpeakerVoice>, };
 export type LanguageView = { code: string, name: string, };
 export type Waveform = { duration_secs: number, peaks: Array<number>, };
 export type JobInfo = { id: string, project: string, project_name: string, 
@@ -593,6 +628,19 @@ export type VoiceTakeView = {
  * Relative to the voice's folder.
  */
 file: string, method: string, closeness: Closeness, default_voice: string, duration_secs: number, };
+export type SpeakerProfile = { 
+/**
+ * The project, with the speaker attached to the new profile.
+ */
+project: Project, voice: VoiceProfile, 
+/**
+ * The clip's checks.
+ */
+report: ClipReport, 
+/**
+ * The turns the clip was made of (segment indices) and its length.
+ */
+segments: Array<number>, seconds: number, };
 export type CloningKind = "chatterbox" | "xtts" | "openai";
 export type Health = { kind: CloningKind, 
 /**
@@ -708,6 +756,12 @@ export const COMMANDS = [
   "project_versions",
   "restore_version",
   "transcribe",
+  "rename_speaker",
+  "merge_speakers",
+  "attach_speaker",
+  "profile_from_speaker",
+  "split_segment",
+  "set_segment_speaker",
   "cancel_job",
   "edit_segment",
   "clean_segment",

@@ -86,3 +86,67 @@ export function Waveform(props: {
     </svg>
   );
 }
+
+/** A speaker's lane: who they are and the segments they speak. */
+export type SpeakerLane = {
+  id: string;
+  name: string;
+  segments: { index: number; start: number; end: number }[];
+};
+
+/** Speakers' colours, in order of first speech; each lane also carries the speaker's name
+ * (colour is never the only signal). */
+export const SPEAKER_COLORS = [
+  "#0969da",
+  "#bf3989",
+  "#1a7f37",
+  "#bc4c00",
+  "#8250df",
+  "#9a6700",
+  "#0550ae",
+  "#cf222e",
+  "#116329",
+  "#6e7781",
+];
+
+/** Lanes under a waveform, one per speaker: the speaker's name, then their segments in their
+ * colour on the same time axis. Clicking a segment plays it, as on the waveform. */
+export function SpeakerLanes(props: {
+  testid: string;
+  duration: number;
+  lanes: SpeakerLane[];
+  playing: number | null;
+  onRegion: (index: number) => void;
+}) {
+  const duration = Math.max(props.duration, 1e-6);
+  const pct = (t: number) => `${((t / duration) * 100).toFixed(3)}%`;
+  return (
+    <div class="speaker-lanes" data-testid={props.testid} role="group" aria-label="Speakers over time">
+      {props.lanes.map((lane, k) => {
+        const color = SPEAKER_COLORS[k % SPEAKER_COLORS.length];
+        return (
+          <div class="speaker-lane" key={lane.id} data-testid={`speaker-lane-${lane.id}`} data-name={lane.name}>
+            <span class="speaker-lane-name" data-testid={`speaker-lane-name-${lane.id}`}>
+              <span class="swatch" style={{ background: color }} aria-hidden="true" />
+              {lane.name}
+            </span>
+            <div class="speaker-lane-track">
+              {lane.segments.map((s) => (
+                <button
+                  key={s.index}
+                  type="button"
+                  class={`speaker-turn${props.playing === s.index ? " playing" : ""}`}
+                  data-testid={`speaker-lane-${lane.id}-segment-${s.index}`}
+                  style={{ left: pct(s.start), width: pct(Math.max(s.end - s.start, duration / 500)), background: color }}
+                  title={`${lane.name}: segment ${s.index + 1}, ${s.start.toFixed(1)}–${s.end.toFixed(1)} s`}
+                  aria-label={`${lane.name}, segment ${s.index + 1}`}
+                  onClick={() => props.onRegion(s.index)}
+                />
+              ))}
+            </div>
+          </div>
+        );
+      })}
+    </div>
+  );
+}

@@ -550,6 +550,7 @@ impl Bench {
                     voice: Some(voice),
                     policy: Some(FailurePolicy::Fallback),
                     mix: Some(false),
+                    speaker_voices: None,
                 };
                 ws.narrate(id, options, &on_event, cancel).await?;
                 Ok(segments.load(Ordering::Relaxed) as f64)

@@ -163,6 +163,7 @@ pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::R
         voice: Some(voices[n % voices.len()].clone()),
         policy: Some(FailurePolicy::Fallback),
         mix: Some(false),
+        speaker_voices: None,
     };
     // Warm-up: every model loaded once (a narration and a probe), excluded from the figures.
     eprintln!("warm-up: a narration and the probes, excluded");

@@ -89,6 +89,7 @@ pub async fn run(args: NarrateArgs, services: Arc<Services>) -> anyhow::Result<E
         voice: args.voice.map(|v| project_voice(&ws, v)),
         policy: args.policy,
         mix: args.mix.then_some(true),
+        speaker_voices: None,
     };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

@@ -29,11 +29,13 @@
 //! | [`jobs`] | jobs recorded in their project before they start, listed when interrupted, resumed from their checkpoint |
 //! | [`narration`] | a project narrated end to end: text lane and audio lane side by side, takes fitted to the original's timing, WAV, mix and subtitles |
 //! | [`resume`] | interrupted jobs resumed from their checkpoints, with the typed [`resume::JobOutcome`] |
+//! | [`speakers`] | a project's speakers edited: rename, merge, split a segment, "this is <profile>", a voice profile from a speaker |
 //! | [`workstation`] | the workflows, with one typed [`workstation::WorkstationError`] |
 
 pub mod jobs;
 pub mod narration;
 pub mod projects;
 pub mod resume;
+pub mod speakers;
 pub mod voice_desk;
 pub mod workstation;

@@ -13,7 +13,8 @@
 use crate::jobs::{JobKind, RunningJob};
 pub use crate::projects::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
-    NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState,
+    NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
+    SpeakerVoiceSource,
 };
 use crate::projects::{Project, ProjectError, SuggestionSource};
 use crate::workstation::{
@@ -29,12 +30,14 @@ use headroom_core::cleanup::{
     LengthHint, TextTask,
 };
 use headroom_core::lanes::TextLane;
+use headroom_services::{Services, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{Segment, Transcript};
 use headroom_speech::audio::timeline::{duck_under, fit_to_slot, lay_out, Ducking, FitBounds};
 use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
-use headroom_speech::tts::{join_clips, sentences};
+use headroom_speech::tts::{join_clips, sentences, Kokoro};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -142,6 +145,8 @@ pub struct NarrationView {
     pub states: Vec<SegmentState>,
     /// The project's text model is on (cleanup and rewrite use it; translation needs it).
     pub llm: bool,
+    /// Each speaker's voice in the next run (none when the transcript has no speakers).
+    pub speakers: Vec<SpeakerVoice>,
 }
 
 /// A language narration can be translated into, as the app lists them.
@@ -169,6 +174,130 @@ enum SpeakingVoice {
     /// A voice profile, with what the project allows off this machine (its cloning server).
     Profile(String, RemoteConsent),
     Engine(Option<String>),
+}
+
+/// What speakers' voices are chosen from (see [`voice_choices`]).
+#[derive(Debug, Clone, Default)]
+struct VoiceChoices {
+    /// Kokoro's installed styles, sorted.
+    kokoro_styles: Vec<String>,
+    /// The voice profiles' ids.
+    profiles: BTreeSet<String>,
+}
+
+/// espeak-ng's voice variants given to speakers in turn: clearly different voices, men's and
+/// women's alternating.
+const SPEAKER_VARIANTS: [&str; 10] = ["m3", "f3", "m7", "f4", "m1", "f2", "m5", "f5", "m6", "f1"];
+
+/// `count` different voices for speakers without a chosen one, the narration's voice
+/// (`base`) first: Kokoro's other styles after a Kokoro voice (in English, which they
+/// speak), else espeak-ng's variants of the voice's language (the narration's language when
+/// the voice is not espeak-ng's).
+fn default_voices(
+    base: Option<&str>,
+    language: &Language,
+    known: &VoiceChoices,
+    count: usize,
+) -> Vec<String> {
+    let mut voices: Vec<String> = base.map(str::to_string).into_iter().collect();
+    let is_neural = |v: &str| {
+        v == KOKORO_VOICE
+            || v.starts_with("kokoro-")
+            || v.starts_with(NEURAL_VOICE_PREFIX)
+            || v.starts_with(PROFILE_VOICE_PREFIX)
+    };
+    if language.code == "en" && base.is_some_and(|v| v == KOKORO_VOICE || v.starts_with("kokoro-"))
+    {
+        for style in &known.kokoro_styles {
+            let voice = format!("kokoro-{style}");
+            if !voices.contains(&voice) {
+                voices.push(voice);
+            }
+        }
+    }
+    // espeak-ng's variants of the base voice's language (or the narration's).
+    let espeak = match base {
+        Some(v) if !is_neural(v) => v.split('+').next().unwrap_or(v).to_string(),
+        _ => language.espeak_voice.to_string(),
+    };
+    for variant in SPEAKER_VARIANTS {
+        let voice = format!("{espeak}+{variant}");
+        if !voices.contains(&voice) {
+            voices.push(voice);
+        }
+    }
+    (0..count)
+        .map(|k| voices[k % voices.len()].clone())
+        .collect()
+}
+
+/// Each speaker's voice: the one chosen, else the voice profile the speaker is attached to,
+/// else a default different from the other speakers' (see [`default_voices`]).
+fn speaker_voices(
+    project: &Project,
+    settings: &NarrationSettings,
+    language: &Language,
+    known: &VoiceChoices,
+) -> Vec<SpeakerVoice> {
+    let defaults = default_voices(
+        settings.voice.as_deref(),
+        language,
+        known,
+        project.speakers.len(),
+    );
+    project
+        .speakers
+        .iter()
+        .zip(defaults)
+        .map(|(speaker, default)| {
+            let chosen = settings
+                .speaker_voices
+                .get(&speaker.id)
+                .filter(|v| !v.trim().is_empty());
+            let profile = speaker
+                .profile
+                .as_ref()
+                .filter(|p| known.profiles.contains(*p));
+            let (voice, source) = match (chosen, profile) {
+                (Some(v), _) => (v.clone(), SpeakerVoiceSource::Chosen),
+                (None, Some(p)) => (
+                    format!("{PROFILE_VOICE_PREFIX}{p}"),
+                    SpeakerVoiceSource::Profile,
+                ),
+                (None, None) => (default, SpeakerVoiceSource::Default),
+            };
+            SpeakerVoice {
+                speaker: speaker.id.clone(),
+                name: speaker.display_name(),
+                voice,
+                source,
+            }
+        })
+        .collect()
+}
+
+/// The voice each segment is spoken in: its speaker's (see [`speaker_voices`]), else the
+/// narration's.
+fn segment_voices(
+    project: &Project,
+    settings: &NarrationSettings,
+    language: &Language,
+    known: &VoiceChoices,
+) -> Vec<Option<String>> {
+    let speakers: BTreeMap<String, String> = speaker_voices(project, settings, language, known)
+        .into_iter()
+        .map(|v| (v.speaker, v.voice))
+        .collect();
+    project
+        .segments
+        .iter()
+        .map(|s| {
+            s.speaker
+                .as_ref()
+                .and_then(|id| speakers.get(id).cloned())
+                .or_else(|| settings.voice.clone())
+        })
+        .collect()
 }
 
 /// The voice that speaks `language`: `voice` where it can, else espeak-ng's voice for the
@@ -232,6 +361,8 @@ struct SpeakOrder {
     index: usize,
     text: String,
     language: Language,
+    /// The segment's voice: its speaker's, else the narration's.
+    voice: Option<String>,
 }
 
 /// The run's shared state: the job record, the counts and the timings.
@@ -275,10 +406,19 @@ impl Workstation {
             .as_ref()
             .map(|n| n.segments.iter().map(NarratedSegment::state).collect())
             .unwrap_or_default();
+        let speakers = match self.narration_settings(&project, &NarrationOptions::default()) {
+            Ok(settings) if !project.speakers.is_empty() => {
+                let language = Language::find(&settings.language).unwrap_or_else(|_| english());
+                let known = voice_choices(self.services());
+                speaker_voices(&project, &settings, &language, &known)
+            }
+            _ => Vec::new(),
+        };
         Ok(NarrationView {
             narration: project.narration,
             states,
             llm: project.settings.llm_cleanup,
+            speakers,
         })
     }
 
@@ -345,9 +485,44 @@ impl Workstation {
                 .unwrap_or(project.settings.failure_policy),
             mix: options.mix.or(last.map(|s| s.mix)).unwrap_or(false),
             llm: project.settings.llm_cleanup,
+            speaker_voices: {
+                let mut chosen = last.map(|s| s.speaker_voices.clone()).unwrap_or_default();
+                for (speaker, voice) in options.speaker_voices.iter().flatten() {
+                    match voice.trim() {
+                        "" => chosen.remove(speaker),
+                        voice => chosen.insert(speaker.clone(), voice.to_string()),
+                    };
+                }
+                // Only the project's speakers (one merged away leaves no choice behind).
+                chosen.retain(|id, _| project.speakers.iter().any(|s| &s.id == id));
+                chosen
+            },
         })
     }
+}
 
+/// What the speakers' voices are chosen from: the Kokoro styles installed and the voice
+/// profiles there are (a speaker attached to a profile since deleted gets a default). Reads
+/// files: called on the blocking pool.
+fn voice_choices(services: &Services) -> VoiceChoices {
+    let dir = &services.env().models_dir;
+    let mut kokoro_styles = headroom_speech::models::locate(dir, KOKORO_VOICE)
+        .ok()
+        .and_then(|d| Kokoro::style_names_in(&d).ok())
+        .unwrap_or_default();
+    kokoro_styles.sort();
+    let profiles = services
+        .voice_library()
+        .list()
+        .map(|l| l.into_iter().map(|p| p.id).collect())
+        .unwrap_or_default();
+    VoiceChoices {
+        kokoro_styles,
+        profiles,
+    }
+}
+
+impl Workstation {
     pub(crate) async fn run_narration(
         &self,
         project_id: &str,
@@ -457,13 +632,21 @@ impl Workstation {
         };
         let language =
             Language::find(&settings.language).map_err(WorkstationError::UnknownLanguage)?;
-        let (_, voice_note) =
-            voice_for(settings.voice.as_deref(), &language, &RemoteConsent::none());
+        let known = {
+            let services = self.services().clone();
+            blocking(move || Ok(voice_choices(&services))).await?
+        };
         // The manifest's narration, brought in line with the transcript and these settings.
         let task = settings.task_key();
         let plan_settings = settings.clone();
-        let (project, plan) = self
+        let (project, (plan, voices)) = self
             .update_project(project_id, move |p| {
+                let voices = segment_voices(p, &plan_settings, &language, &known);
+                let voice_note = voices
+                    .iter()
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .find_map(|v| voice_for(v.as_deref(), &language, &RemoteConsent::none()).1);
                 let mut narration = p.narration.take().unwrap_or(Narration {
                     settings: plan_settings.clone(),
                     segments: Vec::new(),
@@ -489,13 +672,13 @@ impl Workstation {
                     let source = segment.speech_text().trim().to_string();
                     let forced = only == Some(i);
                     let text = forced || narrated.needs_text(&source, &task);
-                    let take = text || narrated.needs_take(&plan_settings.voice);
+                    let take = text || narrated.needs_take(&voices[i]);
                     if (only.is_none() || forced) && (text || take) && !source.is_empty() {
                         plan.push((i, text));
                     }
                 }
                 p.narration = Some(narration);
-                Ok(plan)
+                Ok((plan, voices))
             })
             .await?;
         let to_do: Vec<usize> = plan.iter().map(|(i, _)| *i).collect();
@@ -520,13 +703,13 @@ impl Workstation {
         }
 
         let (orders, incoming) = tokio::sync::mpsc::channel::<SpeakOrder>(2);
-        let text_of = |index: usize| {
+        let text_of = |index: usize, voice: Option<String>| {
             self.text_step(
                 project_id,
                 &project,
                 lane.as_ref(),
                 &settings,
-                index,
+                (index, voice),
                 state,
                 on_event,
                 cancel,
@@ -536,7 +719,7 @@ impl Workstation {
             let mut deferred = Vec::new();
             for &(index, needs_text) in &plan {
                 let order = if needs_text {
-                    match text_of(index).await? {
+                    match text_of(index, voices[index].clone()).await? {
                         Some(order) => order,
                         None => {
                             deferred.push(index);
@@ -548,6 +731,7 @@ impl Workstation {
                     let n = &stored.narration.as_ref().expect("planned").segments[index];
                     SpeakOrder {
                         index,
+                        voice: voices[index].clone(),
                         text: n.text.clone().unwrap_or_default(),
                         language: n
                             .language
@@ -564,7 +748,7 @@ impl Workstation {
             // when the burst that refused it has usually passed.
             if settings.policy == FailurePolicy::Retry {
                 for index in deferred {
-                    if let Some(order) = text_of(index).await? {
+                    if let Some(order) = text_of(index, voices[index].clone()).await? {
                         if orders.send(order).await.is_err() {
                             break;
                         }
@@ -579,10 +763,8 @@ impl Workstation {
             // and the text stage's next send ends it too, instead of waiting for ever.
             let mut incoming = incoming;
             while let Some(order) = incoming.recv().await {
-                self.speech_step(
-                    project_id, &project, &settings, order, state, on_event, cancel,
-                )
-                .await?;
+                self.speech_step(project_id, &project, order, state, on_event, cancel)
+                    .await?;
             }
             Ok::<(), WorkstationError>(())
         };
@@ -665,7 +847,7 @@ impl Workstation {
         project: &Project,
         lane: Option<&TextLane>,
         settings: &NarrationSettings,
-        index: usize,
+        (index, voice): (usize, Option<String>),
         state: &Arc<Mutex<RunState>>,
         on_event: OnEvent<'_>,
         cancel: &CancellationToken,
@@ -741,6 +923,7 @@ impl Workstation {
             Ok(done) => {
                 let order = SpeakOrder {
                     index,
+                    voice,
                     text: done.text.clone(),
                     language: done.language,
                 };
@@ -793,7 +976,6 @@ impl Workstation {
         &self,
         project_id: &str,
         project: &Project,
-        settings: &NarrationSettings,
         order: SpeakOrder,
         state: &Arc<Mutex<RunState>>,
         on_event: OnEvent<'_>,
@@ -801,7 +983,7 @@ impl Workstation {
     ) -> Result<(), WorkstationError> {
         let index = order.index;
         let consent = project.settings.remote_consent();
-        let (voice, _) = voice_for(settings.voice.as_deref(), &order.language, &consent);
+        let (voice, _) = voice_for(order.voice.as_deref(), &order.language, &consent);
         let started = Instant::now();
         let spoken = self.speak_take(&voice, &order, cancel).await;
         state.lock().expect("run state").timings.speech_secs += started.elapsed().as_secs_f64();
@@ -867,7 +1049,7 @@ impl Workstation {
         let take = NarrationTake {
             file,
             text: order.text,
-            voice: settings.voice.clone(),
+            voice: order.voice,
             spoken_by,
             natural_secs: fitted.natural_secs,
             rate: fitted.rate,
@@ -1182,7 +1364,65 @@ mod tests {
             policy: FailurePolicy::Reject,
             mix: false,
             llm,
+            speaker_voices: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn each_speaker_gets_a_voice_of_its_own_unless_one_is_chosen_or_attached() {
+        let mut project: Project = serde_json::from_value(serde_json::json!({
+            "format": 1, "id": "talk", "name": "Talk", "created_unix_ms": 0, "modified_unix_ms": 0,
+            "speakers": [{"id": "S1"}, {"id": "S2", "name": "Grace"}, {"id": "S3", "profile": "ada"}],
+            "segments": [
+                {"start": 0.0, "end": 1.0, "text": "a", "speaker": "S1"},
+                {"start": 1.0, "end": 2.0, "text": "b", "speaker": "S2"},
+                {"start": 2.0, "end": 3.0, "text": "c"},
+                {"start": 3.0, "end": 4.0, "text": "d", "speaker": "S3"}
+            ]
+        }))
+        .unwrap();
+        let mut known = VoiceChoices::default();
+        let mut settings = settings(NarrationMode::Cleanup, false);
+        settings.language = "en".into();
+        let voices = segment_voices(&project, &settings, &english(), &known);
+        assert_eq!(
+            voices,
+            [
+                Some("en-us+m3".to_string()),
+                Some("en-us+f3".into()),
+                None,
+                Some("en-us+m7".into())
+            ],
+            "distinct defaults; a deleted profile is not used; no speaker: the narration's"
+        );
+        known.profiles.insert("ada".into());
+        settings.voice = Some("kokoro-jf_alpha".into());
+        known.kokoro_styles = vec!["jf_alpha".into(), "jm_kumo".into()];
+        settings.speaker_voices.insert("S2".into(), "en-gb".into());
+        let view = speaker_voices(&project, &settings, &english(), &known);
+        let shown: Vec<_> = view.iter().map(|v| (v.voice.as_str(), v.source)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("kokoro-jf_alpha", SpeakerVoiceSource::Default),
+                ("en-gb", SpeakerVoiceSource::Chosen),
+                ("profile:ada", SpeakerVoiceSource::Profile)
+            ]
+        );
+        assert_eq!(view[1].name, "Grace");
+        // In Spanish, espeak-ng's Spanish voice in different variants.
+        project.speakers.truncate(2);
+        settings.voice = None;
+        settings.speaker_voices.clear();
+        let voices: Vec<_> = speaker_voices(&project, &settings, &spanish(), &known)
+            .into_iter()
+            .map(|v| v.voice)
+            .collect();
+        assert_eq!(voices, ["es+m3", "es+f3"]);
+        assert_eq!(
+            default_voices(Some("kokoro-jf_alpha"), &english(), &known, 3),
+            ["kokoro-jf_alpha", "kokoro-jm_kumo", "en-us+m3"]
+        );
     }
 
     #[test]

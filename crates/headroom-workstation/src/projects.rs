@@ -13,16 +13,19 @@ use headroom_base::fsutil::{
     folder_name, remove_stale_temporaries, sync_dir, Beneath, BeneathError,
 };
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
-use headroom_speech::asr::{Segment, Speaker, Transcript};
+use headroom_speech::asr::{Segment, Speaker, Transcript, Word};
 use headroom_speech::audio::repair_partial;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod narrated;
+mod speakers;
 pub use narrated::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
-    NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState,
+    NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
+    SpeakerVoiceSource,
 };
+pub use speakers::{SpeakerEditError, SpeakerSetting, SplitAt, NEW_SPEAKER};
 
 const MANIFEST: &str = "project.json";
 const FORMAT_VERSION: u32 = 1;
@@ -134,6 +137,9 @@ pub struct ProjectSettings {
     /// The synthesis voice (an espeak-ng voice id, or `joe` for the Piper voice); `None` is the
     /// engine's default.
     pub voice: Option<String>,
+    /// Whether transcribing finds who speaks when (`off`, `auto`, or how many speakers).
+    #[cfg_attr(feature = "typescript", ts(type = "string"))]
+    pub speakers: SpeakerSetting,
 }
 
 impl ProjectSettings {
@@ -153,6 +159,7 @@ impl Default for ProjectSettings {
             remote_text_allowed: None,
             remote_voice_allowed: None,
             voice: None,
+            speakers: SpeakerSetting::default(),
         }
     }
 }
@@ -203,6 +210,19 @@ pub struct ProjectSegment {
     /// Who speaks (a [`Speaker::id`] of the project's speakers), once speakers were found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
+    /// The words with their times, as transcribed (kept for splitting the segment at a word
+    /// and for exports); dropped when the text is edited, as they no longer say it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<ProjectWord>,
+}
+
+/// A word of a segment with its time, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct ProjectWord {
+    pub start: f64,
+    pub end: f64,
+    pub text: String,
 }
 
 impl ProjectSegment {
@@ -306,6 +326,15 @@ impl Project {
                 text: s.text.trim().to_string(),
                 suggestion: None,
                 speaker: s.speaker.clone(),
+                words: s
+                    .words
+                    .iter()
+                    .map(|w| ProjectWord {
+                        start: w.start,
+                        end: w.end,
+                        text: w.text.clone(),
+                    })
+                    .collect(),
             })
             .collect();
         self.speakers = transcript.speakers.clone();
@@ -325,7 +354,17 @@ impl Project {
                     start: s.start,
                     end: s.end,
                     text: s.text.clone(),
-                    words: Vec::new(),
+                    words: s
+                        .words
+                        .iter()
+                        .map(|w| Word {
+                            start: w.start,
+                            end: w.end,
+                            text: w.text.clone(),
+                            probability: 1.0,
+                            speaker: s.speaker.clone(),
+                        })
+                        .collect(),
                 })
                 .collect(),
         }
@@ -403,6 +442,9 @@ pub struct TranscriptVersion {
     #[serde(default)]
     pub duration_secs: f64,
     pub segments: Vec<ProjectSegment>,
+    /// The speakers the segments name, as they were then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speakers: Vec<Speaker>,
 }
 
 /// A kept version as listed.
@@ -612,6 +654,7 @@ impl ProjectStore {
             language: project.language.clone(),
             duration_secs: project.duration_secs,
             segments: project.segments.clone(),
+            speakers: project.speakers.clone(),
         };
         let json = serde_json::to_vec_pretty(&version).expect("a version serializes");
         beneath.write_atomic(format!("{VERSIONS}/{id}.json"), &json)?;
@@ -673,6 +716,7 @@ impl ProjectStore {
                 p.language = kept.language;
                 p.duration_secs = kept.duration_secs;
                 p.segments = kept.segments;
+                p.speakers = kept.speakers;
                 Ok::<_, ProjectError>(())
             })?;
         Ok(project)
@@ -1004,6 +1048,7 @@ mod tests {
                                     end: 1.0,
                                     text: format!("writer {w} edit {i}"),
                                     suggestion: None,
+                                    words: Vec::new(),
                                 });
                                 Ok::<_, ProjectError>(())
                             })

@@ -23,9 +23,10 @@ use headroom_core::lanes::{LaneEvent, TextLane};
 use headroom_core::llm::{LlmError, ServerInfo};
 use headroom_gpu::{GpuSampler, SamplerStatus};
 use headroom_services::recording::{LiveRequest, Recorded, Recording};
-use headroom_services::speech::{AudioInput, Resume, SpeechError};
+use headroom_services::speech::{AudioInput, Resume, SpeakerRequest, SpeechError, Transcription};
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_services::{LaneView, Services, ServicesError, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
+use headroom_speech::asr::diarize::attribute;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
@@ -638,6 +639,18 @@ impl Workstation {
             unreachable!("run_transcription runs transcription jobs")
         };
         let from_secs = job.record().progress.done_secs;
+        // Speakers as the project asks for them now (a resumed job too).
+        let speakers = {
+            let (store, id) = (self.store.clone(), project_id.to_string());
+            blocking(move || Ok(store.open(&id)?.settings.speakers.count())).await
+        };
+        let speakers = match speakers {
+            Ok(s) => s,
+            Err(e) => {
+                end_job(job).await;
+                return Err(e);
+            }
+        };
         let input = {
             let (store, id, audio) = (self.store.clone(), project_id.to_string(), audio.clone());
             blocking(move || {
@@ -666,20 +679,19 @@ impl Workstation {
                     }
                 });
                 let options = TranscribeOptions::in_language(language);
+                let transcription = Transcription {
+                    speakers: speakers.map(SpeakerRequest::new),
+                    priority: Priority::Interactive,
+                    resume: Resume {
+                        from_secs,
+                        window_done,
+                    },
+                    progress,
+                    ..Transcription::new(input, &model, options)
+                };
                 self.services
                     .speech()
-                    .transcribe_from(
-                        input,
-                        &model,
-                        options,
-                        Priority::Interactive,
-                        Resume {
-                            from_secs,
-                            window_done,
-                        },
-                        progress,
-                        cancel,
-                    )
+                    .transcribe_with(transcription, cancel)
                     .await
                     .map_err(WorkstationError::from)
             }
@@ -703,18 +715,24 @@ impl Workstation {
                 });
             }
         };
-        let transcript = Transcript {
+        // Every window's segments, as checkpointed (those of a resumed job's first run too),
+        // each attributed to the speaker heard over it in the whole recording.
+        let mut transcript = Transcript {
             speakers: Vec::new(),
-            language: rest.language,
-            duration: rest.duration,
+            language: rest.transcript.language,
+            duration: rest.transcript.duration,
             segments: job.record().progress.segments.clone(),
         };
+        if let Some(diarization) = &rest.diarization {
+            attribute(&mut transcript, diarization);
+        }
         let (project, ()) = self
             .change_project(
                 project_id,
                 Some("before transcribing again".into()),
                 move |p| {
                     p.set_transcript(&transcript);
+                    p.refresh_speaker_seconds();
                     p.source_audio = Some(audio);
                     Ok(())
                 },
@@ -737,6 +755,8 @@ impl Workstation {
                 if segment.text != text {
                     segment.text = text;
                     segment.suggestion = None;
+                    // The word times were of the old text.
+                    segment.words.clear();
                 }
                 Ok(())
             })

@@ -20,6 +20,7 @@ import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
+import { speakerColor, speakerName } from "./speakers";
 import { VoiceConsent } from "./consent";
 
 /** How a state reads on the timeline. */
@@ -57,6 +58,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   const [voice, setVoice] = useState<string>("");
   const [policy, setPolicy] = useState<FailurePolicy>(project.settings.failure_policy);
   const [mix, setMix] = useState(false);
+  // The voice chosen for each speaker ("" : their default, which the view names).
+  const [speakerVoices, setSpeakerVoices] = useState<Record<string, string>>({});
   const [progress, setProgress] = useState<{ done: number; of: number } | null>(null);
   const [summary, setSummary] = useState<NarrationSummary | null>(null);
   const { error, setError, guard } = useGuarded();
@@ -81,6 +84,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
         setVoice(s.voice ?? "");
         setPolicy(s.policy);
         setMix(s.mix);
+        setSpeakerVoices({ ...(s.speaker_voices ?? {}) });
       }
     }, (e) => setError(asUiError(e)));
     api.narrationLanguages().then(setLanguages, (e) => setError(asUiError(e)));
@@ -132,6 +136,10 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           voice: voice === "" ? null : voice,
           policy,
           mix,
+          // Every speaker's choice, so one set back to its default is cleared too.
+          speaker_voices: Object.fromEntries(
+            (view?.speakers ?? []).map((v) => [v.speaker, speakerVoices[v.speaker] ?? ""]),
+          ),
         },
         job,
       ),
@@ -236,6 +244,39 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           </button>
         )}
       </div>
+      {view && view.speakers.length > 0 && (
+        <div class="speaker-voices" data-testid="narration-speaker-voices">
+          {view.speakers.map((v) => (
+            <div class="row" key={v.speaker} data-testid={`narration-speaker-${v.speaker}`}>
+              <span class="swatch" style={{ background: speakerColor(project, v.speaker) }} aria-hidden="true" />
+              <label for={`narration-speaker-voice-${v.speaker}`} class="speaker-name">
+                {v.name}
+              </label>
+              <select
+                id={`narration-speaker-voice-${v.speaker}`}
+                data-testid={`narration-speaker-voice-${v.speaker}`}
+                value={speakerVoices[v.speaker] ?? ""}
+                onChange={(e) => {
+                  const chosen = (e.target as HTMLSelectElement).value;
+                  setSpeakerVoices((all) => ({ ...all, [v.speaker]: chosen }));
+                }}
+              >
+                <option value="">
+                  {v.source === "chosen" ? "Default voice" : `${v.source === "profile" ? "Their voice profile" : "Default"}: ${v.voice}`}
+                </option>
+                {voices.map((voice) => (
+                  <option key={voice.id} value={voice.id}>
+                    {voice.name} [{voice.id}]
+                  </option>
+                ))}
+              </select>
+              <span class="muted" data-testid={`narration-speaker-current-${v.speaker}`}>
+                now: {v.voice}
+              </span>
+            </div>
+          ))}
+        </div>
+      )}
       <VoiceConsent project={project} voice={voice === "" ? project.settings.voice : voice} onProject={props.onProject} />
       {view && !view.llm && (
         <p class="muted" data-testid="narration-llm-off">
@@ -317,6 +358,17 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                 <span class="time">
                   {formatTime(s.start)} – {formatTime(s.end)}
                 </span>
+                {s.speaker && (
+                  <span class="segment-speaker" data-testid={`narration-segment-speaker-${i}`}>
+                    <span class="swatch" style={{ background: speakerColor(project, s.speaker) }} aria-hidden="true" />
+                    {speakerName(project, s.speaker)}
+                  </span>
+                )}
+                {n?.take?.voice && (
+                  <span class="muted" data-testid={`narration-take-voice-${i}`}>
+                    {n.take.voice}
+                  </span>
+                )}
                 <span class={`badge ${state.state}`} data-testid={`narration-state-${i}`}>
                   {describe(state)}
                 </span>

@@ -2,10 +2,14 @@
 import { listen } from "@tauri-apps/api/event";
 import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, asUiError, type LiveLine, type Project, type UiError, type VersionInfo } from "../api";
+import { api, asUiError, type LiveLine, type Project, type Segment, type UiError, type VersionInfo } from "../api";
 import { useEvent, useJob } from "../hooks";
 import { ErrorNotice } from "../rejection";
-import { usePlayer, Waveform } from "../waveform";
+import { SpeakerLanes, usePlayer, Waveform } from "../waveform";
+import { displayName, speakerColor, speakerName, SpeakersPanel } from "./speakers";
+
+/** The speakers choice: off, estimated, or how many. */
+const SPEAKER_CHOICES = ["off", "auto", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
 
 /** How long a pause in typing saves a segment's edit. */
 const EDIT_SAVE_DELAY_MS = 800;
@@ -59,6 +63,21 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
       stop.then((unlisten) => unlisten());
     };
   }, []);
+
+  // Finding speakers is the project's setting, saved as it is chosen (refused, and reloaded,
+  // when another window changed the settings since this view loaded them).
+  const chooseSpeakers = async (speakers: string) => {
+    setError(null);
+    try {
+      props.onProject(
+        await api.updateProjectSettings(project.id, { ...project.settings, speakers }, project.settings),
+      );
+    } catch (e) {
+      const err = asUiError(e);
+      setError(err);
+      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+    }
+  };
 
   const transcribe = async (file: string) => {
     setProgress(0);
@@ -157,6 +176,21 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
           >
             Browse…
           </button>
+          <label for="transcribe-speakers">Speakers</label>
+          <select
+            id="transcribe-speakers"
+            data-testid="transcribe-speakers"
+            value={project.settings.speakers}
+            disabled={job !== null}
+            title="Find who speaks when (needs the speaker embedder and voice activity models)"
+            onChange={(e) => chooseSpeakers((e.target as HTMLSelectElement).value)}
+          >
+            {SPEAKER_CHOICES.map((c) => (
+              <option key={c} value={c}>
+                {c === "off" ? "Off" : c === "auto" ? "Find automatically" : `${c} speakers`}
+              </option>
+            ))}
+          </select>
           <button type="submit" data-testid="transcribe-start" disabled={job !== null || path.trim() === ""}>
             Transcribe
           </button>
@@ -230,6 +264,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
             <span data-testid="transcript-summary">
               {project.segments.length} segments · {formatTime(project.duration_secs)}
               {project.language && ` · ${project.language}`}
+              {(project.speakers ?? []).length > 0 && ` · ${(project.speakers ?? []).length} speakers`}
               {project.source_audio && ` · ${project.source_audio}`}
             </span>
             <span class="grow" />
@@ -276,7 +311,26 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               }}
             />
           )}
+          {(project.speakers ?? []).length > 0 && (
+            <SpeakerLanes
+              testid="speaker-lanes"
+              duration={project.duration_secs}
+              lanes={(project.speakers ?? []).map((sp) => ({
+                id: sp.id,
+                name: displayName(sp),
+                segments: project.segments
+                  .map((s, index) => ({ index, start: s.start, end: s.end, speaker: s.speaker }))
+                  .filter((s) => s.speaker === sp.id),
+              }))}
+              playing={playingIndex}
+              onRegion={(i) => {
+                const s = project.segments[i];
+                player.play(String(i), project.source_audio ?? "", s.start, s.end);
+              }}
+            />
+          )}
           {player.error && <ErrorNotice scope="transcribe-play" error={player.error} onDismiss={player.clearError} />}
+          <SpeakersPanel project={project} onProject={props.onProject} />
           <ol class="segments" data-testid="segment-list">
             {project.segments.map((s, i) => (
               <li
@@ -289,6 +343,13 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                 <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
                   {formatTime(s.start)} – {formatTime(s.end)}
                 </label>
+                <SegmentSpeaker
+                  project={project}
+                  index={i}
+                  segment={s}
+                  onProject={props.onProject}
+                  onError={setError}
+                />
                 <textarea
                   id={`segment-text-${i}`}
                   data-testid={`segment-text-${i}`}
@@ -343,5 +404,118 @@ function Versions(props: { project: Project; onProject: (p: Project) => void }) 
       </ul>
       {error && <ErrorNotice scope="versions" error={error} onDismiss={() => setError(null)} />}
     </details>
+  );
+}
+
+/** A segment's speaker (named, with their colour; another can be chosen) and Split: the new
+ * part starts at the chosen word and may get another speaker. */
+function SegmentSpeaker(props: {
+  project: Project;
+  index: number;
+  segment: Segment;
+  onProject: (p: Project) => void;
+  onError: (e: UiError | null) => void;
+}) {
+  const { project, index: i, segment: s } = props;
+  const [splitting, setSplitting] = useState(false);
+  const [newSpeaker, setNewSpeaker] = useState("");
+  const words = (s.words ?? []).length > 0 ? (s.words ?? []).map((w) => w.text) : s.text.split(/\s+/).filter((w) => w !== "");
+  const edit = async (work: () => Promise<Project>) => {
+    props.onError(null);
+    try {
+      props.onProject(await work());
+      setSplitting(false);
+    } catch (e) {
+      const err = asUiError(e);
+      props.onError(err);
+      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+    }
+  };
+  const name = speakerName(project, s.speaker);
+  return (
+    <div class="segment-tools">
+      {(project.speakers ?? []).length > 0 && (
+        <>
+          <span class="segment-speaker" data-testid={`segment-speaker-name-${i}`}>
+            {s.speaker && (
+              <span class="swatch" style={{ background: speakerColor(project, s.speaker) }} aria-hidden="true" />
+            )}
+            {name ?? "No speaker"}
+          </span>
+          <select
+            data-testid={`segment-speaker-${i}`}
+            aria-label={`Speaker of segment ${i + 1}`}
+            value={s.speaker ?? ""}
+            onChange={(e) => {
+              const v = (e.target as HTMLSelectElement).value;
+              edit(() => api.setSegmentSpeaker(project.id, i, v === "" ? null : v, s));
+            }}
+          >
+            <option value="">No speaker</option>
+            {(project.speakers ?? []).map((sp) => (
+              <option key={sp.id} value={sp.id}>
+                {displayName(sp)}
+              </option>
+            ))}
+            <option value="new">New speaker</option>
+          </select>
+        </>
+      )}
+      <button
+        data-testid={`segment-split-${i}`}
+        disabled={words.length < 2}
+        aria-expanded={splitting}
+        onClick={() => setSplitting(!splitting)}
+      >
+        Split…
+      </button>
+      {splitting && (
+        <div class="split-panel" data-testid={`segment-split-panel-${i}`}>
+          {(project.speakers ?? []).length > 0 && (
+            <label>
+              New part spoken by{" "}
+              <select
+                data-testid={`segment-split-speaker-${i}`}
+                value={newSpeaker}
+                onChange={(e) => setNewSpeaker((e.target as HTMLSelectElement).value)}
+              >
+                <option value="">{name ?? "the same speaker"}</option>
+                {(project.speakers ?? [])
+                  .filter((sp) => sp.id !== s.speaker)
+                  .map((sp) => (
+                    <option key={sp.id} value={sp.id}>
+                      {displayName(sp)}
+                    </option>
+                  ))}
+                <option value="new">New speaker</option>
+              </select>
+            </label>
+          )}
+          <span class="muted"> Split before:</span>
+          <div class="split-words">
+            {words.slice(1).map((w, k) => (
+              <button
+                key={k}
+                data-testid={`segment-split-at-${i}-${k + 1}`}
+                title={`Split before “${w}”`}
+                onClick={() =>
+                  edit(() =>
+                    api.splitSegment(
+                      project.id,
+                      i,
+                      { at: "word", index: k + 1 },
+                      newSpeaker === "" ? null : newSpeaker,
+                      s,
+                    ),
+                  )
+                }
+              >
+                | {w}
+              </button>
+            ))}
+          </div>
+        </div>
+      )}
+    </div>
   );
 }

@@ -6,6 +6,7 @@ use headroom_core::admission::Rejection;
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::audio::timeline::OVERFLOW_EPSILON_SECS;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What the text model does with each segment before it is spoken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -55,6 +56,9 @@ pub struct NarrationOptions {
     pub policy: Option<FailurePolicy>,
     /// Also mix the narration over the original audio, ducking the original.
     pub mix: Option<bool>,
+    /// The voice each speaker (by id) is spoken in, as projects name voices; an empty voice
+    /// takes the speaker's default again. Speakers left out keep the last narration's choice.
+    pub speaker_voices: Option<BTreeMap<String, String>>,
 }
 
 /// The settings a narration was made with.
@@ -69,6 +73,35 @@ pub struct NarrationSettings {
     pub mix: bool,
     /// The text model was used (the project's LLM cleanup was on); otherwise the rules only.
     pub llm: bool,
+    /// The voices the user chose for speakers (by id); the others get their default (see
+    /// [`SpeakerVoice`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub speaker_voices: BTreeMap<String, String>,
+}
+
+/// Why a speaker is narrated in the voice it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum SpeakerVoiceSource {
+    /// The user chose it.
+    Chosen,
+    /// The voice profile the speaker is attached to (or was recognised as).
+    Profile,
+    /// A default voice, different for each speaker.
+    Default,
+}
+
+/// The voice a speaker is narrated in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct SpeakerVoice {
+    pub speaker: String,
+    /// The speaker's name as shown.
+    pub name: String,
+    /// As projects name voices (`profile:<id>`, `kokoro-<style>`, an espeak-ng voice).
+    pub voice: String,
+    pub source: SpeakerVoiceSource,
 }
 
 impl NarrationSettings {
