@@ -81,9 +81,12 @@ pub struct DiarizeParams {
     /// Windows pooled into one piece for clustering, and the windows between two pieces.
     pub piece_windows: usize,
     pub piece_step: usize,
-    /// Two clusters closer than this (mean cosine similarity of their pieces) are one speaker,
-    /// when the number of speakers is estimated.
+    /// Pieces closer than this (mean cosine similarity, average linkage) are joined at first:
+    /// high, so that only one voice's pieces join.
     pub same_speaker: f32,
+    /// Then two speakers whose centroids (their whole speech) are closer than this are one,
+    /// when the number of speakers is estimated.
+    pub same_voice: f32,
     /// What changing speaker between two windows costs, in cosine similarity.
     pub change_penalty: f32,
     /// A speaker heard for less than this (seconds) when the count is estimated is folded
@@ -105,12 +108,13 @@ impl Default for DiarizeParams {
                 min_speech_ms: 120,
                 min_silence_ms: 160,
                 max_speech_secs: 3600.0,
-                speech_pad_ms: 40,
+                speech_pad_ms: 120,
             },
             window_step: 3200,
             piece_windows: 5,
             piece_step: 3,
-            same_speaker: 0.62,
+            same_speaker: 0.70,
+            same_voice: 0.80,
             change_penalty: 0.35,
             min_speaker_secs: 2.0,
             known_threshold: 0.80,
@@ -455,7 +459,14 @@ fn label_windows(
         SpeakerCount::Exactly(n) => Some(n),
     };
     let piece_vectors: Vec<&Embedding> = pieces.iter().map(|(e, _)| e).collect();
-    let clusters = cluster(&piece_vectors, target, p.same_speaker);
+    // First only pieces surely of one voice are joined: a few seconds of speech are too
+    // little to tell two similar voices apart, a speaker's whole speech is not.
+    let mut clusters = cluster(&piece_vectors, None, p.same_speaker);
+    if let Some(n) = target {
+        if clusters.len() < n {
+            clusters = cluster(&piece_vectors, Some(n), 0.0);
+        }
+    }
     // A first labelling from the clusters: each window takes its piece's speaker.
     let mut labels = vec![0usize; windows.len()];
     for (c, members) in clusters.iter().enumerate() {
@@ -465,18 +476,71 @@ fn label_windows(
             }
         }
     }
-    let mut speakers = clusters.len();
+    let step_secs = p.window_step as f64 / SAMPLE_RATE as f64;
+    let keep = target.unwrap_or(1);
+    // Then whole speakers are compared: the briefly heard folded into the closest, and the
+    // two closest merged while they are alike enough (or until the count given is left).
+    let mut first = centroids(vectors, &labels, clusters.len());
+    fold_small(&mut first, &labels, step_secs, p.min_speaker_secs, keep);
+    labels = nearest(vectors, &first);
+    loop {
+        let (compacted, speakers) = compact(&labels);
+        labels = compacted;
+        let whole = centroids_of(vectors, &labels, speakers);
+        let mut best = (f32::NEG_INFINITY, 0, 0);
+        for a in 0..speakers {
+            for b in a + 1..speakers {
+                let sim = whole[a].similarity(&whole[b]);
+                if sim > best.0 {
+                    best = (sim, a, b);
+                }
+            }
+        }
+        let (sim, a, b) = best;
+        let merge = match target {
+            Some(n) => speakers > n,
+            None => speakers > 1 && sim >= p.same_voice,
+        };
+        if !merge {
+            break;
+        }
+        for l in &mut labels {
+            if *l == b {
+                *l = a;
+            }
+        }
+    }
+    let (compacted, mut speakers) = compact(&labels);
+    labels = compacted;
     // Refine twice: centroids from the labels, then the labels again against them.
     for _ in 0..2 {
         let mut centroids = centroids(vectors, &labels, speakers);
-        if options.count == SpeakerCount::Auto {
-            let step_secs = p.window_step as f64 / SAMPLE_RATE as f64;
-            fold_small(&mut centroids, &labels, step_secs, p.min_speaker_secs);
-        }
+        fold_small(&mut centroids, &labels, step_secs, p.min_speaker_secs, keep);
         labels = viterbi(windows, vectors, &centroids, p.change_penalty);
         (labels, speakers) = compact(&labels);
     }
     labels
+}
+
+/// Every speaker's centroid, for labels with no gaps.
+fn centroids_of(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec<Embedding> {
+    centroids(vectors, labels, speakers)
+        .into_iter()
+        .map(|c| c.expect("compact labels leave no speaker without windows"))
+        .collect()
+}
+
+/// Each window's closest centroid.
+fn nearest(vectors: &[Embedding], centroids: &[Option<Embedding>]) -> Vec<usize> {
+    vectors
+        .iter()
+        .map(|v| {
+            (0..centroids.len())
+                .filter_map(|s| centroids[s].as_ref().map(|c| (s, c.similarity(v))))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map_or(0, |(s, _)| s)
+        })
+        .collect()
 }
 
 /// Each speaker's centroid (normalised mean of their windows); `None` for one with none.
@@ -495,8 +559,14 @@ fn centroids(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec<Op
 }
 
 /// Drops the centroids of speakers heard for less than `min_secs` (their windows then go to
-/// the closest remaining speaker), keeping at least one.
-fn fold_small(centroids: &mut [Option<Embedding>], labels: &[usize], step: f64, min_secs: f64) {
+/// the closest remaining speaker), keeping at least `keep`.
+fn fold_small(
+    centroids: &mut [Option<Embedding>],
+    labels: &[usize],
+    step: f64,
+    min_secs: f64,
+    keep: usize,
+) {
     let mut heard = vec![0.0; centroids.len()];
     for &l in labels {
         heard[l] += step;
@@ -505,7 +575,7 @@ fn fold_small(centroids: &mut [Option<Embedding>], labels: &[usize], step: f64, 
     order.sort_by(|&a, &b| heard[a].total_cmp(&heard[b]));
     let mut left = centroids.iter().filter(|c| c.is_some()).count();
     for s in order {
-        if left > 1 && heard[s] < min_secs && centroids[s].is_some() {
+        if left > keep.max(1) && heard[s] < min_secs && centroids[s].is_some() {
             centroids[s] = None;
             left -= 1;
         }
