@@ -301,6 +301,100 @@ async fn an_english_only_model_hears_every_chunk_in_english_from_the_first() {
     assert_eq!(heard.language.as_deref(), Some("en"));
 }
 
+/// Speech longer than a window is cut into chunks at pauses, each transcribed on its own: a
+/// chunk must end and the next begin between sentences (cut a breath into a sentence, the
+/// words before the cut were lost or changed), every word of the sentences either side of a
+/// join is heard, and every word lies inside its segment.
+#[tokio::test]
+async fn chunk_joins_fall_between_sentences_and_lose_no_word() {
+    use headroom_speech::asr::vad::{chunks, VadParams, MAX_CHUNK_SECONDS};
+    let service = service();
+    // Long sentences with commas, whose short pauses a voice detector also finds.
+    let sentences = [
+        "The festival began in a borrowed barn at the edge of the village, with three fiddlers, a borrowed piano and an audience of forty neighbours who had walked over the fields after supper.",
+        "Nobody had planned a second evening, but the next morning a van of students arrived from the city with tents, guitars and a crate of notebooks, asking where the music would be.",
+        "Years later the musicians still argue about who first suggested moving the stage to the harbour wall, where the wind carried every note across the water to the boats.",
+        "The organisers kept careful records, counting tickets by hand in the kitchen after midnight, and the old ledgers now sit in a glass case at the library.",
+        "When the council finally offered money for a proper hall, the founders refused it politely, saying that the barn, the mud and the rain were part of the sound.",
+        "Each summer a new band arrives with its own ideas, and each winter the villagers repair the roof, mend the benches and wait for the first warm evening.",
+    ];
+    let mut samples = Vec::new();
+    let mut spans = Vec::new();
+    for sentence in sentences {
+        let start = samples.len() as f64 / 16_000.0;
+        samples.extend(spoken_16k(&service, sentence).await);
+        spans.push((start, samples.len() as f64 / 16_000.0));
+        silence(&mut samples, 0.4);
+    }
+    let vad_dir = headroom_speech::models::locate(service.models_dir(), "silero-vad").unwrap();
+    let vad = service.loaded_vad(&vad_dir).unwrap();
+    let regions = vad.speech(&samples, &VadParams::default()).unwrap();
+    let joins: Vec<f64> = chunks(&regions, (MAX_CHUNK_SECONDS * 16_000.0) as usize)
+        .iter()
+        .skip(1)
+        .map(|c| c.span().start as f64 / 16_000.0)
+        .collect();
+    eprintln!("sentences {spans:.2?}, chunks start at {joins:.2?}");
+    assert!(!joins.is_empty(), "one chunk only");
+    for &join in &joins {
+        assert!(
+            spans
+                .iter()
+                .all(|&(start, end)| join <= start || join >= end),
+            "a chunk starts inside a sentence, at {join:.2} s: {spans:.2?}"
+        );
+    }
+
+    let path = scratch("joins.wav");
+    write_16k(&path, samples);
+    let options = TranscribeOptions {
+        word_timestamps: true,
+        ..TranscribeOptions::default()
+    };
+    let transcript = transcribe_with(&service, &path, options).await.unwrap();
+    for s in &transcript.segments {
+        eprintln!("{:6.2}–{:6.2} {}", s.start, s.end, s.text);
+        for w in &s.words {
+            assert!(
+                s.start <= w.start && w.start <= w.end && w.end <= s.end,
+                "{w:?} outside its segment {:.2}–{:.2} s {:?}",
+                s.start,
+                s.end,
+                s.text
+            );
+        }
+    }
+    // The sentences either side of each join: their words, by time, as the text says.
+    for &join in &joins {
+        let before = spans.iter().rposition(|&(_, end)| end <= join).unwrap();
+        for i in [before, before + 1] {
+            let (start, end) = spans[i];
+            let heard: Vec<&str> = transcript
+                .segments
+                .iter()
+                .flat_map(|s| &s.words)
+                .filter(|w| (start - 0.3..end + 0.3).contains(&((w.start + w.end) / 2.0)))
+                .map(|w| w.text.as_str())
+                .collect();
+            let heard = heard.join(" ");
+            let wer = word_error_rate(sentences[i], &heard);
+            eprintln!("{wer:.2} at the join at {join:.2} s: {heard:?}");
+            assert!(
+                wer <= 0.25
+                    && heard.split_whitespace().count() + 2
+                        >= sentences[i].split_whitespace().count(),
+                "sentence {i} beside the join at {join:.2} s: {heard:?}"
+            );
+        }
+    }
+    let wer = word_error_rate(&sentences.join(" "), &transcript.text());
+    assert!(
+        wer <= 0.2,
+        "word error rate {wer:.2}: {}",
+        transcript.text()
+    );
+}
+
 #[tokio::test]
 async fn long_silences_are_skipped_and_times_stay_in_the_original_timeline() {
     let service = service();

@@ -202,7 +202,13 @@ impl SileroVad {
 
 /// Speech regions (sample ranges, in order, padded, not overlapping) from per-frame
 /// probabilities: hysteresis between the two thresholds, pauses shorter than
-/// `min_silence_ms` kept inside a region, over-long regions split at their last pause.
+/// `min_silence_ms` kept inside a region, over-long regions split in a pause.
+///
+/// A region is split at its longest pause (of at least 98 ms) in its second half, the last
+/// of equals (within 5%): a chunk then ends and the next begins where the speaker paused
+/// longest, at a sentence's end rather than at a breath inside one, with as much silence as
+/// the pause holds either side. (Split at its last pause instead, a region could end one
+/// word into a sentence: Whisper, hearing those words cut off, lost or changed them.)
 pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<usize>> {
     let per_ms = SAMPLE_RATE as usize / 1000;
     let min_speech = p.min_speech_ms as usize * per_ms;
@@ -214,17 +220,18 @@ pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<u
     let split_pause = 98 * per_ms;
     let mut regions: Vec<Range<usize>> = Vec::new();
     let mut start: Option<usize> = None;
-    // Where the current pause began (0: none), and the last split point seen.
+    // Where the current pause began (0: none).
     let mut pause_start = 0usize;
-    let mut split_end = 0usize;
-    let mut split_next_start = 0usize;
+    // The current region's pauses long enough to split at: where each began and where speech
+    // resumed (0: not yet).
+    let mut pauses: Vec<(usize, usize)> = Vec::new();
     for (i, &prob) in probs.iter().enumerate() {
         let at = i * FRAME;
         if prob >= p.threshold && pause_start != 0 {
-            pause_start = 0;
-            if split_next_start < split_end {
-                split_next_start = at;
+            if let Some(last) = pauses.last_mut().filter(|q| q.0 == pause_start) {
+                last.1 = at;
             }
+            pause_start = 0;
         }
         let Some(s) = start else {
             if prob >= p.threshold {
@@ -233,32 +240,51 @@ pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<u
             continue;
         };
         if at - s > max_speech {
-            if split_end != 0 {
-                regions.push(s..split_end);
-                start = (split_next_start >= split_end).then_some(split_next_start);
+            let length = |q: &(usize, usize)| if q.1 == 0 { at } else { q.1 } - q.0;
+            let late = |q: &&(usize, usize)| q.0 >= s + max_speech / 2;
+            let candidates: Vec<(usize, usize)> = if pauses.iter().any(|q| late(&q)) {
+                pauses.iter().filter(late).copied().collect()
+            } else {
+                pauses.clone()
+            };
+            // Pauses within 5% of the longest count as equal: the last of them leaves the
+            // longer chunk.
+            let longest = candidates.iter().map(length).max().unwrap_or(0);
+            let best = candidates
+                .iter()
+                .rev()
+                .find(|q| length(q) * 20 >= longest * 19)
+                .copied();
+            if let Some((cut, resumed)) = best {
+                regions.push(s..cut);
+                pauses.retain(|q| q.0 > cut);
+                if resumed == 0 {
+                    // Still in that pause: the next region starts with the next speech.
+                    start = None;
+                    pause_start = 0;
+                } else {
+                    start = Some(resumed);
+                }
             } else {
                 regions.push(s..at);
                 start = None;
+                pause_start = 0;
             }
-            split_end = 0;
-            split_next_start = 0;
-            pause_start = 0;
             continue;
         }
         if prob < p.neg_threshold {
             if pause_start == 0 {
                 pause_start = at;
             }
-            if at - pause_start > split_pause {
-                split_end = pause_start;
+            if at - pause_start > split_pause && pauses.last().is_none_or(|q| q.0 != pause_start) {
+                pauses.push((pause_start, 0));
             }
             if at - pause_start >= min_silence {
                 if pause_start - s > min_speech {
                     regions.push(s..pause_start);
                 }
                 start = None;
-                split_end = 0;
-                split_next_start = 0;
+                pauses.clear();
                 pause_start = 0;
             }
         }
@@ -367,6 +393,22 @@ impl Chunk {
         }
         (start, end)
     }
+
+    /// `[start, end)` of the joined audio on one side of every join: the side holding more of
+    /// it. (A word is spoken in one piece; across a join its span would take in the silence
+    /// the join left out.)
+    pub fn one_side(&self, mut start: f64, mut end: f64) -> (f64, f64) {
+        for join in self.joins() {
+            if start < join && join < end {
+                if join - start < end - join {
+                    start = join;
+                } else {
+                    end = join;
+                }
+            }
+        }
+        (start, end)
+    }
 }
 
 /// Regions joined, in order, into chunks of at most `max_samples` of speech (a region longer
@@ -454,6 +496,16 @@ impl Transcriber for VadTranscriber {
             duration,
             "speech found"
         );
+        let spans: Vec<Vec<(f64, f64)>> = todo
+            .iter()
+            .map(|c| {
+                c.pieces
+                    .iter()
+                    .map(|p| (p.start as f64 / rate, p.end as f64 / rate))
+                    .collect()
+            })
+            .collect();
+        tracing::trace!(chunks = ?spans, "chunks");
         let total: usize = todo.iter().map(Chunk::samples).sum::<usize>().max(1);
         let mut done = 0usize;
         let mut segments = Vec::new();
@@ -571,14 +623,17 @@ impl VadTranscriber {
 /// Whisper's segment times are loose by a few tenths of a second, so a segment of speech
 /// after a join may start a little before it: that sliver would stretch the segment over the
 /// whole silence the join left out. A segment with less than a second and a third of its
-/// length on one side of a join is moved wholly to the other side.
+/// length on one side of a join is moved wholly to the other side. Its words stay inside it:
+/// a word timed across a join keeps the side that holds more of it, and none lies outside
+/// the segment's span.
 fn remap(mut s: Segment, chunk: &Chunk) -> Segment {
     let (start, end) = chunk.trim_to_joins(s.start, s.end);
     s.start = chunk.to_original(start, false);
     s.end = chunk.to_original(end, true).max(s.start);
     for w in &mut s.words {
-        w.start = chunk.to_original(w.start, false);
-        w.end = chunk.to_original(w.end, true).max(w.start);
+        let (w_start, w_end) = chunk.one_side(w.start.clamp(start, end), w.end.clamp(start, end));
+        w.start = chunk.to_original(w_start, false).clamp(s.start, s.end);
+        w.end = chunk.to_original(w_end, true).clamp(w.start, s.end);
     }
     s
 }
@@ -670,6 +725,64 @@ mod tests {
             let end_ms = region.end / MS;
             assert!(end_ms % 7000 >= 6700, "cut at {end_ms} ms: {r:?}");
         }
+    }
+
+    #[test]
+    fn overlong_speech_is_split_at_its_longest_late_pause_not_a_breath_after_it() {
+        // A sentence's end (600 ms) at 20 s, breaths (200 ms) at 26 and 28 s, a longer pause
+        // (900 ms) at 5 s, too early to leave a long enough region before it.
+        let p = probs(40_000, |t| {
+            !(5000..5900).contains(&t)
+                && !(20_000..20_600).contains(&t)
+                && !(26_000..26_200).contains(&t)
+                && !(28_000..28_200).contains(&t)
+        });
+        let r = speech_regions(&p, 40_000 * MS, &no_pad());
+        assert!(r.len() >= 2, "{r:?}");
+        let end_ms = r[0].end / MS;
+        assert!(
+            (20_000..20_100).contains(&end_ms),
+            "cut at {end_ms} ms: {r:?}"
+        );
+        let start_ms = r[1].start / MS;
+        assert!((20_500..20_700).contains(&start_ms), "{r:?}");
+    }
+
+    #[test]
+    fn words_stay_inside_their_segment_across_a_join() {
+        use crate::asr::Word;
+        let s = SAMPLE_RATE as usize;
+        // Speech 1–3 s and 10–12 s, joined: the join is 2 s into the chunk.
+        let chunk = Chunk {
+            pieces: vec![s..3 * s, 10 * s..12 * s],
+        };
+        let word = |text: &str, start: f64, end: f64| Word {
+            speaker: None,
+            start,
+            end,
+            text: text.into(),
+            probability: 0.9,
+        };
+        // A segment timed a sliver before the join, a word across it, and one past the
+        // segment's end.
+        let segment = Segment {
+            speaker: None,
+            start: 1.8,
+            end: 3.5,
+            text: "harbour lights".into(),
+            words: vec![word("harbour", 1.9, 2.6), word("lights", 2.6, 3.7)],
+        };
+        let s = remap(segment, &chunk);
+        assert!((s.start - 10.0).abs() < 1e-9, "{s:?}");
+        assert!((s.end - 11.5).abs() < 1e-9, "{s:?}");
+        for w in &s.words {
+            assert!(
+                s.start <= w.start && w.start <= w.end && w.end <= s.end,
+                "{s:?}"
+            );
+        }
+        assert!((s.words[0].start - 10.0).abs() < 1e-9, "{s:?}");
+        assert!((s.words[0].end - 10.6).abs() < 1e-9, "{s:?}");
     }
 
     #[test]

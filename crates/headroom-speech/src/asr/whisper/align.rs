@@ -336,21 +336,10 @@ const MIN_WORD_SECS: f64 = 0.1;
 /// before a word would otherwise count as part of it (a word after half a second's pause
 /// started half a second early). `audio`: the window's 16 kHz samples, from `offset` seconds.
 pub fn trim_to_sound(segments: &mut [Vec<Word>], audio: &[f32], offset: f64) {
-    let levels: Vec<f32> = audio
-        .chunks(SAMPLES_PER_FRAME)
-        .map(|f| (f.iter().map(|v| v * v).sum::<f32>() / f.len() as f32).sqrt())
-        .collect();
-    if levels.is_empty() {
+    let levels = frame_levels(audio);
+    let Some(floor) = pause_floor(&levels) else {
         return;
-    }
-    // The loud speech: the 90th percentile frame, so a click does not set the scale.
-    let mut sorted = levels.clone();
-    sorted.sort_by(f32::total_cmp);
-    let loud = sorted[sorted.len() * 9 / 10];
-    let floor = loud * 10f32.powf(-PAUSE_BELOW_DB / 20.0);
-    if loud <= 0.0 {
-        return;
-    }
+    };
     let frame_of =
         |t: f64| (((t - offset) * FRAMES_PER_SECOND).round().max(0.0) as usize).min(levels.len());
     let min_frames = (MIN_WORD_SECS * FRAMES_PER_SECOND) as usize;
@@ -366,6 +355,35 @@ pub fn trim_to_sound(segments: &mut [Vec<Word>], audio: &[f32], offset: f64) {
         word.start = word.start.max(secs(start));
         word.end = word.end.min(secs(end)).max(word.start);
     }
+}
+
+/// Seconds of sound (frames louder than [`PAUSE_BELOW_DB`] below the loud speech of all of
+/// `audio`) in `audio[from..]`.
+pub fn sound_secs(audio: &[f32], from: usize) -> f64 {
+    let levels = frame_levels(audio);
+    let Some(floor) = pause_floor(&levels) else {
+        return 0.0;
+    };
+    let first = from / SAMPLES_PER_FRAME;
+    let loud = levels.iter().skip(first).filter(|&&l| l >= floor).count();
+    loud as f64 / FRAMES_PER_SECOND
+}
+
+/// The level (RMS) of each alignment frame of `audio`.
+fn frame_levels(audio: &[f32]) -> Vec<f32> {
+    audio
+        .chunks(SAMPLES_PER_FRAME)
+        .map(|f| (f.iter().map(|v| v * v).sum::<f32>() / f.len() as f32).sqrt())
+        .collect()
+}
+
+/// The level below which a frame is a pause: [`PAUSE_BELOW_DB`] under the loud speech (the
+/// 90th percentile frame, so a click does not set the scale). `None` for silence.
+fn pause_floor(levels: &[f32]) -> Option<f32> {
+    let mut sorted = levels.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let loud = *sorted.get(sorted.len() * 9 / 10)?;
+    (loud > 0.0).then(|| loud * 10f32.powf(-PAUSE_BELOW_DB / 20.0))
 }
 
 fn ends_sentence(word: &str) -> bool {

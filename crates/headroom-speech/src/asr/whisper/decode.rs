@@ -33,6 +33,10 @@ const AUDIO_ONLY_SILENCE: usize = 200;
 const AUDIO_ONLY_MIN_FRAMES: usize = 1000;
 /// Latest allowed first timestamp in a window, in timestamp steps (1 s).
 const MAX_INITIAL_TIMESTAMP: u32 = 50;
+/// Sound in the rest of the audio's last window, after the model stopped, that makes it
+/// worth hearing again even when the rest is short: more than the tail of a word the model's
+/// last timestamp cut a little early.
+const REST_SPEECH_SECS: f64 = 0.4;
 /// Prompt tokens kept from the initial prompt at most (half the text context, less one).
 const MAX_PROMPT_TOKENS: usize = 223;
 
@@ -346,13 +350,13 @@ impl Decoding<'_> {
                 "window decoded"
             );
             let silent = is_silence(&options.guards, &decoded);
+            let window_audio = &samples[(seek * HOP).min(samples.len())
+                ..((seek + window_frames) * HOP).min(samples.len())];
             let (raw, consumed) = if silent {
                 (Vec::new(), window_frames)
             } else {
-                self.segments_of(&decoded.chosen, offset, window_frames)
+                self.segments_of(&decoded.chosen, offset, window_frames, window_audio)
             };
-            let window_audio = &samples[(seek * HOP).min(samples.len())
-                ..((seek + window_frames) * HOP).min(samples.len())];
             let found = cpu::compute(|| {
                 self.finish_segments(
                     raw,
@@ -725,6 +729,7 @@ impl Decoding<'_> {
         decoded: &Candidate,
         offset: f64,
         window_frames: usize,
+        window_audio: &[f32],
     ) -> (Vec<RawSegment>, usize) {
         let sp = self.special;
         let is_ts = |t: u32| t >= sp.timestamp_begin;
@@ -769,9 +774,15 @@ impl Decoding<'_> {
         if let (Some(end), false) = (last_closed, full_window) {
             let frames = ((end - sp.timestamp_begin) * 2) as usize;
             // The audio's last window, where the model stopped with more than two seconds
-            // left: hear the rest again (a final sentence is otherwise lost). Only after a
-            // second's progress, so a window is never decoded again for nothing.
-            if text.is_empty() && frames >= 100 && frames + 200 < window_frames {
+            // left, or more than a second that holds speech: hear the rest again (a final
+            // sentence, or the words before a cut in a voice-detected chunk, are otherwise
+            // lost). Only after a second's progress, so a window is never decoded again for
+            // nothing.
+            let rest_speaks = || {
+                frames + 100 < window_frames
+                    && align::sound_secs(window_audio, frames * HOP) >= REST_SPEECH_SECS
+            };
+            if text.is_empty() && frames >= 100 && (frames + 200 < window_frames || rest_speaks()) {
                 return (segments, frames);
             }
         }
@@ -818,17 +829,20 @@ impl Decoding<'_> {
         words.resize_with(raw.len(), Vec::new);
         raw.into_iter()
             .zip(words)
-            .map(|(s, words)| Segment {
-                speaker: None,
-                start: s.start,
-                end: s.end.max(s.start),
-                text: self
-                    .tokenizer
-                    .decode(&s.tokens, true)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string(),
-                words,
+            .map(|(s, words)| {
+                let (start, end) = span_of_words(&words).unwrap_or((s.start, s.end));
+                Segment {
+                    speaker: None,
+                    start,
+                    end: end.max(start),
+                    text: self
+                        .tokenizer
+                        .decode(&s.tokens, true)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string(),
+                    words,
+                }
             })
             .collect()
     }
@@ -898,6 +912,18 @@ impl Decoding<'_> {
         align::trim_to_sound(&mut words, window_audio, offset);
         words
     }
+}
+
+/// Where a segment's words start and end: its time when they are timed. The timestamp tokens
+/// that bound a segment are 20 ms steps the model guesses, and a word's alignment often runs
+/// a few tenths of a second past them (a segment ending at 27.38 s held a word timed to
+/// 27.68 s), so, as in the reference implementation, a segment with words spans exactly its
+/// words: every word lies inside its segment, and the boundary between two segments is the
+/// one between their words.
+fn span_of_words(words: &[crate::asr::Word]) -> Option<(f64, f64)> {
+    let start = words.iter().map(|w| w.start).reduce(f64::min)?;
+    let end = words.iter().map(|w| w.end).reduce(f64::max)?;
+    Some((start, end.max(start)))
 }
 
 /// A window the model calls speechless and whose text it is unsure of yields nothing.
