@@ -197,6 +197,9 @@ pub struct Transcribed {
     pub diarization: Option<Diarization>,
 }
 
+/// The longest reference recording of a known speaker, in seconds.
+pub const MAX_REFERENCE_SECONDS: f64 = 60.0;
+
 /// The share of a job's progress the transcription takes when speakers are found after it.
 const TRANSCRIPTION_SHARE: f32 = 0.75;
 
@@ -493,7 +496,25 @@ impl SpeechService {
                 )),
                 None => engine,
             };
-            let (Some(request), Some((vad_dir, embedder_dir))) = (speakers, diarizing) else {
+            // Known speakers' recordings are checked before the long work, so a bad one is
+            // refused at once.
+            let speakers = match (speakers, diarizing) {
+                (Some(request), Some((vad_dir, embedder_dir))) => {
+                    let embedder = service.loaded_embedder_at(&embedder_dir)?;
+                    let known = service.known_speakers(&embedder, request.known, &decode)?;
+                    let options = DiarizeOptions {
+                        count: request.count,
+                        known,
+                        params: request.params,
+                    };
+                    Some((
+                        Diarizer::new(embedder, service.loaded_vad(&vad_dir)?),
+                        options,
+                    ))
+                }
+                _ => None,
+            };
+            let Some((diarizer, diarize_options)) = speakers else {
                 let transcript = engine.transcribe_from(
                     &audio.samples,
                     from_secs,
@@ -520,17 +541,9 @@ impl SpeechService {
                 cancel,
             )?;
             drop(engine);
-            let embedder = service.loaded_embedder_at(&embedder_dir)?;
-            let known = service.known_speakers(&embedder, request.known, &decode)?;
-            let diarizer = Diarizer::new(embedder, service.loaded_vad(&vad_dir)?);
-            let options = DiarizeOptions {
-                count: request.count,
-                known,
-                params: request.params,
-            };
             let diarization = diarizer.diarize(
                 &audio.samples,
-                &options,
+                &diarize_options,
                 &share(TRANSCRIPTION_SHARE, 1.0),
                 cancel,
             )?;
@@ -576,7 +589,14 @@ impl SpeechService {
                         name: name.clone(),
                         message,
                     };
-                    let clip = match audio.decode(decode) {
+                    let decode = Decode {
+                        limits: DecodeLimits {
+                            max_seconds: MAX_REFERENCE_SECONDS,
+                            ..decode.limits
+                        },
+                        ..decode.clone()
+                    };
+                    let clip = match audio.decode(&decode) {
                         Ok(clip) => clip,
                         Err(e @ AudioError::Cancelled { .. }) => return Err(e.into()),
                         Err(e) => return Err(refused(e.to_string())),
