@@ -4,11 +4,14 @@ use anyhow::Context;
 use clap::Args;
 use headroom_base::fsutil::write_atomic;
 use headroom_core::admission::Priority;
-use headroom_services::speech::{AudioInput, SpeechError};
+use headroom_services::speech::{
+    AudioInput, KnownVoice, SpeakerRequest, SpeechError, Transcription,
+};
 use headroom_services::Services;
+use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, render_words, ExportFormat};
 use headroom_speech::asr::whisper::Precision;
-use headroom_speech::asr::{AsrError, DecodingGuards, TranscribeOptions};
+use headroom_speech::asr::{AsrError, DecodingGuards, TranscribeOptions, Transcript};
 use headroom_speech::models::DEFAULT_MODEL;
 use headroom_speech::remote::RemoteTranscriber;
 use std::path::PathBuf;
@@ -53,6 +56,15 @@ pub struct TranscribeArgs {
     /// Write here (atomically) instead of to stdout.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Who spoke when: `auto` estimates the number of speakers, a number (1 to 10) finds
+    /// exactly that many. Segments are split where the speaker changes and every export
+    /// names the speakers; a voice profile's voice is named after the profile.
+    #[arg(long, value_name = "auto|N")]
+    speakers: Option<SpeakerCount>,
+    /// A known speaker: NAME=FILE, a recording of that voice (a few seconds of speech; not
+    /// the file transcribed). Repeat for several. Implies --speakers auto unless given.
+    #[arg(long, value_name = "NAME=FILE")]
+    known_speaker: Vec<String>,
     /// Use an OpenAI-compatible transcription server (e.g. http://127.0.0.1:8089/v1) instead
     /// of the embedded engine; --model is sent as its model name.
     #[arg(long)]
@@ -70,6 +82,26 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         None => services.speech().clone(),
     };
     let input = AudioInput::from_file(&args.file)?;
+    let mut known = Vec::new();
+    for given in &args.known_speaker {
+        let Some((name, file)) = given
+            .split_once('=')
+            .filter(|(n, f)| !n.trim().is_empty() && !f.is_empty())
+        else {
+            anyhow::bail!("--known-speaker takes NAME=FILE, not {given:?}");
+        };
+        known.push(KnownVoice::Recording {
+            name: name.trim().to_string(),
+            audio: AudioInput::from_file(file.as_ref())?,
+        });
+    }
+    let speakers = match (args.speakers, known.is_empty()) {
+        (None, true) => None,
+        (count, _) => Some(SpeakerRequest {
+            known,
+            ..SpeakerRequest::new(count.unwrap_or(SpeakerCount::Auto))
+        }),
+    };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
     let shown = Arc::new(Progress::new(format!(
@@ -95,18 +127,14 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         precision: args.precision,
         audio_only_windows: false,
     };
-    let transcript = match speech
-        .transcribe(
-            input,
-            &args.model,
-            options,
-            Priority::Interactive,
-            progress,
-            cancel,
-        )
-        .await
-    {
-        Ok(t) => t,
+    let job = Transcription {
+        speakers,
+        priority: Priority::Interactive,
+        progress,
+        ..Transcription::new(input, &args.model, options)
+    };
+    let transcript = match speech.transcribe_with(job, cancel).await {
+        Ok(t) => t.transcript,
         Err(SpeechError::Asr(AsrError::Cancelled)) => {
             shown.finish("headroom: transcription cancelled; nothing was written");
             return Ok(ExitCode::from(EXIT_CANCELLED));
@@ -124,6 +152,9 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         args.model,
         transcript.language.as_deref().unwrap_or("unknown")
     ));
+    if args.speakers.is_some() || !args.known_speaker.is_empty() {
+        eprintln!("{}", speakers_found(&transcript));
+    }
     let text = if args.words {
         render_words(&transcript, args.format)
     } else {
@@ -135,4 +166,27 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// "2 speakers: Speaker 1 (12.3 s), Ann (voice profile ann, similarity 0.87; 8.1 s)".
+fn speakers_found(transcript: &Transcript) -> String {
+    let listed: Vec<String> = transcript
+        .speakers
+        .iter()
+        .map(|s| {
+            let known = match (&s.profile, s.similarity) {
+                (Some(profile), Some(sim)) => {
+                    format!("voice profile {profile}, similarity {sim:.2}; ")
+                }
+                (None, Some(sim)) => format!("known voice, similarity {sim:.2}; "),
+                _ => String::new(),
+            };
+            format!("{} ({known}{:.1} s)", s.display_name(), s.seconds)
+        })
+        .collect();
+    match listed.len() {
+        0 => "no speech, no speakers".to_string(),
+        1 => format!("1 speaker: {}", listed[0]),
+        n => format!("{n} speakers: {}", listed.join(", ")),
+    }
 }
