@@ -13,9 +13,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use headroom_core::admission::{Lane, Priority, RejectReason, Rejection};
-use headroom_services::speech::AudioInput;
+use headroom_services::speech::{AudioInput, KnownVoice, SpeakerRequest, Transcription};
+use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, ExportFormat};
-use headroom_speech::asr::TranscribeOptions;
+use headroom_speech::asr::{Speaker, TranscribeOptions, Transcript};
 use headroom_speech::audio::wav_bytes;
 use headroom_speech::models::{self, DEFAULT_MODEL};
 use serde::Deserialize;
@@ -61,6 +62,14 @@ fn transcription_model(requested: Option<&str>) -> &'static str {
 
 /// The most a form's text field (model, language, format...) may hold.
 const MAX_TEXT_FIELD_BYTES: usize = 64 * 1024;
+/// The most known speakers a request may name with a reference recording, as OpenAI's
+/// diarizing model takes.
+const MAX_KNOWN_SPEAKERS: usize = 4;
+/// The most a known speaker's reference (a data URL, base64) may hold: 10 s of 48 kHz stereo
+/// 16-bit WAV with room to spare.
+const MAX_REFERENCE_FIELD_BYTES: usize = 4 * 1024 * 1024;
+/// The longest name a known speaker may have.
+const MAX_SPEAKER_NAME_CHARS: usize = 100;
 
 fn form_error(
     state: &ServerState,
@@ -119,7 +128,17 @@ async fn receive_file(
 async fn receive_text(
     state: &ServerState,
     name: &str,
+    field: axum::extract::multipart::Field<'_>,
+) -> Result<String, HttpError> {
+    receive_text_up_to(state, name, field, MAX_TEXT_FIELD_BYTES).await
+}
+
+/// Reads a text field of at most `limit` bytes.
+async fn receive_text_up_to(
+    state: &ServerState,
+    name: &str,
     mut field: axum::extract::multipart::Field<'_>,
+    limit: usize,
 ) -> Result<String, HttpError> {
     let mut bytes = Vec::new();
     while let Some(chunk) = field
@@ -127,13 +146,10 @@ async fn receive_text(
         .await
         .map_err(|e| form_error(state, name, e))?
     {
-        if bytes.len() + chunk.len() > MAX_TEXT_FIELD_BYTES {
+        if bytes.len() + chunk.len() > limit {
             return Err(HttpError::bad_request(
                 "field_too_large",
-                format!(
-                    "the form field {name:?} is over {} KiB",
-                    MAX_TEXT_FIELD_BYTES / 1024
-                ),
+                format!("the form field {name:?} is over {} KiB", limit / 1024),
             ));
         }
         bytes.extend_from_slice(&chunk);
@@ -167,6 +183,10 @@ async fn transcriptions(
     let mut language = None;
     let mut prompt = None;
     let mut word_timestamps = false;
+    let mut speakers: Option<SpeakerCount> = None;
+    let mut known_names: Vec<String> = Vec::new();
+    let mut known_references: Vec<String> = Vec::new();
+    let mut too_many_known = false;
     // Uploads are batch work unless the client says a person is waiting.
     let mut priority = Priority::Normal;
     while let Some(field) = form
@@ -180,6 +200,21 @@ async fn transcriptions(
             file = Some((file_name, receive_file(&state, field).await?));
             continue;
         }
+        // OpenAI's clients send lists as repeated `name[]` fields.
+        if matches!(
+            name.as_str(),
+            "known_speaker_references[]" | "known_speaker_references"
+        ) {
+            // Read (bounded) even past the most allowed, so the client reads the refusal
+            // after sending its form rather than a reset connection.
+            let limit = MAX_REFERENCE_FIELD_BYTES.min(state.max_upload_bytes);
+            let reference = receive_text_up_to(&state, &name, field, limit).await?;
+            too_many_known |= known_references.len() == MAX_KNOWN_SPEAKERS;
+            if !too_many_known {
+                known_references.push(reference);
+            }
+            continue;
+        }
         let text = receive_text(&state, &name, field).await?;
         match name.as_str() {
             "model" => model = Some(text),
@@ -191,10 +226,29 @@ async fn transcriptions(
             "timestamp_granularities[]" | "timestamp_granularities" if text == "word" => {
                 word_timestamps = true
             }
-            _ => {} // temperature: accepted, not used
+            // Headroom's: find speakers in any format (`auto` or a number).
+            "speakers" => {
+                speakers = Some(
+                    text.parse()
+                        .map_err(|e: String| HttpError::bad_request("invalid_speakers", e))?,
+                )
+            }
+            "known_speaker_names[]" | "known_speaker_names" => {
+                too_many_known |= known_names.len() == MAX_KNOWN_SPEAKERS;
+                if !too_many_known {
+                    known_names.push(text)
+                }
+            }
+            // temperature, include[], chunking_strategy (`auto` or its `server_vad` object's
+            // fields, as `chunking_strategy[type]`...; speech is always found by voice
+            // activity detection here): accepted, not used
+            _ => {}
         }
     }
     drop(receiving);
+    if too_many_known {
+        return Err(too_many_known_speakers());
+    }
     let Some((file_name, upload)) = file else {
         return Err(HttpError::bad_request(
             "missing_file",
@@ -202,14 +256,21 @@ async fn transcriptions(
         ));
     };
     let export = match format.as_str() {
-        "json" | "verbose_json" => None,
+        "json" | "verbose_json" | "diarized_json" => None,
         other => Some(other.parse::<ExportFormat>().map_err(|e| {
             HttpError::bad_request(
                 "invalid_response_format",
-                format!("{e}, json or verbose_json"),
+                format!("{e}, json, verbose_json or diarized_json"),
             )
         })?),
     };
+    let known = known_voices(&state, &known_names, &known_references)?;
+    // Speakers are found when asked for, for the diarized format, or with known speakers.
+    let speakers = (speakers.is_some() || format == "diarized_json" || !known_names.is_empty())
+        .then(|| SpeakerRequest {
+            known,
+            ..SpeakerRequest::new(speakers.unwrap_or_default())
+        });
     // Dropping this guard (the client went away) cancels the job.
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
@@ -220,10 +281,13 @@ async fn transcriptions(
         ..TranscribeOptions::in_language(language)
     };
     let model = transcription_model(model.as_deref());
-    let transcript = state
-        .speech
-        .transcribe(input, model, options, priority, Arc::new(|_| {}), cancel)
-        .await?;
+    let job = Transcription {
+        speakers,
+        priority,
+        ..Transcription::new(input, model, options)
+    };
+    let transcript = state.speech.transcribe_with(job, cancel).await?.transcript;
+    let speaker = |id: &Option<String>| id.as_ref().map(|id| display_name(&transcript, id));
     Ok(match (export, format.as_str()) {
         (Some(f), _) => (
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -235,15 +299,213 @@ async fn transcriptions(
             "language": transcript.language,
             "duration": transcript.duration,
             "text": transcript.text(),
-            "segments": transcript.segments.iter().enumerate().map(|(id, s)| json!({
-                "id": id, "start": s.start, "end": s.end, "text": s.text,
-            })).collect::<Vec<_>>(),
-            "words": transcript.segments.iter().flat_map(|s| &s.words).map(|w| json!({
-                "word": w.text, "start": w.start, "end": w.end, "probability": w.probability,
-            })).collect::<Vec<_>>(),
+            "segments": transcript.segments.iter().enumerate().map(|(id, s)| {
+                let mut segment = json!({
+                    "id": id, "start": s.start, "end": s.end, "text": s.text,
+                });
+                if let Some(name) = speaker(&s.speaker) {
+                    segment["speaker"] = name.into();
+                }
+                segment
+            }).collect::<Vec<_>>(),
+            "words": transcript.segments.iter().flat_map(|s| &s.words).map(|w| {
+                let mut word = json!({
+                    "word": w.text, "start": w.start, "end": w.end, "probability": w.probability,
+                });
+                if let Some(name) = speaker(&w.speaker) {
+                    word["speaker"] = name.into();
+                }
+                word
+            }).collect::<Vec<_>>(),
+            "speakers": speakers_json(&transcript),
         }))
         .into_response(),
+        (None, "diarized_json") => Json(diarized_json(&transcript)).into_response(),
         (None, _) => Json(json!({ "text": transcript.text() })).into_response(),
+    })
+}
+
+fn too_many_known_speakers() -> HttpError {
+    HttpError::bad_request(
+        "too_many_known_speakers",
+        format!("at most {MAX_KNOWN_SPEAKERS} known speakers may be given"),
+    )
+}
+
+/// The known speakers a request names: `names[i]` with the recording `references[i]` (a
+/// data URL), or, past the references, the name of a voice profile (whose voice is known to
+/// every transcription already; naming it checks that it exists and has clips).
+fn known_voices(
+    state: &ServerState,
+    names: &[String],
+    references: &[String],
+) -> Result<Vec<KnownVoice>, HttpError> {
+    if references.len() > names.len() {
+        return Err(HttpError::bad_request(
+            "invalid_known_speakers",
+            format!(
+                "{} known_speaker_references[] but {} known_speaker_names[]: each reference needs its name",
+                references.len(),
+                names.len()
+            ),
+        ));
+    }
+    let mut known = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > MAX_SPEAKER_NAME_CHARS {
+            return Err(HttpError::bad_request(
+                "invalid_known_speakers",
+                format!(
+                    "known_speaker_names[{i}] must have 1 to {MAX_SPEAKER_NAME_CHARS} characters"
+                ),
+            ));
+        }
+        if names[..i].iter().any(|n| n.trim() == name) {
+            return Err(HttpError::bad_request(
+                "invalid_known_speakers",
+                format!("the known speaker {name:?} is named twice"),
+            ));
+        }
+        let Some(reference) = references.get(i) else {
+            match state.voices.library().open(name) {
+                Ok(profile) if profile.embedding.is_some() => continue,
+                Ok(_) => {
+                    return Err(HttpError::bad_request(
+                        "invalid_known_speakers",
+                        format!("the voice profile {name:?} has no reference clips yet"),
+                    ))
+                }
+                Err(_) => {
+                    return Err(HttpError::bad_request(
+                        "invalid_known_speakers",
+                        format!(
+                            "the known speaker {name:?} has no known_speaker_references[] entry and no voice profile has that name"
+                        ),
+                    ))
+                }
+            }
+        };
+        let (bytes, extension) = data_url(reference).map_err(|why| {
+            HttpError::bad_request(
+                "invalid_known_speaker_reference",
+                format!("known_speaker_references[{i}] ({name}): {why}"),
+            )
+        })?;
+        known.push(KnownVoice::Recording {
+            name: name.to_string(),
+            audio: AudioInput::from_bytes(
+                bytes,
+                PathBuf::from(format!("known_speaker_references[{i}].{extension}")),
+            ),
+        });
+    }
+    Ok(known)
+}
+
+/// The bytes of a base64 data URL of audio (`data:audio/wav;base64,...`), and the file
+/// extension its media type suggests to the decoder.
+fn data_url(url: &str) -> Result<(Vec<u8>, &'static str), String> {
+    use base64::Engine;
+    let rest = url
+        .trim()
+        .strip_prefix("data:")
+        .ok_or("not a data URL (data:audio/...;base64,...)")?;
+    let (header, data) = rest
+        .split_once(',')
+        .ok_or("a data URL has a comma before its data")?;
+    let mut parts = header.split(';');
+    let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    if !parts.any(|p| p.trim().eq_ignore_ascii_case("base64")) {
+        return Err("the data URL must be base64 (data:audio/wav;base64,...)".into());
+    }
+    let extension = match media.as_str() {
+        "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/vnd.wave" => "wav",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/flac" | "audio/x-flac" => "flac",
+        "audio/ogg" | "audio/vorbis" => "ogg",
+        "audio/mp4" | "audio/m4a" | "audio/x-m4a" | "audio/aac" => "m4a",
+        "" | "application/octet-stream" => "bin",
+        m if m.starts_with("audio/") => "bin",
+        other => return Err(format!("the media type {other:?} is not audio")),
+    };
+    let data: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.as_bytes())
+        .map_err(|e| format!("its base64 does not decode: {e}"))?;
+    if bytes.is_empty() {
+        return Err("the data URL holds no audio".into());
+    }
+    Ok((bytes, extension))
+}
+
+/// The name a speaker goes by in answers: its own (a voice profile's or a known speaker's),
+/// else "Speaker N".
+fn display_name(transcript: &Transcript, id: &str) -> String {
+    transcript
+        .speaker_name(id)
+        .unwrap_or_else(|| id.to_string())
+}
+
+fn speakers_json(transcript: &Transcript) -> serde_json::Value {
+    json!(transcript
+        .speakers
+        .iter()
+        .map(|s| json!({
+            "id": s.id,
+            "name": s.display_name(),
+            "profile": s.profile,
+            "similarity": s.similarity,
+            "seconds": s.seconds,
+        }))
+        .collect::<Vec<_>>())
+}
+
+/// The label OpenAI's diarizing model gives a speaker: a known speaker's name, else `A`, `B`,
+/// ... in order of first speech.
+fn diarized_label(speaker: &Speaker, index: usize) -> String {
+    match &speaker.name {
+        Some(name) => name.clone(),
+        None => {
+            let letter = (b'A' + (index % 26) as u8) as char;
+            letter.to_string()
+        }
+    }
+}
+
+/// `response_format=diarized_json`, in the shape of OpenAI's `TranscriptionDiarized`: the
+/// text, segments (`transcript.text.segment`, with id, start, end, text and speaker),
+/// duration, task and usage; plus Headroom's `speakers` (id, label, profile, similarity,
+/// seconds).
+fn diarized_json(transcript: &Transcript) -> serde_json::Value {
+    let label = |id: &Option<String>| -> String {
+        id.as_ref()
+            .and_then(|id| {
+                let i = transcript.speakers.iter().position(|s| &s.id == id)?;
+                Some(diarized_label(&transcript.speakers[i], i))
+            })
+            .unwrap_or_else(|| "unknown".to_string())
+    };
+    json!({
+        "task": "transcribe",
+        "duration": transcript.duration,
+        "text": transcript.text(),
+        "segments": transcript.segments.iter().enumerate().map(|(n, s)| json!({
+            "type": "transcript.text.segment",
+            "id": format!("seg_{n}"),
+            "start": s.start,
+            "end": s.end,
+            "text": s.text.trim(),
+            "speaker": label(&s.speaker),
+        })).collect::<Vec<_>>(),
+        "usage": { "type": "duration", "seconds": transcript.duration },
+        "speakers": transcript.speakers.iter().enumerate().map(|(i, s)| json!({
+            "id": s.id,
+            "label": diarized_label(s, i),
+            "profile": s.profile,
+            "similarity": s.similarity,
+            "seconds": s.seconds,
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -169,6 +169,9 @@ impl HttpError {
                     (S::REQUEST_TIMEOUT, SERVER, "cancelled")
                 }
                 SpeechError::Audio(_) => (S::BAD_REQUEST, INVALID, "invalid_audio"),
+                SpeechError::KnownSpeaker { .. } => {
+                    (S::BAD_REQUEST, INVALID, "invalid_known_speaker_reference")
+                }
                 SpeechError::Model(ModelError::Unknown { .. }) => {
                     (S::BAD_REQUEST, INVALID, "model_not_found")
                 }
