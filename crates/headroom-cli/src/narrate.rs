@@ -5,6 +5,7 @@
 use crate::progress::Progress;
 use crate::project::{project_voice, resolve};
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED, EXIT_REJECTED};
+use anyhow::Context;
 use clap::Args;
 use headroom_core::cleanup::FailurePolicy;
 use headroom_services::Services;
@@ -35,6 +36,10 @@ pub struct NarrateArgs {
     /// (default: the last narration's, else the project's).
     #[arg(long)]
     voice: Option<String>,
+    /// A speaker's voice, as --voice names voices: `S2=en-gb` (repeat for each speaker;
+    /// `S2=` gives back their default: their voice profile, else a voice of their own).
+    #[arg(long = "speaker-voice", value_name = "ID=VOICE")]
+    speaker_voices: Vec<String>,
     /// When the text lane refuses a segment: reject (flag it), fallback (the rules' cleanup) or
     /// retry (bounded) (default: the project's).
     #[arg(long)]
@@ -51,6 +56,28 @@ pub struct NarrateArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+}
+
+/// `ID=VOICE` pairs as the narration takes them (a voice profile's name becomes its voice).
+fn speaker_voices(
+    ws: &Workstation,
+    pairs: Vec<String>,
+) -> anyhow::Result<Option<BTreeMap<String, String>>> {
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let mut voices = BTreeMap::new();
+    for pair in pairs {
+        let (speaker, voice) = pair
+            .split_once('=')
+            .with_context(|| format!("--speaker-voice takes {pair:?} as ID=VOICE"))?;
+        let voice = match voice.trim() {
+            "" => String::new(),
+            v => project_voice(ws, v.to_string()),
+        };
+        voices.insert(speaker.trim().to_string(), voice);
+    }
+    Ok(Some(voices))
 }
 
 /// A segment's new state as one line.
@@ -89,7 +116,7 @@ pub async fn run(args: NarrateArgs, services: Arc<Services>) -> anyhow::Result<E
         voice: args.voice.map(|v| project_voice(&ws, v)),
         policy: args.policy,
         mix: args.mix.then_some(true),
-        speaker_voices: None,
+        speaker_voices: speaker_voices(&ws, args.speaker_voices)?,
     };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

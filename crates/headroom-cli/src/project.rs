@@ -10,7 +10,9 @@ use headroom_base::fsutil::write_atomic;
 use headroom_services::voice_work::both_similarities;
 use headroom_services::Services;
 use headroom_speech::asr::export::{render, ExportFormat};
-use headroom_workstation::projects::{Project, ProjectEntry, ProjectStore};
+use headroom_workstation::projects::{
+    Project, ProjectEntry, ProjectStore, SpeakerSetting, SplitAt,
+};
 use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::workstation::{
     CleanAllEvent, CleanupSummary, SegmentOutcome, Workstation, WorkstationError,
@@ -59,6 +61,50 @@ pub enum ProjectCommand {
         /// Model (see `headroom models list`).
         #[arg(long)]
         model: Option<String>,
+        /// Find who speaks when: off, auto or how many speakers (kept as the project's
+        /// setting; the project's setting when not given).
+        #[arg(long)]
+        speakers: Option<SpeakerSetting>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// The project's speakers, and edits to them: rename one everywhere, merge one into
+    /// another, "this is <voice profile>", or make a voice profile from a speaker's turns.
+    Speakers {
+        project: String,
+        /// Name a speaker: `S2=Grace` ("S2=" gives back its label).
+        #[arg(long, value_name = "ID=NAME")]
+        rename: Option<String>,
+        /// Merge a speaker into another: `S3:S1` merges S3 into S1.
+        #[arg(long, value_name = "FROM:INTO")]
+        merge: Option<String>,
+        /// Attach a speaker to a voice profile (its name or id): `S1=Ada` ("S1=" detaches).
+        #[arg(long, value_name = "ID=PROFILE")]
+        attach: Option<String>,
+        /// Make a voice profile from this speaker's longest turns (5-20 s) and attach it.
+        #[arg(long, value_name = "ID")]
+        profile_from: Option<String>,
+        /// The new profile's name (default: the speaker's).
+        #[arg(long, requires = "profile_from")]
+        profile_name: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Split a segment in two, before a word or at a time; the new part may get another
+    /// speaker (an id, or `new`).
+    Split {
+        project: String,
+        /// The segment (1-based).
+        segment: usize,
+        /// The new part starts with this word (1-based within the segment).
+        #[arg(long, conflicts_with = "at")]
+        word: Option<usize>,
+        /// The new part starts with the first word at or after this time (seconds).
+        #[arg(long)]
+        at: Option<f64>,
+        /// The new part's speaker (an id such as S2, or `new`); the segment's when not given.
+        #[arg(long)]
+        speaker: Option<String>,
         #[command(flatten)]
         output: Output,
     },
@@ -131,6 +177,9 @@ pub enum ProjectCommand {
         /// The voice (a voice profile's name, kokoro[-STYLE], piper-joe, an espeak-ng voice).
         #[arg(long)]
         voice: Option<String>,
+        /// Find who speaks when on transcribing: off, auto or how many speakers.
+        #[arg(long)]
+        speakers: Option<SpeakerSetting>,
         #[command(flatten)]
         output: Output,
     },
@@ -201,6 +250,20 @@ fn print_project(project: &Project, output: Output) {
         s.cleanup_mode,
         s.server_url.as_deref().unwrap_or("the app's")
     );
+    println!("  speakers {}", s.speakers);
+    for speaker in &project.speakers {
+        println!(
+            "  {} {}: {:.1} s{}",
+            speaker.id,
+            speaker.display_name(),
+            speaker.seconds,
+            speaker
+                .profile
+                .as_deref()
+                .map(|p| format!(", voice profile {p}"))
+                .unwrap_or_default()
+        );
+    }
     println!(
         "  {} segments, {:.1} s of audio{}",
         project.segments.len(),
@@ -217,8 +280,19 @@ fn print_project(project: &Project, output: Output) {
             .as_ref()
             .map(|s| format!(" [{:?}: {}]", s.decision, s.text))
             .unwrap_or_default();
+        let who = segment
+            .speaker
+            .as_deref()
+            .map(|id| {
+                let name = project
+                    .speaker(id)
+                    .map(|s| s.display_name())
+                    .unwrap_or_else(|_| id.to_string());
+                format!("{name}: ")
+            })
+            .unwrap_or_default();
         println!(
-            "  {i:>3} {:>7.2}–{:<7.2} {}{decision}",
+            "  {i:>3} {:>7.2}–{:<7.2} {who}{}{decision}",
             segment.start, segment.end, segment.text
         );
     }
@@ -273,9 +347,18 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             project,
             file,
             model,
+            speakers,
             output,
         } => {
             let id = resolve(&store, &project)?;
+            if let Some(speakers) = speakers {
+                let shown = store.open(&id)?.settings;
+                let settings = headroom_workstation::projects::ProjectSettings {
+                    speakers,
+                    ..shown.clone()
+                };
+                ws.update_settings(&id, settings, shown).await?;
+            }
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(cancel.clone());
             let shown = Arc::new(Progress::new(format!("transcribing {}", file.display())));
@@ -363,6 +446,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             mode,
             server,
             voice,
+            speakers,
             output,
         } => {
             let id = resolve(&store, &project)?;
@@ -383,7 +467,95 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             if let Some(voice) = voice {
                 settings.voice = Some(project_voice(&ws, voice));
             }
+            if let Some(speakers) = speakers {
+                settings.speakers = speakers;
+            }
             let project = ws.update_settings(&id, settings, shown).await?;
+            print_project(&project, output);
+        }
+        ProjectCommand::Speakers {
+            project,
+            rename,
+            merge,
+            attach,
+            profile_from,
+            profile_name,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            let pair = |value: &str, sep: char, what: &str| -> anyhow::Result<(String, String)> {
+                let (a, b) = value
+                    .split_once(sep)
+                    .with_context(|| format!("--{what} takes {value:?} as ID{sep}VALUE"))?;
+                Ok((a.trim().to_string(), b.trim().to_string()))
+            };
+            if let Some(rename) = rename {
+                let (speaker, name) = pair(&rename, '=', "rename")?;
+                let shown = store.open(&id)?.speakers;
+                ws.rename_speaker(&id, &speaker, name, shown).await?;
+            }
+            if let Some(merge) = merge {
+                let (from, into) = pair(&merge, ':', "merge")?;
+                let shown = store.open(&id)?.speakers;
+                ws.merge_speakers(&id, &from, &into, shown).await?;
+            }
+            if let Some(attach) = attach {
+                let (speaker, profile) = pair(&attach, '=', "attach")?;
+                let profile = match profile.as_str() {
+                    "" => None,
+                    named => Some(
+                        ws.services()
+                            .voice_library()
+                            .open(named)
+                            .map_err(anyhow::Error::from)?
+                            .id,
+                    ),
+                };
+                let shown = store.open(&id)?.speakers;
+                ws.attach_speaker(&id, &speaker, profile, shown).await?;
+            }
+            if let Some(speaker) = profile_from {
+                let cancel = CancellationToken::new();
+                cancel_on_ctrl_c(cancel.clone());
+                let made = ws
+                    .profile_from_speaker(&id, &speaker, profile_name, cancel)
+                    .await?;
+                eprintln!(
+                    "voice profile {} ({}) made from {} turns, {:.1} s",
+                    made.voice.name,
+                    made.voice.id,
+                    made.segments.len(),
+                    made.seconds
+                );
+            }
+            let project = store.open(&id)?;
+            if output.json {
+                println!("{}", serde_json::to_string_pretty(&project.speakers)?);
+            } else {
+                print_project(&project, output);
+            }
+        }
+        ProjectCommand::Split {
+            project,
+            segment,
+            word,
+            at,
+            speaker,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            let index = segment
+                .checked_sub(1)
+                .context("segments are numbered from 1")?;
+            let at = match (word, at) {
+                (Some(w), _) => SplitAt::Word {
+                    index: w.checked_sub(1).context("words are numbered from 1")?,
+                },
+                (None, Some(secs)) => SplitAt::Time { secs },
+                (None, None) => anyhow::bail!("say where to split: --word N or --at SECONDS"),
+            };
+            let shown = store.open(&id)?.segment(index)?.clone();
+            let project = ws.split_segment(&id, index, at, speaker, shown).await?;
             print_project(&project, output);
         }
         ProjectCommand::Speak {

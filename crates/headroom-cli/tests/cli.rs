@@ -1522,3 +1522,88 @@ async fn bench_isolation_reports_each_probe_idle_and_under_batch_work() {
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn a_projects_speakers_are_renamed_merged_and_split_from_the_command_line() {
+    use headroom_speech::asr::{Segment, Speaker, Transcript};
+    use headroom_workstation::projects::{Project, ProjectStore};
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().to_str().unwrap().to_string();
+    let env = [("HEADROOM_PROJECTS_DIR", projects.as_str())];
+    // A transcript with two speakers, typed (no speech model needed).
+    let store = ProjectStore::new(dir.path());
+    let project = store.create("Talk").unwrap();
+    store
+        .update(&project.id, |p| {
+            p.set_transcript(&Transcript {
+                speakers: vec![Speaker::numbered(0), Speaker::numbered(1)],
+                language: Some("en".into()),
+                duration: 6.0,
+                segments: [("S1", "Hello there, how are you?"), ("S2", "Fine thanks.")]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (speaker, text))| Segment {
+                        speaker: Some(speaker.to_string()),
+                        ..Segment::new(i as f64 * 3.0, i as f64 * 3.0 + 2.5, *text)
+                    })
+                    .collect(),
+            });
+            Ok::<_, headroom_workstation::projects::ProjectError>(())
+        })
+        .unwrap();
+
+    let out = headroom(
+        &["project", "speakers", "talk", "--rename", "S2=Grace"],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Grace: Fine thanks."),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = headroom(
+        &[
+            "project",
+            "split",
+            "talk",
+            "1",
+            "--word",
+            "3",
+            "--speaker",
+            "new",
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Speaker 3: how are you?"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = headroom(
+        &["project", "speakers", "talk", "--merge", "S3:S1", "--json"],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let speakers: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(speakers.as_array().unwrap().len(), 2, "{speakers}");
+    let project: Project = store.open("talk").unwrap();
+    assert_eq!(project.segments[1].speaker.as_deref(), Some("S1"));
+    let out = headroom(&["project", "settings", "talk", "--speakers", "auto"], &env).await;
+    assert!(
+        text(&out.stdout).contains("speakers auto"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = headroom(&["project", "settings", "talk", "--speakers", "12"], &env).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("from 1 to 10"),
+        "{}",
+        text(&out.stderr)
+    );
+}
