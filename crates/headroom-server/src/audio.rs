@@ -598,3 +598,62 @@ async fn speech(
         .await?;
     Ok(([(header::CONTENT_TYPE, "audio/wav")], wav_bytes(&audio)).into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headroom_speech::asr::Segment;
+
+    #[test]
+    fn data_urls_of_audio_decode_and_anything_else_is_refused() {
+        let (bytes, ext) = data_url("data:audio/wav;base64,UklGRg==").unwrap();
+        assert_eq!((bytes.as_slice(), ext), (&b"RIFF"[..], "wav"));
+        assert_eq!(data_url("data:audio/mpeg;base64,AAAA").unwrap().1, "mp3");
+        assert_eq!(data_url("data:;base64,AAAA").unwrap().1, "bin");
+        for (bad, why) in [
+            ("https://example.com/a.wav", "not a data URL"),
+            ("data:audio/wav,RIFF", "must be base64"),
+            ("data:text/plain;base64,AAAA", "not audio"),
+            ("data:audio/wav;base64,***", "does not decode"),
+            ("data:audio/wav;base64,", "no audio"),
+        ] {
+            let e = data_url(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn diarized_json_has_the_shape_of_openais_and_letters_unnamed_speakers() {
+        let segment = |start: f64, end: f64, text: &str, speaker: &str| Segment {
+            speaker: Some(speaker.into()),
+            ..Segment::new(start, end, text)
+        };
+        let transcript = Transcript {
+            language: Some("en".into()),
+            duration: 5.0,
+            segments: vec![
+                segment(0.0, 2.0, " Hello.", "S1"),
+                segment(2.5, 5.0, " Hi, Ann.", "S2"),
+            ],
+            speakers: vec![
+                Speaker::numbered(0),
+                Speaker {
+                    name: Some("Ann".into()),
+                    ..Speaker::numbered(1)
+                },
+            ],
+        };
+        let json = diarized_json(&transcript);
+        assert_eq!(json["task"], "transcribe");
+        assert_eq!(json["text"], "Hello. Hi, Ann.");
+        assert_eq!(json["duration"], 5.0);
+        assert_eq!(json["usage"], json!({"type": "duration", "seconds": 5.0}));
+        assert_eq!(
+            json["segments"][0],
+            json!({"type": "transcript.text.segment", "id": "seg_0", "start": 0.0,
+                   "end": 2.0, "text": "Hello.", "speaker": "A"})
+        );
+        assert_eq!(json["segments"][1]["speaker"], "Ann");
+        assert_eq!(json["speakers"][1]["label"], "Ann");
+    }
+}
