@@ -298,39 +298,41 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               Saved <code>{exported}</code>
             </p>
           )}
-          {project.source_audio && (
-            <Waveform
-              testid="transcribe-waveform"
-              project={project.id}
-              file={project.source_audio}
-              regions={project.segments}
-              playing={playingIndex}
-              onRegion={(i) => {
-                const s = project.segments[i];
-                player.play(String(i), project.source_audio ?? "", s.start, s.end);
-              }}
-            />
-          )}
-          {(project.speakers ?? []).length > 0 && (
-            <SpeakerLanes
-              testid="speaker-lanes"
-              duration={project.duration_secs}
-              lanes={(project.speakers ?? []).map((sp) => ({
-                id: sp.id,
-                name: displayName(sp),
-                segments: project.segments
-                  .map((s, index) => ({ index, start: s.start, end: s.end, speaker: s.speaker }))
-                  .filter((s) => s.speaker === sp.id),
-              }))}
-              playing={playingIndex}
-              onRegion={(i) => {
-                const s = project.segments[i];
-                player.play(String(i), project.source_audio ?? "", s.start, s.end);
-              }}
-            />
-          )}
+          <div class={(project.speakers ?? []).length > 0 ? "with-lanes" : undefined}>
+            {project.source_audio && (
+              <Waveform
+                testid="transcribe-waveform"
+                project={project.id}
+                file={project.source_audio}
+                regions={project.segments}
+                playing={playingIndex}
+                onRegion={(i) => {
+                  const s = project.segments[i];
+                  player.play(String(i), project.source_audio ?? "", s.start, s.end);
+                }}
+              />
+            )}
+            {(project.speakers ?? []).length > 0 && (
+              <SpeakerLanes
+                testid="speaker-lanes"
+                duration={project.duration_secs}
+                lanes={(project.speakers ?? []).map((sp) => ({
+                  id: sp.id,
+                  name: displayName(sp),
+                  segments: project.segments
+                    .map((s, index) => ({ index, start: s.start, end: s.end, speaker: s.speaker }))
+                    .filter((s) => s.speaker === sp.id),
+                }))}
+                playing={playingIndex}
+                onRegion={(i) => {
+                  const s = project.segments[i];
+                  player.play(String(i), project.source_audio ?? "", s.start, s.end);
+                }}
+              />
+            )}
+          </div>
           {player.error && <ErrorNotice scope="transcribe-play" error={player.error} onDismiss={player.clearError} />}
-          <SpeakersPanel project={project} onProject={props.onProject} />
+          {(project.speakers ?? []).length > 0 && <SpeakersPanel project={project} onProject={props.onProject} />}
           <ol class="segments" data-testid="segment-list">
             {project.segments.map((s, i) => (
               <li
@@ -343,13 +345,6 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                 <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
                   {formatTime(s.start)} – {formatTime(s.end)}
                 </label>
-                <SegmentSpeaker
-                  project={project}
-                  index={i}
-                  segment={s}
-                  onProject={props.onProject}
-                  onError={setError}
-                />
                 <textarea
                   id={`segment-text-${i}`}
                   data-testid={`segment-text-${i}`}
@@ -357,6 +352,13 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                   value={drafts[i] ?? s.text}
                   onInput={(e) => typed(i, (e.target as HTMLTextAreaElement).value)}
                   onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
+                />
+                <SegmentSpeaker
+                  project={project}
+                  index={i}
+                  segment={s}
+                  onProject={props.onProject}
+                  onError={setError}
                 />
               </li>
             ))}
