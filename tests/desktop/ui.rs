@@ -4,9 +4,10 @@
 //! projects, transcription and SRT export, cleanup off (nothing sent), a flooded text lane
 //! (the rejection and its reason on screen), cleanup on against the real llama-server
 //! (streamed, accepted), the GPU panel's no-GPU state, synthesis and a saved WAV, a voice
-//! profile, the project narrated (timeline states, waveform A/B, a segment re-run), the
-//! benchmark run from the app; then a second session on a replayed GPU trace: the memory
-//! chart with baseline and peak, and a `gpu_memory_pressure` refusal at the segment.
+//! profile, the project narrated (timeline states, waveform A/B, a segment re-run),
+//! speakers (a two-voice conversation: named lanes, rename, per-speaker narration, split and
+//! merge), the benchmark run from the app; then a second session on a replayed GPU trace: the
+//! memory chart with baseline and peak, and a `gpu_memory_pressure` refusal at the segment.
 //! The window's responsiveness is measured while the first model loads and while the narration
 //! runs (batch work): a command's round trip and view changes within 100 ms each.
 //! A screenshot of each view lands in `target/ui-screenshots/`; cold start, idle memory and
