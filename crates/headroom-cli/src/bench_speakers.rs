@@ -276,7 +276,7 @@ pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("headroom-bench-speakers"));
     std::fs::create_dir_all(&cache)?;
-    let flite = which("flite");
+    let flite = installed_program("flite");
     let installed = |m: &str| models::locate(&services.env().models_dir, m).is_ok();
     let voices: Vec<&'static str> = VOICES
         .iter()
@@ -395,13 +395,12 @@ fn choose_voices(voices: &[&'static str], n: usize, rng: &mut StdRng) -> Vec<&'s
     chosen
 }
 
-fn which(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok()
+/// Whether `program` is installed.
+fn installed_program(program: &str) -> bool {
+    !matches!(
+        headroom_base::process::Tool::new(program).flag("--version").run(b""),
+        Err(e) if e.is_not_found()
+    )
 }
 
 /// `text` in `voice`, 16 kHz, silence trimmed at both ends; made once and kept in `cache`.
@@ -435,20 +434,20 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// flite (a synthesizer Headroom does not otherwise use) reads the text from a file.
+/// flite (a synthesizer Headroom does not otherwise use), the text on its standard input.
 fn flite(voice: &str, text: &str) -> anyhow::Result<Audio> {
     let dir = tempfile::tempdir()?;
-    let (input, output) = (dir.path().join("text.txt"), dir.path().join("out.wav"));
-    std::fs::write(&input, text)?;
-    let status = std::process::Command::new("flite")
-        .arg("-voice")
-        .arg(voice)
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .status()?;
-    anyhow::ensure!(status.success(), "flite failed for voice {voice}");
+    let output = dir.path().join("out.wav");
+    let finished = headroom_base::process::Tool::new("flite")
+        .option("-voice", voice)
+        .option("-f", "/dev/stdin")
+        .path_option("-o", &output)
+        .run(text.as_bytes())?;
+    anyhow::ensure!(
+        finished.status.success(),
+        "flite failed for voice {voice}: {}",
+        String::from_utf8_lossy(&finished.stderr)
+    );
     Ok(decode_file(&output, DecodeLimits::default())?)
 }
 
