@@ -31,6 +31,8 @@ const BATCH_FRAMES: usize = 1024;
 const CONCURRENT_CHUNKS: usize = 2;
 /// Speech per chunk at most: one Whisper window.
 pub const MAX_CHUNK_SECONDS: f64 = 30.0;
+/// A pause at least this long (ms) ends a sentence; a shorter one may be a breath inside one.
+pub const SENTENCE_PAUSE_MS: usize = 300;
 
 /// How speech is told from silence, as Silero's reference `get_speech_timestamps` does.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +45,7 @@ pub struct VadParams {
     pub min_speech_ms: u32,
     /// Silence this long ends a region.
     pub min_silence_ms: u32,
-    /// Regions longer than this are split at their last pause of at least 98 ms.
+    /// Regions longer than this are split in a pause (see [`speech_regions`]).
     pub max_speech_secs: f64,
     /// Kept either side of each region, so words are not clipped.
     pub speech_pad_ms: u32,
@@ -204,11 +206,12 @@ impl SileroVad {
 /// probabilities: hysteresis between the two thresholds, pauses shorter than
 /// `min_silence_ms` kept inside a region, over-long regions split in a pause.
 ///
-/// A region is split at its longest pause (of at least 98 ms) in its second half, the last
-/// of equals (within 5%): a chunk then ends and the next begins where the speaker paused
-/// longest, at a sentence's end rather than at a breath inside one, with as much silence as
-/// the pause holds either side. (Split at its last pause instead, a region could end one
-/// word into a sentence: Whisper, hearing those words cut off, lost or changed them.)
+/// A region is split in a pause (of at least 98 ms) in its second half: at the last one when
+/// it is a sentence's end (at least [`SENTENCE_PAUSE_MS`]), which leaves the longest chunk
+/// that ends between sentences; otherwise at the longest, the last of equals (within 5%), so
+/// a chunk ends where the speaker paused longest rather than at a breath one word into a
+/// sentence (Whisper, hearing those words cut off, lost or changed them), with as much
+/// silence as the pause holds either side.
 pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<usize>> {
     let per_ms = SAMPLE_RATE as usize / 1000;
     let min_speech = p.min_speech_ms as usize * per_ms;
@@ -218,6 +221,8 @@ pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<u
     let max_speech = max_speech.saturating_sub(FRAME + 2 * pad).max(FRAME);
     // A pause this long is a place to split a region that grows past `max_speech`.
     let split_pause = 98 * per_ms;
+    // A pause this long ends a sentence rather than taking a breath inside one.
+    let sentence_pause = SENTENCE_PAUSE_MS * per_ms;
     let mut regions: Vec<Range<usize>> = Vec::new();
     let mut start: Option<usize> = None;
     // Where the current pause began (0: none).
@@ -247,14 +252,20 @@ pub fn speech_regions(probs: &[f32], total: usize, p: &VadParams) -> Vec<Range<u
             } else {
                 pauses.clone()
             };
-            // Pauses within 5% of the longest count as equal: the last of them leaves the
-            // longer chunk.
-            let longest = candidates.iter().map(length).max().unwrap_or(0);
-            let best = candidates
-                .iter()
-                .rev()
-                .find(|q| length(q) * 20 >= longest * 19)
-                .copied();
+            // The last pause, when it is a sentence's end, leaves the longest chunk. When it
+            // is only a breath, the longest pause is taken instead; pauses within 5% of the
+            // longest count as equal, and the last of them leaves the longer chunk.
+            let best = match candidates.last() {
+                Some(q) if length(q) >= sentence_pause => Some(*q),
+                _ => {
+                    let longest = candidates.iter().map(length).max().unwrap_or(0);
+                    candidates
+                        .iter()
+                        .rev()
+                        .find(|q| length(q) * 20 >= longest * 19)
+                        .copied()
+                }
+            };
             if let Some((cut, resumed)) = best {
                 regions.push(s..cut);
                 pauses.retain(|q| q.0 > cut);
@@ -746,6 +757,26 @@ mod tests {
         );
         let start_ms = r[1].start / MS;
         assert!((20_500..20_700).contains(&start_ms), "{r:?}");
+    }
+
+    #[test]
+    fn overlong_speech_is_split_at_its_last_pause_when_that_ends_a_sentence() {
+        // Sentences' ends at 20 s (900 ms) and 27 s (400 ms), a breath (200 ms) at 25 s: the
+        // last sentence's end is taken, though an earlier pause is longer.
+        let p = probs(40_000, |t| {
+            !(20_000..20_900).contains(&t)
+                && !(25_000..25_200).contains(&t)
+                && !(27_000..27_400).contains(&t)
+        });
+        let r = speech_regions(&p, 40_000 * MS, &no_pad());
+        assert!(r.len() >= 2, "{r:?}");
+        let end_ms = r[0].end / MS;
+        assert!(
+            (27_000..27_100).contains(&end_ms),
+            "cut at {end_ms} ms: {r:?}"
+        );
+        let start_ms = r[1].start / MS;
+        assert!((27_300..27_500).contains(&start_ms), "{r:?}");
     }
 
     #[test]
