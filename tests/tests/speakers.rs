@@ -6,9 +6,7 @@
 use headroom_core::config::Config;
 use headroom_services::Services;
 use headroom_speech::asr::der::{diarization_error, Labelled};
-use headroom_speech::asr::diarize::{
-    attribute, Diarization, DiarizeOptions, KnownSpeaker, SpeakerCount,
-};
+use headroom_speech::asr::diarize::{attribute, DiarizeOptions, KnownSpeaker, SpeakerCount};
 use headroom_speech::asr::{Segment, Transcript, Word};
 use headroom_speech::audio::stretch::sound_bounds;
 use headroom_speech::audio::Audio;
@@ -102,17 +100,6 @@ fn conversation(services: &Services) -> (Vec<f32>, Vec<Labelled>) {
     (samples, reference)
 }
 
-fn labelled(d: &Diarization) -> Vec<Labelled> {
-    d.turns
-        .iter()
-        .map(|t| Labelled {
-            start: t.start,
-            end: t.end,
-            speaker: d.speakers[t.speaker].id.clone(),
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_three_voice_conversation_is_told_apart_and_a_known_voice_is_named() {
     let services = services();
@@ -124,7 +111,7 @@ async fn a_three_voice_conversation_is_told_apart_and_a_known_voice_is_named() {
     let found = diarizer
         .diarize(&samples, &DiarizeOptions::default(), &|_| {}, &cancel)
         .unwrap();
-    let der = diarization_error(&reference, &labelled(&found), 0.25);
+    let der = diarization_error(&reference, &found.labelled(), 0.25);
     eprintln!("estimated {} speakers; {der:?}", found.speakers.len());
     assert_eq!(found.speakers.len(), 3, "{found:?}");
     assert!(der.der < 0.10, "{der:?}");
@@ -154,7 +141,7 @@ async fn a_three_voice_conversation_is_told_apart_and_a_known_voice_is_named() {
             &cancel,
         )
         .unwrap();
-    assert!(diarization_error(&reference, &labelled(&given), 0.25).der < 0.10);
+    assert!(diarization_error(&reference, &given.labelled(), 0.25).der < 0.10);
 
     // A profile made from other sentences by the Kokoro voice names that speaker; a profile of
     // a voice not in the conversation names nobody.

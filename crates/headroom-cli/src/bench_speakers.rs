@@ -14,6 +14,7 @@ use headroom_speech::asr::der::{diarization_error, DerReport, Labelled};
 use headroom_speech::asr::diarize::{
     Diarization, DiarizeOptions, DiarizeParams, Diarizer, KnownSpeaker, SpeakerCount,
 };
+use headroom_speech::audio::stretch::sound_bounds;
 use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
 use headroom_speech::models;
 use rand::rngs::StdRng;
@@ -423,7 +424,13 @@ async fn speak(
             .synthesize(text.to_string(), name, CancellationToken::new())
             .await?
     };
-    let audio = trim_silence(audio.to_16k()?);
+    let audio = audio.to_16k()?;
+    // The reference is where the voice sounds: no silence at either end.
+    let (start, end) = sound_bounds(&audio, 40.0).unwrap_or((0, audio.samples.len()));
+    let audio = Audio {
+        samples: audio.samples[start..end].to_vec(),
+        sample_rate: RATE,
+    };
     write_wav(&path, &audio)?;
     Ok(audio)
 }
@@ -449,28 +456,6 @@ fn flite(voice: &str, text: &str) -> anyhow::Result<Audio> {
         String::from_utf8_lossy(&finished.stderr)
     );
     Ok(decode_file(&output, DecodeLimits::default())?)
-}
-
-/// Without the quiet before the first and after the last 10 ms above -40 dB of the peak.
-fn trim_silence(audio: Audio) -> Audio {
-    let frame = (audio.sample_rate / 100) as usize;
-    let peak = audio.samples.iter().fold(0f32, |m, s| m.max(s.abs()));
-    let floor = peak * 0.01;
-    let loud: Vec<usize> = audio
-        .samples
-        .chunks(frame)
-        .enumerate()
-        .filter(|(_, c)| c.iter().any(|s| s.abs() > floor))
-        .map(|(i, _)| i)
-        .collect();
-    let (Some(&first), Some(&last)) = (loud.first(), loud.last()) else {
-        return audio;
-    };
-    let end = ((last + 1) * frame).min(audio.samples.len());
-    Audio {
-        samples: audio.samples[first * frame..end].to_vec(),
-        sample_rate: audio.sample_rate,
-    }
 }
 
 fn rms(samples: &[f32]) -> f64 {
@@ -582,17 +567,6 @@ fn keep(dir: &Path, name: &str, c: &Conversation) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn labelled(d: &Diarization) -> Vec<Labelled> {
-    d.turns
-        .iter()
-        .map(|t| Labelled {
-            start: t.start,
-            end: t.end,
-            speaker: d.speakers[t.speaker].id.clone(),
-        })
-        .collect()
-}
-
 fn score(
     diarizer: &Diarizer,
     c: &Conversation,
@@ -628,8 +602,8 @@ fn score(
         &|_| {},
         &cancel,
     )?;
-    let der = diarization_error(&reference, &labelled(&found), 0.25);
-    let der_given_count = diarization_error(&reference, &labelled(&given), 0.25);
+    let der = diarization_error(&reference, &found.labelled(), 0.25);
+    let der_given_count = diarization_error(&reference, &given.labelled(), 0.25);
     let known_row = known_names(diarizer, c, &found, known, &reference)?;
     Ok(ConversationRow {
         speakers: n,

@@ -13,7 +13,8 @@
 //! [`attribute`] then gives each word of a transcript the speaker heard over it, and splits
 //! segments where the speaker changes.
 
-use super::vad::{speech_regions, SileroVad, VadParams};
+use super::der::Labelled;
+use super::vad::{speech_regions, SileroVad, VadError, VadParams};
 use super::{Segment, Speaker, Transcript, SAMPLE_RATE};
 use crate::audio::Audio;
 use crate::voice::embedder::WINDOW_SAMPLES;
@@ -149,11 +150,25 @@ pub struct Diarization {
     pub speakers: Vec<Speaker>,
 }
 
+impl Diarization {
+    /// The turns labelled with their speaker's id, as diarization error is scored.
+    pub fn labelled(&self) -> Vec<Labelled> {
+        self.turns
+            .iter()
+            .map(|t| Labelled {
+                start: t.start,
+                end: t.end,
+                speaker: self.speakers[t.speaker].id.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Why diarization failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DiarizeError {
-    #[error("voice activity detection failed: {0}")]
-    Vad(String),
+    #[error(transparent)]
+    Vad(#[from] VadError),
     #[error(transparent)]
     Embedder(#[from] VoiceError),
     #[error("speaker diarization cancelled")]
@@ -186,10 +201,7 @@ impl Diarizer {
         cancel: &CancellationToken,
     ) -> Result<Diarization, DiarizeError> {
         let p = &options.params;
-        let probs = self
-            .vad
-            .probabilities(samples)
-            .map_err(|e| DiarizeError::Vad(e.to_string()))?;
+        let probs = self.vad.probabilities(samples)?;
         let regions = speech_regions(&probs, samples.len(), &p.vad);
         let windows = windows_over(&regions, p.window_step);
         tracing::debug!(
