@@ -32,6 +32,29 @@ export function speakerColor(project: Project, id: string): string {
   return SPEAKER_COLORS[k % SPEAKER_COLORS.length];
 }
 
+/** A choice of one of `speakers` by name; `id` is also its test id. */
+function SpeakerChoice(props: {
+  id: string;
+  speakers: Speaker[];
+  value: string;
+  onChange: (id: string) => void;
+}) {
+  return (
+    <select
+      id={props.id}
+      data-testid={props.id}
+      value={props.value}
+      onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}
+    >
+      {props.speakers.map((s) => (
+        <option key={s.id} value={s.id}>
+          {displayName(s)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 export function SpeakersPanel(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
   const [profiles, setProfiles] = useState<VoiceProfile[]>([]);
@@ -149,31 +172,19 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
       {speakers.length > 1 && (
         <div class="row" data-testid="speaker-merge-row">
           <label for="speaker-merge-from">Merge</label>
-          <select
+          <SpeakerChoice
             id="speaker-merge-from"
-            data-testid="speaker-merge-from"
+            speakers={speakers}
             value={mergeFrom}
-            onChange={(e) => setMergeFrom((e.target as HTMLSelectElement).value)}
-          >
-            {speakers.map((s) => (
-              <option key={s.id} value={s.id}>
-                {displayName(s)}
-              </option>
-            ))}
-          </select>
+            onChange={setMergeFrom}
+          />
           <label for="speaker-merge-into">into</label>
-          <select
+          <SpeakerChoice
             id="speaker-merge-into"
-            data-testid="speaker-merge-into"
+            speakers={speakers}
             value={mergeInto}
-            onChange={(e) => setMergeInto((e.target as HTMLSelectElement).value)}
-          >
-            {speakers.map((s) => (
-              <option key={s.id} value={s.id}>
-                {displayName(s)}
-              </option>
-            ))}
-          </select>
+            onChange={setMergeInto}
+          />
           <button
             data-testid="speaker-merge"
             disabled={mergeFrom === "" || mergeFrom === mergeInto}
