@@ -37,6 +37,40 @@ struct BesideLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeadlineLabels {
+    lane: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabel {
+    upstream: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamResultLabels {
+    upstream: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectLabel {
+    project: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectSourceLabels {
+    project: String,
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectReasonLabels {
+    project: String,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     lane: &'static str,
     outcome: &'static str,
@@ -79,7 +113,42 @@ pub struct Metrics {
     connection_refusals: Family<ReasonLabel, Counter>,
     batch_paused: Family<WorkLabel, Counter<f64>>,
     interactive_beside_batch: Family<BesideLabels, Counter>,
+    submitted: Family<LaneLabel, Counter>,
+    dispatched: Family<LaneLabel, Counter>,
+    deadline_misses: Family<DeadlineLabels, Counter>,
+    upstream_requests: Family<UpstreamResultLabels, Counter>,
+    upstream_up: Family<UpstreamLabel, Gauge>,
+    upstream_health_changes: Family<UpstreamLabel, Counter>,
+    upstream_in_flight: Family<UpstreamLabel, Gauge>,
+    upstream_capacity: Family<UpstreamLabel, Gauge>,
+    upstream_ttft: Family<UpstreamLabel, Histogram, fn() -> Histogram>,
+    cleanup_pieces: Family<ProjectSourceLabels, Counter>,
+    cleanup_attempts: Family<ProjectLabel, Counter>,
+    cleanup_rejections: Family<ProjectReasonLabels, Counter>,
+    gpu_used: Gauge,
+    gpu_floor: Gauge,
 }
+
+/// What a cleanup piece came from, as `headroom_cleanup_pieces_total` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PieceOrigin {
+    Model,
+    Rules,
+    Unchanged,
+}
+
+impl PieceOrigin {
+    fn as_str(self) -> &'static str {
+        match self {
+            PieceOrigin::Model => "model",
+            PieceOrigin::Rules => "rules",
+            PieceOrigin::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// The `project` label of work done outside any project (the CLI's `clean`, `serve`).
+pub const NO_PROJECT: &str = "none";
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -152,7 +221,105 @@ impl Metrics {
             "Interactive audio jobs that ran while batch work was running (and may have been slowed by it), by job and batch work",
             interactive_beside_batch.clone(),
         );
+        let submitted = Family::<LaneLabel, Counter>::default();
+        registry.register(
+            "submitted",
+            "Requests submitted to a lane, before admission (the denominator of rejection rates)",
+            submitted.clone(),
+        );
+        let dispatched = Family::<LaneLabel, Counter>::default();
+        registry.register(
+            "dispatched",
+            "Admitted text requests sent upstream, once per request however many upstreams it tried",
+            dispatched.clone(),
+        );
+        let deadline_misses = Family::<DeadlineLabels, Counter>::default();
+        registry.register(
+            "deadline_misses",
+            "Requests that missed a deadline, by lane and kind (queue_wait, first_chunk, total)",
+            deadline_misses.clone(),
+        );
+        let upstream_requests = Family::<UpstreamResultLabels, Counter>::default();
+        registry.register(
+            "upstream_requests",
+            "Requests sent to each upstream, moves to another upstream included, by result (answered, unavailable, busy, error, deadline)",
+            upstream_requests.clone(),
+        );
+        let upstream_up = Family::<UpstreamLabel, Gauge>::default();
+        registry.register(
+            "upstream_up",
+            "1 while an upstream is answering, 0 while it is marked down",
+            upstream_up.clone(),
+        );
+        let upstream_health_changes = Family::<UpstreamLabel, Counter>::default();
+        registry.register(
+            "upstream_health_changes",
+            "Times an upstream went down or came back (flaps)",
+            upstream_health_changes.clone(),
+        );
+        let upstream_in_flight = Family::<UpstreamLabel, Gauge>::default();
+        registry.register(
+            "upstream_in_flight",
+            "Requests running on each upstream",
+            upstream_in_flight.clone(),
+        );
+        let upstream_capacity = Family::<UpstreamLabel, Gauge>::default();
+        registry.register(
+            "upstream_capacity",
+            "Requests each upstream is given at once (configured, capped by the slots it says it has)",
+            upstream_capacity.clone(),
+        );
+        let upstream_ttft = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        registry.register(
+            "upstream_time_to_first_token_seconds",
+            "Time from sending a request to an upstream to its first content",
+            upstream_ttft.clone(),
+        );
+        let cleanup_pieces = Family::<ProjectSourceLabels, Counter>::default();
+        registry.register(
+            "cleanup_pieces",
+            "Cleaned pieces of text by project and where the text came from (model, rules: fell back or cleanup off, unchanged)",
+            cleanup_pieces.clone(),
+        );
+        let cleanup_attempts = Family::<ProjectLabel, Counter>::default();
+        registry.register(
+            "cleanup_attempts",
+            "Text-lane requests made for cleanup, retries included, by project",
+            cleanup_attempts.clone(),
+        );
+        let cleanup_rejections = Family::<ProjectReasonLabels, Counter>::default();
+        registry.register(
+            "cleanup_rejections",
+            "Cleanup requests refused or abandoned, by project and reason code",
+            cleanup_rejections.clone(),
+        );
+        let gpu_used = Gauge::default();
+        registry.register(
+            "gpu_memory_used_bytes",
+            "GPU memory in use (NVML), when a GPU is sampled",
+            gpu_used.clone(),
+        );
+        let gpu_floor = Gauge::default();
+        registry.register(
+            "gpu_memory_floor_bytes",
+            "The lowest GPU memory in use over the sampler's recent window: a floor that keeps rising is a leak",
+            gpu_floor.clone(),
+        );
         let metrics = Metrics {
+            submitted,
+            dispatched,
+            deadline_misses,
+            upstream_requests,
+            upstream_up,
+            upstream_health_changes,
+            upstream_in_flight,
+            upstream_capacity,
+            upstream_ttft,
+            cleanup_pieces,
+            cleanup_attempts,
+            cleanup_rejections,
+            gpu_used,
+            gpu_floor,
             batch_paused,
             interactive_beside_batch,
             runtime_tasks,
@@ -169,6 +336,17 @@ impl Metrics {
         // Export zeros for every lane and reason so dashboards see the series from the start.
         for lane in [Lane::Audio, Lane::Text] {
             metrics.set_occupancy(lane, Occupancy::default());
+            let label = LaneLabel {
+                lane: lane.as_str(),
+            };
+            let _ = metrics.submitted.get_or_create(&label);
+            let _ = metrics.dispatched.get_or_create(&label);
+            for kind in crate::admission::DeadlineKind::ALL {
+                let _ = metrics.deadline_misses.get_or_create(&DeadlineLabels {
+                    lane: lane.as_str(),
+                    kind: kind.code(),
+                });
+            }
             for reason in RejectReason::ALL {
                 let _ = metrics.rejections.get_or_create(&RejectionLabels {
                     lane: lane.as_str(),
@@ -177,6 +355,147 @@ impl Metrics {
             }
         }
         metrics
+    }
+
+    /// Counts a request submitted to `lane`, before admission.
+    pub fn count_submitted(&self, lane: Lane) {
+        self.submitted
+            .get_or_create(&LaneLabel {
+                lane: lane.as_str(),
+            })
+            .inc();
+    }
+
+    /// Counts an admitted request sent upstream (once, however many upstreams it tries).
+    pub fn count_dispatched(&self, lane: Lane) {
+        self.dispatched
+            .get_or_create(&LaneLabel {
+                lane: lane.as_str(),
+            })
+            .inc();
+    }
+
+    pub fn count_deadline_miss(&self, lane: Lane, kind: &'static str) {
+        self.deadline_misses
+            .get_or_create(&DeadlineLabels {
+                lane: lane.as_str(),
+                kind,
+            })
+            .inc();
+    }
+
+    pub fn count_upstream_request(&self, upstream: &str, result: crate::lanes::UpstreamResult) {
+        self.upstream_requests
+            .get_or_create(&UpstreamResultLabels {
+                upstream: upstream.to_string(),
+                result: result.as_str(),
+            })
+            .inc();
+    }
+
+    pub fn upstream_requests(&self, upstream: &str, result: crate::lanes::UpstreamResult) -> u64 {
+        self.upstream_requests
+            .get_or_create(&UpstreamResultLabels {
+                upstream: upstream.to_string(),
+                result: result.as_str(),
+            })
+            .get()
+    }
+
+    /// Sets an upstream's health; `changed` counts a flap.
+    pub fn set_upstream_up(&self, upstream: &str, up: bool, changed: bool) {
+        let label = UpstreamLabel {
+            upstream: upstream.to_string(),
+        };
+        self.upstream_up.get_or_create(&label).set(i64::from(up));
+        let flaps = self.upstream_health_changes.get_or_create(&label);
+        if changed {
+            flaps.inc();
+        }
+        for result in crate::lanes::UpstreamResult::ALL {
+            let _ = self.upstream_requests.get_or_create(&UpstreamResultLabels {
+                upstream: upstream.to_string(),
+                result: result.as_str(),
+            });
+        }
+    }
+
+    pub fn upstream_health_changes(&self, upstream: &str) -> u64 {
+        self.upstream_health_changes
+            .get_or_create(&UpstreamLabel {
+                upstream: upstream.to_string(),
+            })
+            .get()
+    }
+
+    pub fn set_upstream_load(&self, upstream: &str, in_flight: usize, capacity: usize) {
+        let label = UpstreamLabel {
+            upstream: upstream.to_string(),
+        };
+        self.upstream_in_flight
+            .get_or_create(&label)
+            .set(in_flight as i64);
+        self.upstream_capacity
+            .get_or_create(&label)
+            .set(capacity as i64);
+    }
+
+    pub fn observe_upstream_ttft(&self, upstream: &str, d: Duration) {
+        self.upstream_ttft
+            .get_or_create(&UpstreamLabel {
+                upstream: upstream.to_string(),
+            })
+            .observe(d.as_secs_f64());
+    }
+
+    /// Counts a cleaned piece of `project` ([`NO_PROJECT`] outside one) by where its text came from.
+    pub fn count_cleanup_piece(&self, project: &str, origin: PieceOrigin) {
+        self.cleanup_pieces
+            .get_or_create(&ProjectSourceLabels {
+                project: project.to_string(),
+                source: origin.as_str(),
+            })
+            .inc();
+    }
+
+    pub fn cleanup_pieces(&self, project: &str, origin: PieceOrigin) -> u64 {
+        self.cleanup_pieces
+            .get_or_create(&ProjectSourceLabels {
+                project: project.to_string(),
+                source: origin.as_str(),
+            })
+            .get()
+    }
+
+    pub fn count_cleanup_attempt(&self, project: &str) {
+        self.cleanup_attempts
+            .get_or_create(&ProjectLabel {
+                project: project.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn cleanup_attempts(&self, project: &str) -> u64 {
+        self.cleanup_attempts
+            .get_or_create(&ProjectLabel {
+                project: project.to_string(),
+            })
+            .get()
+    }
+
+    pub fn count_cleanup_rejection(&self, project: &str, reason: RejectReason) {
+        self.cleanup_rejections
+            .get_or_create(&ProjectReasonLabels {
+                project: project.to_string(),
+                reason: reason.code(),
+            })
+            .inc();
+    }
+
+    /// GPU memory in use now and the lowest over the sampler's recent window.
+    pub fn set_gpu_memory(&self, used_bytes: u64, floor_bytes: u64) {
+        self.gpu_used.set(used_bytes.min(i64::MAX as u64) as i64);
+        self.gpu_floor.set(floor_bytes.min(i64::MAX as u64) as i64);
     }
 
     /// Records what a batch job gave way to interactive work.

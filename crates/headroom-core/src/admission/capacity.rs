@@ -167,6 +167,29 @@ impl CapacityLimit {
         self.shared.lock().occupancy
     }
 
+    /// Changes the number of slots (a fleet's upstreams said how many they run). Work already
+    /// running keeps its slots; waiters take the new ones at once.
+    pub fn set_limit(&self, limit: usize) {
+        assert!(limit > 0, "a lane needs at least one slot");
+        let now = {
+            let mut st = self.shared.lock();
+            st.occupancy.limit = limit;
+            while let Some((&key, _)) = st.waiters.first_key_value() {
+                let waiting = key.0 .0;
+                if !st.may_start(waiting) {
+                    break;
+                }
+                let waiter = st.waiters.remove(&key).expect("the first waiter is there");
+                st.occupancy.waiting -= 1;
+                if waiter.send(()).is_ok() {
+                    st.start(waiting);
+                }
+            }
+            st.occupancy
+        };
+        self.shared.notify(now);
+    }
+
     /// Takes a free slot, or a place in the wait queue, or sheds the request at once.
     pub fn try_enter(&self) -> Result<Entry, Full> {
         self.try_enter_with(Priority::Normal)
@@ -277,6 +300,23 @@ mod tests {
             Ok(Entry::Admitted(p)) => p,
             _ => panic!("expected a slot"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_larger_limit_lets_waiters_in_and_a_smaller_one_keeps_running_work() {
+        let cap = CapacityLimit::new(1, 4, None);
+        let running = admitted(cap.try_enter());
+        let Ok(Entry::Queued(ticket)) = cap.try_enter() else {
+            panic!("the second waits for the only slot")
+        };
+        cap.set_limit(2);
+        let second = ticket.wait().await;
+        assert_eq!((cap.occupancy().in_flight, cap.occupancy().waiting), (2, 0));
+        cap.set_limit(1);
+        assert_eq!(cap.occupancy().in_flight, 2, "running work keeps its slots");
+        assert!(matches!(cap.try_enter(), Ok(Entry::Queued(_))));
+        drop((running, second));
+        assert_eq!(cap.occupancy().in_flight, 0);
     }
 
     #[tokio::test]

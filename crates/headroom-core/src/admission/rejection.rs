@@ -111,6 +111,23 @@ pub enum DeadlineKind {
     Total,
 }
 
+impl DeadlineKind {
+    pub const ALL: [DeadlineKind; 3] = [
+        DeadlineKind::QueueWait,
+        DeadlineKind::FirstChunk,
+        DeadlineKind::Total,
+    ];
+
+    /// The serialized name, also the `kind` label of `headroom_deadline_misses_total`.
+    pub fn code(self) -> &'static str {
+        match self {
+            DeadlineKind::QueueWait => "queue_wait",
+            DeadlineKind::FirstChunk => "first_chunk",
+            DeadlineKind::Total => "total",
+        }
+    }
+}
+
 /// What the user can do about a rejection; the UI turns each into a button.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]

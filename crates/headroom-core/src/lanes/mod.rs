@@ -2,9 +2,11 @@
 //! slot, so a long rewrite can never make an interactive voice operation wait.
 
 mod audio;
+mod fleet;
 mod monitor;
 mod text;
 
 pub use audio::{AudioActivity, AudioLane, AudioLaneConfig};
+pub use fleet::{Fleet, NoUpstream, UpstreamResult, UpstreamSlot, UpstreamSpec, UpstreamView};
 pub use monitor::{LaneEvent, LaneMonitor, LaneSnapshot, RejectionRecord};
 pub use text::{TextLane, TextLaneConfig, TextStream, DEFAULT_CONTEXT_TOKENS};

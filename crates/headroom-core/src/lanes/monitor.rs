@@ -48,6 +48,8 @@ pub struct LaneSnapshot {
     pub rejected_total: BTreeMap<RejectReason, u64>,
     pub recent_rejections: Vec<RejectionRecord>,
     pub median_latency_ms: Option<u64>,
+    /// A text lane's upstreams, each with its own slots and health (empty for the audio lane).
+    pub upstreams: Vec<super::UpstreamView>,
 }
 
 #[derive(Default)]
@@ -131,6 +133,9 @@ impl LaneMonitor {
             st.recent.push_back(record.clone());
         }
         self.metrics.count_rejection(self.lane, rejection.reason);
+        if let Some(kind) = rejection.deadline {
+            self.metrics.count_deadline_miss(self.lane, kind.code());
+        }
         let _ = self.events.send(LaneEvent::Rejected(record));
         rejection
     }
@@ -181,6 +186,7 @@ impl LaneMonitor {
             rejected_total: st.rejected.clone(),
             recent_rejections: st.recent.iter().cloned().collect(),
             median_latency_ms: Self::median_latency(&st).map(|d| d.as_millis() as u64),
+            upstreams: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@ use crate::admission::{
     DeadlineClock, DeadlineKind, Deadlines, GpuPressure, InputBound, Lane, MemoryGauge, Permit,
     RejectReason, Rejection, RequestShape, YieldRule, YieldToAudio,
 };
+use crate::lanes::fleet::{Fleet, NoUpstream, UpstreamResult, UpstreamSlot, UpstreamSpec};
 use crate::lanes::AudioActivity;
 use crate::llm::{ChatChunk, ChatRequest, ChatStream, LlmClient, LlmError, ServerInfo};
 use crate::metrics::{Metrics, Outcome};
@@ -23,6 +24,8 @@ use tracing::Instrument;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TextLaneConfig {
+    /// Requests each upstream is given at once unless it has a capacity of its own (and never
+    /// more than the slots its server says it has): the lane runs the sum.
     pub max_in_flight: usize,
     pub max_waiting: usize,
     /// The model's context; `None` means "ask the server, else 4096". When set and the server
@@ -61,7 +64,7 @@ impl Default for TextLaneConfig {
 }
 
 struct Inner {
-    client: LlmClient,
+    fleet: Fleet,
     stack: AdmissionStack,
     monitor: Arc<LaneMonitor>,
     capacity: CapacityLimit,
@@ -103,9 +106,22 @@ impl TextLane {
         audio: AudioActivity,
         gpu: Option<Arc<dyn MemoryGauge>>,
     ) -> Self {
+        Self::over_fleet(vec![UpstreamSpec::new(client)], config, metrics, audio, gpu)
+    }
+
+    /// A text lane in front of several upstreams (or one): the lane admits up to their total
+    /// capacity and each request goes to the upstream with a free slot that is least busy.
+    pub fn over_fleet(
+        upstreams: Vec<UpstreamSpec>,
+        config: TextLaneConfig,
+        metrics: Arc<Metrics>,
+        audio: AudioActivity,
+        gpu: Option<Arc<dyn MemoryGauge>>,
+    ) -> Self {
+        let fleet = Fleet::new(upstreams, config.max_in_flight.max(1), metrics.clone());
         let monitor = LaneMonitor::new(Lane::Text, metrics);
         let capacity = CapacityLimit::new(
-            config.max_in_flight.max(1),
+            fleet.capacity(),
             config.max_waiting,
             Some(monitor.occupancy_observer()),
         );
@@ -129,7 +145,7 @@ impl TextLane {
         );
         TextLane {
             inner: Arc::new(Inner {
-                client,
+                fleet,
                 stack,
                 monitor,
                 capacity,
@@ -142,25 +158,42 @@ impl TextLane {
         }
     }
 
-    /// Asks the server for its models and context length, and adopts them.
+    /// Asks the upstreams for their models, context lengths and slots, and adopts them: the
+    /// lane's capacity becomes the sum of theirs, its context the smallest.
     pub async fn discover(&self) -> Result<ServerInfo, LlmError> {
-        let info = self.inner.client.server_info().await?;
-        if let Some(server_ctx) = info.context_tokens {
+        let discovered = self.inner.fleet.discover().await;
+        self.adopt_fleet();
+        let info = discovered?;
+        if let Some(first) = info.models.first() {
+            *self.inner.discovered_model.write().expect("model lock") = Some(first.id.clone());
+        }
+        tracing::info!(
+            context_tokens = self.inner.context.tokens(),
+            capacity = self.inner.capacity.occupancy().limit,
+            model = ?self.model(),
+            "text model discovered"
+        );
+        Ok(info)
+    }
+
+    /// Checks the upstreams' health (a down one that answers is up again) and adopts what
+    /// they say; the front end that runs the lane calls it now and then.
+    pub async fn check_health(&self) {
+        self.inner.fleet.check_health().await;
+        self.adopt_fleet();
+    }
+
+    fn adopt_fleet(&self) {
+        self.inner
+            .capacity
+            .set_limit(self.inner.fleet.capacity().max(1));
+        if let Some(server_ctx) = self.inner.fleet.context_tokens() {
             let ctx = match self.inner.config.context_tokens {
                 Some(configured) => configured.min(server_ctx),
                 None => server_ctx,
             };
             self.inner.context.set(ctx);
         }
-        if let Some(first) = info.models.first() {
-            *self.inner.discovered_model.write().expect("model lock") = Some(first.id.clone());
-        }
-        tracing::info!(
-            context_tokens = self.inner.context.tokens(),
-            model = ?self.model(),
-            "text model discovered"
-        );
-        Ok(info)
     }
 
     /// The metrics this lane reports to.
@@ -168,8 +201,13 @@ impl TextLane {
         self.inner.monitor.metrics()
     }
 
+    /// The first upstream's client (the only one's, for a single server).
     pub fn client(&self) -> &LlmClient {
-        &self.inner.client
+        self.inner.fleet.primary()
+    }
+
+    pub fn fleet(&self) -> &Fleet {
+        &self.inner.fleet
     }
 
     pub fn config(&self) -> &TextLaneConfig {
@@ -200,7 +238,9 @@ impl TextLane {
     }
 
     pub fn snapshot(&self) -> LaneSnapshot {
-        self.inner.monitor.snapshot(self.inner.capacity.occupancy())
+        let mut snapshot = self.inner.monitor.snapshot(self.inner.capacity.occupancy());
+        snapshot.upstreams = self.inner.fleet.views();
+        snapshot
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<LaneEvent> {
@@ -245,6 +285,7 @@ impl TextLane {
                 .unwrap_or(inner.config.default_max_tokens),
         };
         let monitor = &inner.monitor;
+        monitor.metrics().count_submitted(Lane::Text);
         let admitted = inner
             .stack
             .admit(&shape, &|occ| monitor.retry_after(occ))
@@ -253,25 +294,27 @@ impl TextLane {
         monitor
             .metrics()
             .observe_queue_wait(Lane::Text, admitted.queue_wait);
+        monitor.metrics().count_dispatched(Lane::Text);
         let mut clock = admitted.clock;
         clock.mark_dispatched(Instant::now());
-        let (deadline, kind) = clock.next_deadline();
-        let sent = tokio::time::timeout_at(deadline, inner.client.stream_chat(&request)).await;
-        let upstream = match sent {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => {
+        let request = Arc::new(request);
+        let mut tried = Vec::new();
+        let (slot, upstream) = match self.dispatch(&request, &clock, &mut tried, false).await {
+            Ok(sent) => sent,
+            Err(r) => {
                 monitor.finished(Outcome::Failed, clock.submitted().elapsed());
-                return Err(monitor.reject(self.upstream_rejection(e, false)));
-            }
-            Err(_) => {
-                monitor.finished(Outcome::Failed, clock.submitted().elapsed());
-                return Err(monitor.reject(self.deadline_rejection(&clock, kind, false)));
+                return Err(monitor.reject(r));
             }
         };
-        tracing::debug!(id, "upstream answered; streaming");
+        tracing::debug!(
+            id,
+            upstream = slot.upstream().name(),
+            "upstream answered; streaming"
+        );
         let ending = Arc::new(Ending {
             lane: self.clone(),
             permit: Mutex::new(Some(admitted.permit)),
+            slot: Mutex::new(Some(slot)),
             submitted: clock.submitted(),
             done: AtomicBool::new(false),
         });
@@ -281,8 +324,82 @@ impl TextLane {
             ending,
             clock,
             delivered: false,
+            request,
+            tried,
+            sent_at: Instant::now(),
         };
         Ok(TextStream::start(id, admitted.queue_wait, state))
+    }
+
+    /// Sends `request` to an upstream with a free slot, moving on to another while one is down
+    /// or busy, until one answers, the first-chunk deadline passes, or none is left.
+    async fn dispatch(
+        &self,
+        request: &ChatRequest,
+        clock: &DeadlineClock,
+        tried: &mut Vec<usize>,
+        after_output: bool,
+    ) -> Result<(UpstreamSlot, ChatStream), Rejection> {
+        let mut last: Option<Rejection> = None;
+        loop {
+            let slot = match self.inner.fleet.pick(tried) {
+                Ok(slot) => slot,
+                Err(NoUpstream::AllTried) => {
+                    return Err(last.expect("every upstream tried means one was tried"))
+                }
+                Err(NoUpstream::Full { down }) => {
+                    return Err(last.unwrap_or_else(|| self.fleet_full_rejection(&down)))
+                }
+            };
+            tried.push(slot.index());
+            let (deadline, kind) = clock.next_deadline();
+            let client = slot.upstream().client();
+            match tokio::time::timeout_at(deadline, client.stream_chat(request)).await {
+                Ok(Ok(stream)) => {
+                    slot.record(UpstreamResult::Answered, "");
+                    return Ok((slot, stream));
+                }
+                Ok(Err(e)) => {
+                    let result = UpstreamResult::of_error(&e);
+                    slot.record(result, &e.to_string());
+                    let r = self.upstream_rejection(e, after_output);
+                    if !result.worth_another() || self.inner.fleet.len() == tried.len() {
+                        return Err(r);
+                    }
+                    tracing::info!(
+                        upstream = slot.upstream().name(),
+                        reason = %r.reason,
+                        "trying another upstream"
+                    );
+                    last = Some(r);
+                }
+                Err(_) => {
+                    slot.record(UpstreamResult::Deadline, "no answer before the deadline");
+                    return Err(self.deadline_rejection(clock, kind, after_output));
+                }
+            }
+        }
+    }
+
+    /// Every upstream that is up is full while others are down: the lane's total capacity
+    /// counts slots that cannot be used now.
+    fn fleet_full_rejection(&self, down: &[String]) -> Rejection {
+        let mut r = self
+            .inner
+            .stack
+            .rejection(RejectReason::TextLaneFull)
+            .with_retry_after(
+                self.inner
+                    .monitor
+                    .retry_after(self.inner.capacity.occupancy()),
+            );
+        if !down.is_empty() {
+            r = r.with_detail(format!(
+                "every upstream that is up is full; down: {}",
+                down.join(", ")
+            ));
+        }
+        r
     }
 
     fn deadline_rejection(
@@ -366,6 +483,8 @@ impl TextLane {
 struct Ending {
     lane: TextLane,
     permit: Mutex<Option<Permit>>,
+    /// The request's place on its upstream; replaced when it moves to another.
+    slot: Mutex<Option<UpstreamSlot>>,
     submitted: Instant,
     done: AtomicBool,
 }
@@ -376,6 +495,7 @@ impl Ending {
         if self.done.swap(true, Ordering::SeqCst) {
             return false;
         }
+        drop(self.slot.lock().expect("slot lock").take());
         drop(self.permit.lock().expect("permit lock").take());
         self.lane
             .inner
@@ -400,6 +520,11 @@ struct StreamState {
     ending: Arc<Ending>,
     clock: DeadlineClock,
     delivered: bool,
+    /// Kept to send again to another upstream if this one fails before the first words.
+    request: Arc<ChatRequest>,
+    tried: Vec<usize>,
+    /// When the current upstream was sent the request.
+    sent_at: Instant,
 }
 
 impl StreamState {
@@ -411,8 +536,18 @@ impl StreamState {
     }
 
     async fn next_chunk(&mut self) -> Option<Item> {
+        loop {
+            if let Some(item) = self.next_from_upstream().await {
+                return item;
+            }
+        }
+    }
+
+    /// The next item, or `None` when the request moved to another upstream and reading starts
+    /// again there.
+    async fn next_from_upstream(&mut self) -> Option<Option<Item>> {
         if self.ending.is_done() {
-            return None;
+            return Some(None);
         }
         let (deadline, kind) = self.clock.next_deadline();
         let inner = self.lane.inner.clone();
@@ -429,16 +564,29 @@ impl StreamState {
                     .with_detail("stopped: an interactive audio job started")
                     .with_retry_after(Some(Duration::from_secs(1)));
                 r.after_output = self.delivered;
-                return Some(Err(inner.monitor.reject(r)));
+                return Some(Some(Err(inner.monitor.reject(r))));
             }
         };
-        match next {
+        Some(match next {
             Err(_) => self.deadline_passed(kind).map(Err),
             Ok(None) => {
                 self.finish(Outcome::Completed);
                 None
             }
             Ok(Some(Err(e))) => {
+                let result = UpstreamResult::of_error(&e);
+                if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+                    slot.failed_after_answer(result, &e.to_string());
+                }
+                if !self.delivered && result.worth_another() {
+                    match self.move_on().await {
+                        Ok(()) => return None,
+                        Err(r) => {
+                            self.finish(Outcome::Failed);
+                            return Some(Some(Err(self.lane.inner.monitor.reject(r))));
+                        }
+                    }
+                }
                 self.finish(Outcome::Failed);
                 let r = self.lane.upstream_rejection(e, self.delivered);
                 Some(Err(self.lane.inner.monitor.reject(r)))
@@ -452,11 +600,33 @@ impl StreamState {
                         .monitor
                         .metrics()
                         .observe_ttft(Lane::Text, now - self.clock.submitted());
+                    if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+                        slot.observe_ttft(now - self.sent_at);
+                    }
                 }
                 self.delivered |= chunk.text().is_some();
                 Some(Ok(chunk))
             }
-        }
+        })
+    }
+
+    /// The upstream failed before the first words: the request goes to another upstream
+    /// within its deadline (its place on the failed one is freed first).
+    async fn move_on(&mut self) -> Result<(), Rejection> {
+        drop(self.ending.slot.lock().expect("slot lock").take());
+        self.upstream = Box::pin(futures::stream::empty());
+        let (slot, upstream) = self
+            .lane
+            .dispatch(&self.request, &self.clock, &mut self.tried, false)
+            .await?;
+        tracing::info!(
+            upstream = slot.upstream().name(),
+            "the request moved to another upstream"
+        );
+        *self.ending.slot.lock().expect("slot lock") = Some(slot);
+        self.upstream = upstream;
+        self.sent_at = Instant::now();
+        Ok(())
     }
 
     /// Ends the request at a deadline; the rejection (recorded once) if this ended it.

@@ -20,6 +20,8 @@ pub struct ServerInfo {
     /// The context length per request, when the server says: vLLM's `max_model_len`, or
     /// llama.cpp's per-slot `n_ctx` from `/props`.
     pub context_tokens: Option<u32>,
+    /// How many requests the server runs at once, when it says (llama.cpp's `--parallel`).
+    pub slots: Option<usize>,
 }
 
 /// Sums the waiting-request gauges of a Prometheus text exposition (one per model for vLLM).
@@ -191,18 +193,27 @@ impl LlmClient {
     pub async fn server_info(&self) -> Result<ServerInfo, LlmError> {
         let models = self.models().await?;
         let mut context_tokens = models.iter().find_map(|m| m.max_model_len);
-        if context_tokens.is_none() {
-            // llama.cpp splits its context among slots; `/props` reports the per-slot size.
-            if let Ok(props) = self.get_json(self.root_endpoint("props")).await {
+        let mut slots = None;
+        // llama.cpp says how many requests it runs at once (`--parallel`) in `/props`, and
+        // splits its context among them: `n_ctx` there is the per-slot size. vLLM has no such
+        // endpoint (its `--max-num-seqs` is not exported), so its capacity is configured.
+        if let Ok(props) = self.get_json(self.root_endpoint("props")).await {
+            if context_tokens.is_none() {
                 context_tokens = props
                     .pointer("/default_generation_settings/n_ctx")
                     .and_then(Value::as_u64)
                     .map(|n| n.min(u32::MAX as u64) as u32);
             }
+            slots = props
+                .get("total_slots")
+                .and_then(Value::as_u64)
+                .filter(|n| *n > 0)
+                .map(|n| n.min(usize::MAX as u64) as usize);
         }
         Ok(ServerInfo {
             models,
             context_tokens,
+            slots,
         })
     }
 

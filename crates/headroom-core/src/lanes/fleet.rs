@@ -1,0 +1,634 @@
+//! The upstreams behind one text lane: each with its own slots, context, health and breaker.
+//!
+//! The lane admits a request against the fleet's total capacity (so a full fleet refuses at
+//! once, as one server does); the fleet then picks the upstream it goes to: an upstream that
+//! is up and has a free slot, the least busy first, then the one whose first tokens came
+//! soonest lately. An upstream that fails before the first token is marked down and the
+//! request moves on; a down upstream is tried again after a backoff (one request at a time, a
+//! half-open breaker) or when a health check finds it answering. When every upstream is down
+//! each request still tries them, since a refused connection costs nothing and there is no
+//! better place to send it.
+
+use crate::llm::{LlmClient, LlmError, ServerInfo};
+use crate::metrics::Metrics;
+use serde::Serialize;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The first wait before a down upstream is tried again; it doubles while it stays down.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Weight of the newest first-token time in an upstream's running average.
+const TTFT_WEIGHT: f64 = 0.3;
+
+/// One upstream as configured: its client and, for a router or a server that does not say,
+/// how many requests it should be given at once.
+#[derive(Debug, Clone)]
+pub struct UpstreamSpec {
+    pub client: LlmClient,
+    pub capacity: Option<usize>,
+}
+
+impl UpstreamSpec {
+    pub fn new(client: LlmClient) -> Self {
+        UpstreamSpec {
+            client,
+            capacity: None,
+        }
+    }
+}
+
+/// How a request sent to an upstream went, as `/metrics` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamResult {
+    /// The server answered with a stream.
+    Answered,
+    /// Unreachable, broken connection or a server error: the upstream is marked down.
+    Unavailable,
+    /// 429/503: full right now, but up.
+    Busy,
+    /// The request itself was refused (too long, bad request): no other upstream would differ.
+    Error,
+    /// No answer before the request's deadline.
+    Deadline,
+}
+
+impl UpstreamResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamResult::Answered => "answered",
+            UpstreamResult::Unavailable => "unavailable",
+            UpstreamResult::Busy => "busy",
+            UpstreamResult::Error => "error",
+            UpstreamResult::Deadline => "deadline",
+        }
+    }
+
+    pub const ALL: [UpstreamResult; 5] = [
+        UpstreamResult::Answered,
+        UpstreamResult::Unavailable,
+        UpstreamResult::Busy,
+        UpstreamResult::Error,
+        UpstreamResult::Deadline,
+    ];
+
+    /// How an error from an upstream counts: whether it says the upstream is down, busy, or
+    /// that the request itself is at fault.
+    pub fn of_error(error: &LlmError) -> UpstreamResult {
+        match error {
+            LlmError::Unreachable { .. } | LlmError::Disconnected(_) | LlmError::Truncated => {
+                UpstreamResult::Unavailable
+            }
+            LlmError::Status { status, .. } if *status >= 500 => UpstreamResult::Unavailable,
+            LlmError::Busy { .. } => UpstreamResult::Busy,
+            LlmError::InStream(e)
+                if matches!(
+                    e.code.as_ref().map(|c| c.to_string()).as_deref(),
+                    Some("429" | "503")
+                ) =>
+            {
+                UpstreamResult::Busy
+            }
+            _ => UpstreamResult::Error,
+        }
+    }
+
+    /// Whether another upstream may succeed where this one did not.
+    pub fn worth_another(self) -> bool {
+        matches!(self, UpstreamResult::Unavailable | UpstreamResult::Busy)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Health {
+    Up,
+    Down {
+        since: Instant,
+        retry_at: Instant,
+        backoff: Duration,
+        reason: String,
+    },
+}
+
+#[derive(Debug)]
+struct State {
+    capacity: usize,
+    in_flight: usize,
+    context_tokens: Option<u32>,
+    health: Health,
+    /// Running average of recent first-token times.
+    ttft: Option<Duration>,
+    /// A request is testing a down upstream whose backoff ran out.
+    probing: bool,
+}
+
+/// One server behind the lane.
+pub struct Upstream {
+    client: LlmClient,
+    name: String,
+    /// The capacity to give it: configured for this upstream, else the lane's default.
+    limit: usize,
+    state: Mutex<State>,
+    metrics: Arc<Metrics>,
+}
+
+impl Upstream {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("upstream lock poisoned")
+    }
+
+    /// The URL as it may be shown (no secrets): the `upstream` label of its metrics.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn client(&self) -> &LlmClient {
+        &self.client
+    }
+
+    fn publish(&self, st: &State) {
+        self.metrics
+            .set_upstream_load(&self.name, st.in_flight, st.capacity);
+    }
+
+    /// The server answered: it is up (again).
+    fn mark_up(&self) {
+        let mut st = self.lock();
+        st.probing = false;
+        if matches!(st.health, Health::Down { .. }) {
+            st.health = Health::Up;
+            tracing::info!(upstream = %self.name, "upstream is answering again");
+            self.metrics.set_upstream_up(&self.name, true, true);
+        }
+    }
+
+    /// The server failed before answering: down, and tried again after a growing backoff.
+    fn mark_down(&self, reason: &str) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        st.probing = false;
+        let (since, backoff, changed) = match &st.health {
+            Health::Up => (now, FIRST_BACKOFF, true),
+            Health::Down { since, backoff, .. } => (*since, (*backoff * 2).min(MAX_BACKOFF), false),
+        };
+        st.health = Health::Down {
+            since,
+            retry_at: now + backoff,
+            backoff,
+            reason: reason.to_string(),
+        };
+        if changed {
+            tracing::warn!(upstream = %self.name, reason, "upstream marked down");
+        }
+        self.metrics.set_upstream_up(&self.name, false, changed);
+    }
+
+    fn observe_ttft(&self, d: Duration) {
+        let mut st = self.lock();
+        st.ttft = Some(match st.ttft {
+            None => d,
+            Some(avg) => avg.mul_f64(1.0 - TTFT_WEIGHT) + d.mul_f64(TTFT_WEIGHT),
+        });
+        self.metrics.observe_upstream_ttft(&self.name, d);
+    }
+
+    /// Adopts what the server says: its context and how many requests it runs at once (never
+    /// more than the configured limit).
+    fn adopt(&self, info: &ServerInfo) -> usize {
+        let mut st = self.lock();
+        st.context_tokens = info.context_tokens;
+        st.capacity = info.slots.map_or(self.limit, |slots| slots.min(self.limit));
+        self.publish(&st);
+        st.capacity
+    }
+
+    fn view(&self, now: Instant) -> UpstreamView {
+        let st = self.lock();
+        let (down_for_ms, retry_in_ms, down_reason) = match &st.health {
+            Health::Up => (None, None, None),
+            Health::Down {
+                since,
+                retry_at,
+                reason,
+                ..
+            } => (
+                Some(now.saturating_duration_since(*since).as_millis() as u64),
+                Some(retry_at.saturating_duration_since(now).as_millis() as u64),
+                Some(reason.clone()),
+            ),
+        };
+        UpstreamView {
+            name: self.name.clone(),
+            up: matches!(st.health, Health::Up),
+            in_flight: st.in_flight,
+            capacity: st.capacity,
+            context_tokens: st.context_tokens,
+            recent_ttft_ms: st.ttft.map(|d| d.as_millis() as u64),
+            down_for_ms,
+            retry_in_ms,
+            down_reason,
+        }
+    }
+}
+
+/// What the lanes panel and `/v1/headroom/lanes` show of one upstream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct UpstreamView {
+    pub name: String,
+    pub up: bool,
+    pub in_flight: usize,
+    pub capacity: usize,
+    pub context_tokens: Option<u32>,
+    /// Running average of its recent first-token times.
+    pub recent_ttft_ms: Option<u64>,
+    pub down_for_ms: Option<u64>,
+    /// When a down upstream gets its next request (or health check).
+    pub retry_in_ms: Option<u64>,
+    pub down_reason: Option<String>,
+}
+
+/// A request's place on one upstream; dropping it frees the place.
+pub struct UpstreamSlot {
+    upstream: Arc<Upstream>,
+    index: usize,
+    probe: bool,
+}
+
+impl UpstreamSlot {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// Records how the request went and what it says about the upstream's health.
+    pub fn record(&self, result: UpstreamResult, detail: &str) {
+        self.upstream
+            .metrics
+            .count_upstream_request(&self.upstream.name, result);
+        match result {
+            UpstreamResult::Answered => self.upstream.mark_up(),
+            UpstreamResult::Unavailable => self.upstream.mark_down(detail),
+            _ if self.probe => self.upstream.lock().probing = false,
+            _ => {}
+        }
+    }
+
+    pub fn observe_ttft(&self, d: Duration) {
+        self.upstream.observe_ttft(d);
+    }
+
+    /// The answered request failed later: a broken connection or server error still says the
+    /// upstream is down (counted once, as answered, in the requests).
+    pub fn failed_after_answer(&self, result: UpstreamResult, detail: &str) {
+        if result == UpstreamResult::Unavailable {
+            self.upstream.mark_down(detail);
+        }
+    }
+}
+
+impl Drop for UpstreamSlot {
+    fn drop(&mut self) {
+        let mut st = self.upstream.lock();
+        st.in_flight -= 1;
+        if self.probe {
+            st.probing = false;
+        }
+        self.upstream.publish(&st);
+    }
+}
+
+/// Why no upstream could take a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoUpstream {
+    /// Every upstream that is up is full (and the down ones wait out their backoff).
+    Full { down: Vec<String> },
+    /// Every upstream has been tried for this request.
+    AllTried,
+}
+
+/// The upstreams of one text lane.
+#[derive(Clone)]
+pub struct Fleet {
+    upstreams: Arc<Vec<Arc<Upstream>>>,
+}
+
+impl Fleet {
+    /// A fleet of `specs`; an upstream without a configured capacity gets `default_capacity`
+    /// until its server says it runs fewer.
+    pub fn new(specs: Vec<UpstreamSpec>, default_capacity: usize, metrics: Arc<Metrics>) -> Self {
+        assert!(!specs.is_empty(), "a text lane needs an upstream");
+        let upstreams = specs
+            .into_iter()
+            .map(|spec| {
+                let limit = spec.capacity.unwrap_or(default_capacity).max(1);
+                let upstream = Upstream {
+                    name: spec.client.shown_url(),
+                    client: spec.client,
+                    limit,
+                    state: Mutex::new(State {
+                        capacity: limit,
+                        in_flight: 0,
+                        context_tokens: None,
+                        health: Health::Up,
+                        ttft: None,
+                        probing: false,
+                    }),
+                    metrics: metrics.clone(),
+                };
+                metrics.set_upstream_up(&upstream.name, true, false);
+                upstream.publish(&upstream.lock());
+                Arc::new(upstream)
+            })
+            .collect();
+        Fleet {
+            upstreams: Arc::new(upstreams),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.upstreams.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.upstreams.is_empty()
+    }
+
+    /// The first upstream's client (the only one for a single server).
+    pub fn primary(&self) -> &LlmClient {
+        &self.upstreams[0].client
+    }
+
+    pub fn upstreams(&self) -> impl Iterator<Item = &Upstream> {
+        self.upstreams.iter().map(|u| u.as_ref())
+    }
+
+    /// Requests the fleet runs at once: the sum of its upstreams' capacities.
+    pub fn capacity(&self) -> usize {
+        self.upstreams.iter().map(|u| u.lock().capacity).sum()
+    }
+
+    /// The smallest context any upstream said it has, so a request fits wherever it goes.
+    pub fn context_tokens(&self) -> Option<u32> {
+        self.upstreams
+            .iter()
+            .filter_map(|u| u.lock().context_tokens)
+            .min()
+    }
+
+    /// Asks every upstream for its models, context and slots. The first answer is returned
+    /// (the first error when none answers); an upstream that does not answer is marked down.
+    pub async fn discover(&self) -> Result<ServerInfo, LlmError> {
+        let answers =
+            futures::future::join_all(self.upstreams.iter().map(|u| u.client.server_info())).await;
+        let mut first_ok = None;
+        let mut first_err = None;
+        for (upstream, answer) in self.upstreams.iter().zip(answers) {
+            match answer {
+                Ok(info) => {
+                    let capacity = upstream.adopt(&info);
+                    upstream.mark_up();
+                    tracing::info!(
+                        upstream = %upstream.name,
+                        capacity,
+                        context_tokens = ?info.context_tokens,
+                        "upstream discovered"
+                    );
+                    first_ok.get_or_insert(info);
+                }
+                Err(e) => {
+                    if UpstreamResult::of_error(&e) == UpstreamResult::Unavailable {
+                        upstream.mark_down(&e.to_string());
+                    }
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match (first_ok, first_err) {
+            (Some(info), _) => Ok(info),
+            (None, Some(e)) => Err(e),
+            (None, None) => unreachable!("a fleet has an upstream"),
+        }
+    }
+
+    /// Checks every upstream that is down and due (and every one that is up): one that answers
+    /// is up again, one that does not is down with a longer backoff.
+    pub async fn check_health(&self) {
+        let now = Instant::now();
+        let due: Vec<&Arc<Upstream>> = self
+            .upstreams
+            .iter()
+            .filter(|u| match u.lock().health {
+                Health::Up => true,
+                Health::Down { retry_at, .. } => retry_at <= now,
+            })
+            .collect();
+        let answers = futures::future::join_all(due.iter().map(|u| u.client.server_info())).await;
+        for (upstream, answer) in due.into_iter().zip(answers) {
+            match answer {
+                Ok(info) => {
+                    upstream.adopt(&info);
+                    upstream.mark_up();
+                }
+                Err(e) => upstream.mark_down(&format!("health check: {e}")),
+            }
+        }
+    }
+
+    /// Picks the upstream for a request that has already tried `tried`: an up one with a free
+    /// slot (least in flight, then soonest first tokens); else a down one whose backoff ran out
+    /// (one request at a time); else, when none is up at all, a down one all the same.
+    pub fn pick(&self, tried: &[usize]) -> Result<UpstreamSlot, NoUpstream> {
+        let now = Instant::now();
+        let mut best: Option<(usize, (u8, usize, Duration))> = None;
+        let mut any_up = false;
+        let mut down = Vec::new();
+        for (index, upstream) in self.upstreams.iter().enumerate() {
+            let st = upstream.lock();
+            let up = matches!(st.health, Health::Up);
+            any_up |= up;
+            if !up {
+                down.push(upstream.name.clone());
+            }
+            if tried.contains(&index) || st.in_flight >= st.capacity {
+                continue;
+            }
+            let rank = match &st.health {
+                Health::Up => 0,
+                Health::Down { retry_at, .. } if *retry_at <= now && !st.probing => 1,
+                Health::Down { .. } => 2,
+            };
+            let key = (rank, st.in_flight, st.ttft.unwrap_or_default());
+            if best.as_ref().is_none_or(|(_, k)| key < *k) {
+                best = Some((index, key));
+            }
+        }
+        let chosen = match best {
+            Some((index, (rank, ..))) if rank < 2 || !any_up => Some((index, rank == 1)),
+            _ => None,
+        };
+        let Some((index, probe)) = chosen else {
+            return Err(if tried.len() >= self.upstreams.len() {
+                NoUpstream::AllTried
+            } else {
+                NoUpstream::Full { down }
+            });
+        };
+        let upstream = self.upstreams[index].clone();
+        {
+            let mut st = upstream.lock();
+            st.in_flight += 1;
+            st.probing |= probe;
+            upstream.publish(&st);
+        }
+        Ok(UpstreamSlot {
+            upstream,
+            index,
+            probe,
+        })
+    }
+
+    pub fn views(&self) -> Vec<UpstreamView> {
+        let now = Instant::now();
+        self.upstreams.iter().map(|u| u.view(now)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fleet(capacities: &[Option<usize>]) -> Fleet {
+        let specs = capacities
+            .iter()
+            .enumerate()
+            .map(|(i, capacity)| UpstreamSpec {
+                client: LlmClient::new(&format!("http://127.0.0.1:{}/v1", 9000 + i), None).unwrap(),
+                capacity: *capacity,
+            })
+            .collect();
+        Fleet::new(specs, 2, Arc::new(Metrics::new()))
+    }
+
+    #[tokio::test]
+    async fn requests_spread_to_the_least_busy_upstream_and_stop_at_the_total() {
+        let f = fleet(&[None, None]);
+        assert_eq!(f.capacity(), 4);
+        let slots: Vec<UpstreamSlot> = (0..4).map(|_| f.pick(&[]).unwrap()).collect();
+        let on: Vec<usize> = slots.iter().map(|s| s.index()).collect();
+        assert_eq!(on, vec![0, 1, 0, 1]);
+        assert_eq!(f.pick(&[]).err(), Some(NoUpstream::Full { down: vec![] }));
+        drop(slots);
+        assert!(f.views().iter().all(|v| v.in_flight == 0));
+    }
+
+    #[tokio::test]
+    async fn the_upstream_with_sooner_first_tokens_is_chosen_among_equally_busy_ones() {
+        let f = fleet(&[None, None]);
+        let a = f.pick(&[]).unwrap();
+        a.observe_ttft(Duration::from_millis(900));
+        let b = f.pick(&[]).unwrap();
+        b.observe_ttft(Duration::from_millis(100));
+        drop((a, b));
+        assert_eq!(f.pick(&[]).unwrap().index(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_upstream_is_skipped_until_its_backoff_ends_then_probed_once() {
+        let f = fleet(&[None, None]);
+        let first = f.pick(&[]).unwrap();
+        assert_eq!(first.index(), 0);
+        first.record(UpstreamResult::Unavailable, "connection refused");
+        drop(first);
+        let views = f.views();
+        assert!(!views[0].up);
+        assert_eq!(views[0].down_reason.as_deref(), Some("connection refused"));
+        // While it is down every request goes to the other, and the full one refuses.
+        let b1 = f.pick(&[]).unwrap();
+        let b2 = f.pick(&[]).unwrap();
+        assert_eq!((b1.index(), b2.index()), (1, 1));
+        let Err(NoUpstream::Full { down }) = f.pick(&[]) else {
+            panic!("the up upstream is full and the down one waits")
+        };
+        assert_eq!(down, vec!["http://127.0.0.1:9000/v1".to_string()]);
+        // After the backoff, one request probes it; a second does not join the probe.
+        tokio::time::advance(FIRST_BACKOFF).await;
+        let probe = f.pick(&[]).unwrap();
+        assert_eq!(probe.index(), 0);
+        assert!(f.pick(&[]).is_err());
+        probe.record(UpstreamResult::Answered, "");
+        assert!(f.views()[0].up);
+        assert_eq!(f.pick(&[]).unwrap().index(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_backoff_doubles_while_an_upstream_stays_down() {
+        let f = fleet(&[None, None]);
+        let s = f.pick(&[]).unwrap();
+        s.record(UpstreamResult::Unavailable, "refused");
+        drop(s);
+        tokio::time::advance(FIRST_BACKOFF).await;
+        let probe = f.pick(&[1]).unwrap();
+        assert_eq!(probe.index(), 0);
+        probe.record(UpstreamResult::Unavailable, "refused again");
+        drop(probe);
+        assert_eq!(f.views()[0].retry_in_ms, Some(2000));
+    }
+
+    #[tokio::test]
+    async fn when_every_upstream_is_down_a_request_still_tries_them_and_stops_after_all() {
+        let f = fleet(&[None]);
+        let s = f.pick(&[]).unwrap();
+        s.record(UpstreamResult::Unavailable, "refused");
+        drop(s);
+        let again = f
+            .pick(&[])
+            .expect("the only upstream is tried even while down");
+        assert_eq!(again.index(), 0);
+        assert_eq!(f.pick(&[0]).err(), Some(NoUpstream::AllTried));
+    }
+
+    #[tokio::test]
+    async fn a_configured_capacity_is_capped_by_the_slots_the_server_says_it_has() {
+        let f = fleet(&[Some(8), None]);
+        assert_eq!(f.capacity(), 10);
+        let info = |slots| ServerInfo {
+            models: vec![],
+            context_tokens: Some(2048),
+            slots,
+        };
+        assert_eq!(f.upstreams[0].adopt(&info(Some(4))), 4);
+        assert_eq!(
+            f.upstreams[1].adopt(&info(Some(4))),
+            2,
+            "the lane's default"
+        );
+        assert_eq!(f.capacity(), 6);
+        assert_eq!(f.context_tokens(), Some(2048));
+    }
+
+    #[test]
+    fn errors_are_classified_by_what_they_say_about_the_upstream() {
+        use crate::llm::ApiError;
+        let unreachable = LlmError::Unreachable {
+            url: "u".into(),
+            message: "refused".into(),
+        };
+        assert_eq!(
+            UpstreamResult::of_error(&unreachable),
+            UpstreamResult::Unavailable
+        );
+        let busy = LlmError::from_status(429, "slow down", Some(Duration::from_secs(3)));
+        assert_eq!(UpstreamResult::of_error(&busy), UpstreamResult::Busy);
+        let bad = LlmError::Status {
+            status: 400,
+            error: Box::new(ApiError::from_body("bad")),
+        };
+        assert_eq!(UpstreamResult::of_error(&bad), UpstreamResult::Error);
+        assert!(!UpstreamResult::Error.worth_another());
+    }
+}
