@@ -1,7 +1,9 @@
-//! The layout's promises, checked on the sources and the lock file: the core's dependency tree
-//! has none of the heavy or platform crates, no library reads the process environment, and
-//! within each crate the top-level modules depend on each other without cycles.
+//! The layout's promises, checked on the sources, the lock file and cargo's own resolution: the
+//! core's dependency tree has none of the heavy or platform crates, the desktop app and the
+//! workstation never link the HTTP server, no library reads the process environment, and within
+//! each crate the top-level modules depend on each other without cycles.
 
+use headroom_base::process::Tool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -78,6 +80,59 @@ fn the_core_has_no_speech_gpu_device_desktop_or_archive_crates_beneath_it() {
     let speech = closure(&graph, "headroom-speech");
     assert!(!speech.contains("headroom-core"));
     assert!(!closure(&graph, "headroom-gpu").contains("headroom-core"));
+}
+
+/// `cargo tree` of `package`'s normal dependencies with the features a build of it alone
+/// resolves, one crate or feature a line (`hyper v1.12.0`, `hyper feature "client"`). The lock
+/// file cannot say this: it lists optional dependencies whether a feature turns them on or not.
+fn resolved_tree(package: &str) -> String {
+    let finished = Tool::new(env!("CARGO"))
+        .subcommand("tree")
+        .path_option("--manifest-path", &root().join("Cargo.toml"))
+        .option("--package", package)
+        .option("--edges", "normal,features")
+        .option("--prefix", "none")
+        .flag("--locked")
+        .flag("--offline")
+        .run(b"")
+        .unwrap();
+    assert!(
+        finished.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&finished.stderr)
+    );
+    String::from_utf8(finished.stdout).unwrap()
+}
+
+#[test]
+fn the_desktop_app_and_the_workstation_never_link_the_http_server() {
+    for package in ["headroom-desktop", "headroom-workstation"] {
+        let tree = resolved_tree(package);
+        let crates: BTreeSet<&str> = tree
+            .lines()
+            .filter(|line| !line.contains(" feature \""))
+            .filter_map(|line| line.split(' ').next())
+            .collect();
+        assert!(
+            crates.contains(package) && crates.contains("headroom-bench"),
+            "{crates:?}"
+        );
+        for server in ["headroom-server", "axum", "axum-core"] {
+            assert!(
+                !crates.contains(server),
+                "{package} depends on {server}: only the CLI serves (headroom-bench's `serve` \
+                 feature is the CLI's)"
+            );
+        }
+        for server_feature in ["hyper feature \"server\"", "hyper-util feature \"server\""] {
+            assert!(
+                !tree
+                    .lines()
+                    .any(|line| line.trim_end_matches(" (*)") == server_feature),
+                "{package} builds an HTTP server: {server_feature}"
+            );
+        }
+    }
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

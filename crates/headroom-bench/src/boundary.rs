@@ -1,13 +1,16 @@
 //! Benchmarks of the admission boundary itself, run against a real server:
 //! - how fast an overloaded `headroom serve` answers 429 (rejection latency under flood);
 //! - what `headroom serve` adds to time-to-first-token compared with calling the same server
-//!   directly, in the same run.
+//!   directly, in the same run;
+//! - how each yield rule protects an interactive audio job from text load.
+//!
+//! The first two start `headroom serve` in-process and are there with the `serve` feature only
+//! (the CLI's); the rest, and the shared figures and errors, need no HTTP server.
 
 use futures::StreamExt;
 use headroom_core::admission::{RejectReason, Rejection};
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
-use headroom_server::{RunningServer, ServerError, ServerState};
 use headroom_services::speech::{AudioInput, SpeechError, SpeechService};
 use headroom_services::Services;
 use serde::Serialize;
@@ -15,6 +18,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+
+#[cfg(feature = "serve")]
+mod served;
+#[cfg(feature = "serve")]
+pub use served::{flood, proxy_overhead, FloodReport, ProxyOverheadReport, ServeBenchError};
 
 /// The synthetic prompt every benchmark request sends (never user data).
 pub const BENCH_PROMPT: &str = "Rewrite this narration clearly: Local audio stays private.";
@@ -58,10 +66,6 @@ pub fn summarize(samples: &[Duration]) -> Option<LatencySummary> {
 pub enum BenchError {
     #[error(transparent)]
     Upstream(#[from] LlmError),
-    #[error(transparent)]
-    Server(#[from] ServerError),
-    #[error("the in-process server stopped badly: {0}")]
-    ServerStopped(#[source] std::io::Error),
     #[error("the audio job failed: {0}")]
     AudioJob(#[source] SpeechError),
     #[error("the audio job's task stopped: {0}")]
@@ -78,19 +82,6 @@ pub enum BenchError {
     NoProgress(String),
 }
 
-/// Starts `headroom serve` in-process on an ephemeral loopback port in front of `upstream`,
-/// on a lane of its own from `services`.
-async fn start_proxy(
-    services: &Services,
-    upstream: &LlmClient,
-    config: TextLaneConfig,
-) -> Result<(RunningServer, TextLane), BenchError> {
-    let lane = services.dedicated_text_lane(upstream.clone(), config);
-    lane.discover().await?;
-    let state = ServerState::with_text_lane(services, lane.clone());
-    Ok((RunningServer::ephemeral(state).await?, lane))
-}
-
 /// A benchmark request: one user message, temperature 0, a reply budget.
 pub(crate) fn chat_request(prompt: &str, model: Option<String>, max_tokens: u32) -> ChatRequest {
     let mut req = ChatRequest::new(vec![ChatMessage::new("user", prompt)]);
@@ -98,10 +89,6 @@ pub(crate) fn chat_request(prompt: &str, model: Option<String>, max_tokens: u32)
     req.max_tokens = Some(max_tokens);
     req.temperature = Some(0.0);
     req
-}
-
-fn bench_request(model: Option<String>, max_tokens: u32) -> ChatRequest {
-    chat_request(BENCH_PROMPT, model, max_tokens)
 }
 
 /// Times one interactive transcription of `clip`; returns the time and the audio's length.
@@ -123,164 +110,6 @@ pub async fn time_transcription(
         .await
         .map_err(BenchError::AudioJob)?;
     Ok((started.elapsed(), transcript.duration))
-}
-
-/// Rejection latency while every text slot is held by a long stream.
-#[derive(Debug, Clone, Serialize)]
-pub struct FloodReport {
-    pub slots_held: usize,
-    pub flood_requests: usize,
-    pub concurrency: usize,
-    /// Status codes of the flood's answers (all 429 when the boundary holds).
-    pub statuses: BTreeMap<u16, usize>,
-    /// `error.code` of the rejections.
-    pub reasons: BTreeMap<String, usize>,
-    /// Send → complete 429 answer, over loopback HTTP.
-    pub rejection_latency: Option<LatencySummary>,
-}
-
-/// Holds every slot of a default lane with long streams, then sends `requests` more, at most
-/// `concurrency` at a time, and times each answer.
-pub async fn flood(
-    services: &Services,
-    upstream: &LlmClient,
-    requests: usize,
-    concurrency: usize,
-) -> Result<FloodReport, BenchError> {
-    let config = TextLaneConfig::default();
-    let slots = config.max_in_flight;
-    let (server, lane) = start_proxy(services, upstream, config).await?;
-    let proxy = LlmClient::new(&server.base_url(), None)?;
-    let mut holders = Vec::new();
-    for _ in 0..slots {
-        let mut stream = proxy
-            .stream_chat(&long_request(&lane, BENCH_PROMPT)?)
-            .await?;
-        // In flight for sure once content flows.
-        loop {
-            match stream.next().await {
-                Some(Ok(chunk)) if chunk.text().is_some() => break,
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => return Err(e.into()),
-                None => return Err(BenchError::EmptyReply),
-            }
-        }
-        holders.push(stream);
-    }
-    let http = headroom_base::http::client();
-    let url = format!("{}/chat/completions", server.base_url());
-    let body = serde_json::to_value(bench_request(lane.model(), 16)).expect("request serializes");
-    let results: Vec<(u16, Option<String>, Duration)> = futures::stream::iter(0..requests)
-        .map(|_| {
-            let http = http.clone();
-            let url = url.clone();
-            let body = body.clone();
-            async move {
-                let started = Instant::now();
-                match http.post(&url).json(&body).send().await {
-                    Ok(resp) => {
-                        let status = resp.status().as_u16();
-                        let text = resp.text().await.unwrap_or_default();
-                        let elapsed = started.elapsed();
-                        let code = serde_json::from_str::<serde_json::Value>(&text)
-                            .ok()
-                            .and_then(|v| {
-                                v.pointer("/error/code")
-                                    .and_then(|c| c.as_str())
-                                    .map(str::to_string)
-                            });
-                        (status, code, elapsed)
-                    }
-                    Err(_) => (0, None, started.elapsed()),
-                }
-            }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    drop(holders);
-    server.stop().await.map_err(BenchError::ServerStopped)?;
-    let mut statuses = BTreeMap::new();
-    let mut reasons = BTreeMap::new();
-    let mut rejection_times = Vec::new();
-    for (status, code, elapsed) in results {
-        *statuses.entry(status).or_default() += 1;
-        if let Some(code) = code {
-            *reasons.entry(code).or_default() += 1;
-        }
-        if status == 429 {
-            rejection_times.push(elapsed);
-        }
-    }
-    Ok(FloodReport {
-        slots_held: slots,
-        flood_requests: requests,
-        concurrency,
-        statuses,
-        reasons,
-        rejection_latency: summarize(&rejection_times),
-    })
-}
-
-/// Time to first token directly and through `headroom serve`, same server, same run.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProxyOverheadReport {
-    pub requests_each: usize,
-    pub warmup_each: usize,
-    pub direct_ttft: Option<LatencySummary>,
-    pub via_headroom_ttft: Option<LatencySummary>,
-    /// via-headroom p50 / direct p50.
-    pub p50_ratio: Option<f64>,
-    pub p50_overhead_ms: Option<f64>,
-}
-
-async fn ttft(client: &LlmClient, model: Option<String>) -> Result<Duration, BenchError> {
-    let started = Instant::now();
-    let mut stream = client.stream_chat(&bench_request(model, 8)).await?;
-    let mut first = None;
-    while let Some(item) = stream.next().await {
-        if item?.text().is_some() && first.is_none() {
-            first = Some(started.elapsed());
-        }
-    }
-    first.ok_or(BenchError::EmptyReply)
-}
-
-/// Alternates direct and proxied requests (one at a time) so both see the same server state.
-pub async fn proxy_overhead(
-    services: &Services,
-    upstream: &LlmClient,
-    requests: usize,
-    warmup: usize,
-) -> Result<ProxyOverheadReport, BenchError> {
-    let (server, lane) = start_proxy(services, upstream, TextLaneConfig::default()).await?;
-    let proxy = LlmClient::new(&server.base_url(), None)?;
-    let model = lane.model();
-    let mut direct = Vec::new();
-    let mut via = Vec::new();
-    for i in 0..(warmup + requests) {
-        let d = ttft(upstream, model.clone()).await?;
-        let v = ttft(&proxy, model.clone()).await?;
-        if i >= warmup {
-            direct.push(d);
-            via.push(v);
-        }
-    }
-    server.stop().await.map_err(BenchError::ServerStopped)?;
-    let direct_ttft = summarize(&direct);
-    let via_headroom_ttft = summarize(&via);
-    let (p50_ratio, p50_overhead_ms) = match (&direct_ttft, &via_headroom_ttft) {
-        (Some(d), Some(v)) => (Some(v.p50_ms / d.p50_ms), Some(v.p50_ms - d.p50_ms)),
-        _ => (None, None),
-    };
-    Ok(ProxyOverheadReport {
-        requests_each: requests,
-        warmup_each: warmup,
-        direct_ttft,
-        via_headroom_ttft,
-        p50_ratio,
-        p50_overhead_ms,
-    })
 }
 
 #[cfg(test)]

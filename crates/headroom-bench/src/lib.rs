@@ -20,7 +20,7 @@
 //! | module | for |
 //! |---|---|
 //! | [`harness`] | the serving harness and its reports |
-//! | [`boundary`] | flood, proxy overhead and yield-rule benchmarks of the admission boundary |
+//! | [`boundary`] | flood and proxy overhead (feature `serve`: `headroom serve` in-process) and yield-rule benchmarks of the admission boundary |
 //! | [`plan`] | how much GPU memory vLLM may take beside the audio backends |
 //! | [`leak`] | a rising memory floor over repeated identical work, told apart from retention |
 
