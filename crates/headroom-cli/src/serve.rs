@@ -2,7 +2,7 @@ use crate::LaneArgs;
 use clap::Args;
 use headroom_base::consent::{Payload, Role};
 use headroom_base::redact::SecretUrl;
-use headroom_core::config::{Config, ServeToken};
+use headroom_core::config::{Config, ServeToken, UpstreamSettings};
 use headroom_server::{bind_loopback, serve, ServerState};
 use headroom_services::Services;
 use std::process::ExitCode;
@@ -13,9 +13,15 @@ pub struct ServeArgs {
     /// Loopback address to listen on, e.g. 127.0.0.1:8089.
     #[arg(long)]
     listen: Option<String>,
-    /// The text model's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.
-    #[arg(long)]
-    upstream: Option<String>,
+    /// The text model's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1. Given more
+    /// than once, the text lane spans them all: each gets its own slots, health and breaker.
+    #[arg(long, value_name = "URL")]
+    upstream: Vec<String>,
+    /// Requests an upstream is given at once (a router, or a vLLM server, which does not say):
+    /// once for all upstreams, or once per --upstream in the same order. Default:
+    /// text_lane.max_in_flight, or fewer when the server says it runs fewer (llama-server).
+    #[arg(long, value_name = "N")]
+    upstream_capacity: Vec<usize>,
     /// Model for requests that name none (default: the upstream's first model).
     #[arg(long)]
     model: Option<String>,
@@ -36,8 +42,21 @@ impl ServeArgs {
         if let Some(listen) = &self.listen {
             config.server.listen = listen.clone();
         }
-        if let Some(upstream) = &self.upstream {
-            config.llm.url = upstream.clone();
+        if let Some((first, more)) = self.upstream.split_first() {
+            let capacity = |i: usize| match self.upstream_capacity.as_slice() {
+                [all] => Some(*all),
+                each => each.get(i).copied(),
+            };
+            config.llm.url = first.clone();
+            config.llm.capacity = capacity(0);
+            config.llm.upstreams = more
+                .iter()
+                .enumerate()
+                .map(|(i, url)| UpstreamSettings {
+                    url: url.clone(),
+                    capacity: capacity(i + 1),
+                })
+                .collect();
         }
         if let Some(model) = &self.model {
             config.llm.model = Some(model.clone());
@@ -55,18 +74,39 @@ impl ServeArgs {
 
 pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let config = services.config();
-    // What clients send to the chat endpoint is relayed to the upstream: a server on another
+    // What clients send to the chat endpoint is relayed to the upstreams: a server on another
     // machine must be allowed (--allow-remote, privacy.allow_remote) before serve starts.
-    config
-        .privacy
-        .consent()
-        .check(Role::TextModel, &config.llm.url, &[Payload::Text])?;
+    for upstream in config.llm.fleet() {
+        config
+            .privacy
+            .consent()
+            .check(Role::TextModel, &upstream.url, &[Payload::Text])?;
+    }
     let listener = bind_loopback(&config.server.listen).await?;
     // The chat endpoint's text lane yields to the same audio lane the speech endpoints use
     // (text_lane.yield_to_audio), and watches GPU memory when an audio headroom is set.
     let state = Arc::new(ServerState::from_services(services)?);
     let text_lane = &state.text_lane;
-    match text_lane.discover().await {
+    let discovered = text_lane.discover().await;
+    if text_lane.fleet().len() > 1 {
+        for upstream in text_lane.snapshot().upstreams {
+            match upstream.down_reason {
+                None => eprintln!(
+                    "headroom: upstream {} is up: {} at once, context {} tokens",
+                    upstream.name,
+                    upstream.capacity,
+                    upstream
+                        .context_tokens
+                        .map_or("unknown".into(), |c| c.to_string())
+                ),
+                Some(reason) => eprintln!(
+                    "headroom: upstream {} is not answering yet ({reason}); requests go to the others until it does",
+                    upstream.name
+                ),
+            }
+        }
+    }
+    match discovered {
         Ok(info) => eprintln!(
             "headroom: upstream {} is up: model {}, context {} tokens",
             SecretUrl::from(config.llm.url.as_str()),
@@ -80,9 +120,10 @@ pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCo
     }
     let lane_config = text_lane.config();
     eprintln!(
-        "headroom: serving http://{}/v1 — text lane: {} in flight, {} waiting, context {} tokens",
+        "headroom: serving http://{}/v1 — text lane: {} in flight over {} upstream(s), {} waiting, context {} tokens",
         listener.local_addr()?,
-        lane_config.max_in_flight,
+        text_lane.snapshot().occupancy.limit,
+        text_lane.fleet().len(),
         lane_config.max_waiting,
         text_lane.context_tokens()
     );

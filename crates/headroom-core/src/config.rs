@@ -23,6 +23,22 @@ pub struct LlmSettings {
     /// Bearer key. Prefer the `HEADROOM_API_KEY` environment variable.
     #[serde(skip_serializing)]
     pub api_key: Option<String>,
+    /// Requests `url` is given at once, for a router or a server that does not say (vLLM);
+    /// unset: `text_lane.max_in_flight`. Never more than the slots the server says it has.
+    pub capacity: Option<usize>,
+    /// More servers behind the same text lane, beside `url`: each has its own slots, health
+    /// and breaker, and a request goes to one with a free slot.
+    pub upstreams: Vec<UpstreamSettings>,
+}
+
+/// One more upstream of the text lane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSettings {
+    pub url: String,
+    #[serde(default)]
+    pub capacity: Option<usize>,
 }
 
 impl Default for LlmSettings {
@@ -31,6 +47,8 @@ impl Default for LlmSettings {
             url: "http://127.0.0.1:8000/v1".into(),
             model: None,
             api_key: None,
+            capacity: None,
+            upstreams: Vec::new(),
         }
     }
 }
@@ -38,6 +56,16 @@ impl Default for LlmSettings {
 impl LlmSettings {
     pub fn api_key(&self) -> Option<ApiKey> {
         self.api_key.clone().and_then(ApiKey::new)
+    }
+
+    /// Every upstream of the configured text lane: `url` first, then `upstreams`.
+    pub fn fleet(&self) -> Vec<UpstreamSettings> {
+        std::iter::once(UpstreamSettings {
+            url: self.url.clone(),
+            capacity: self.capacity,
+        })
+        .chain(self.upstreams.iter().cloned())
+        .collect()
     }
 }
 
@@ -426,11 +454,29 @@ impl Config {
                 value: self.server.max_buffered_body_bytes.to_string(),
             });
         }
-        crate::llm::LlmClient::new(&self.llm.url, None).map_err(|_| ConfigError::Invalid {
-            name: "llm.url",
-            expected: "an http:// or https:// URL such as http://127.0.0.1:8000/v1",
-            value: headroom_base::redact::urls(&self.llm.url),
-        })?;
+        for (index, upstream) in self.llm.fleet().iter().enumerate() {
+            let name = if index == 0 {
+                "llm.url"
+            } else {
+                "llm.upstreams.url"
+            };
+            crate::llm::LlmClient::new(&upstream.url, None).map_err(|_| ConfigError::Invalid {
+                name,
+                expected: "an http:// or https:// URL such as http://127.0.0.1:8000/v1",
+                value: headroom_base::redact::urls(&upstream.url),
+            })?;
+            if upstream.capacity == Some(0) {
+                return Err(ConfigError::Invalid {
+                    name: if index == 0 {
+                        "llm.capacity"
+                    } else {
+                        "llm.upstreams.capacity"
+                    },
+                    expected: "at least 1",
+                    value: "0".into(),
+                });
+            }
+        }
         Ok(())
     }
 
@@ -738,5 +784,48 @@ mod tests {
         let err = config.text_lane().unwrap_err().to_string();
         assert!(err.contains("text_lane.total_secs"), "{err}");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_fleet_is_the_url_then_more_upstreams_each_with_an_optional_capacity() {
+        let config: Config = toml::from_str(
+            r#"
+            [llm]
+            url = "http://127.0.0.1:8001/v1"
+            capacity = 4
+            [[llm.upstreams]]
+            url = "http://127.0.0.1:8002/v1"
+            [[llm.upstreams]]
+            url = "http://127.0.0.1:8003/v1"
+            capacity = 1
+            "#,
+        )
+        .unwrap();
+        config.check().unwrap();
+        let fleet: Vec<(String, Option<usize>)> = config
+            .llm
+            .fleet()
+            .into_iter()
+            .map(|u| (u.url, u.capacity))
+            .collect();
+        assert_eq!(
+            fleet,
+            vec![
+                ("http://127.0.0.1:8001/v1".to_string(), Some(4)),
+                ("http://127.0.0.1:8002/v1".to_string(), None),
+                ("http://127.0.0.1:8003/v1".to_string(), Some(1)),
+            ]
+        );
+        let mut bad = config.clone();
+        bad.llm.upstreams[0].url = "ftp://x".into();
+        let err = bad.check().unwrap_err().to_string();
+        assert!(err.contains("llm.upstreams.url"), "{err}");
+        bad.llm.upstreams[0].url = "http://127.0.0.1:8002/v1".into();
+        bad.llm.upstreams[1].capacity = Some(0);
+        assert!(bad
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("llm.upstreams.capacity"));
     }
 }

@@ -384,26 +384,34 @@ impl Metrics {
             .inc();
     }
 
-    pub fn count_upstream_request(&self, upstream: &str, result: crate::lanes::UpstreamResult) {
+    /// Counts a request sent to `upstream` by how it went (`UpstreamResult::as_str`).
+    pub fn count_upstream_request(&self, upstream: &str, result: &'static str) {
         self.upstream_requests
             .get_or_create(&UpstreamResultLabels {
                 upstream: upstream.to_string(),
-                result: result.as_str(),
+                result,
             })
             .inc();
     }
 
-    pub fn upstream_requests(&self, upstream: &str, result: crate::lanes::UpstreamResult) -> u64 {
+    pub fn upstream_requests(&self, upstream: &str, result: &'static str) -> u64 {
         self.upstream_requests
             .get_or_create(&UpstreamResultLabels {
                 upstream: upstream.to_string(),
-                result: result.as_str(),
+                result,
             })
             .get()
     }
 
-    /// Sets an upstream's health; `changed` counts a flap.
-    pub fn set_upstream_up(&self, upstream: &str, up: bool, changed: bool) {
+    /// Sets an upstream's health; `changed` counts a flap. The first call exports a zero for
+    /// each of `results`, so the upstream's series exist from the start.
+    pub fn set_upstream_up(
+        &self,
+        upstream: &str,
+        up: bool,
+        changed: bool,
+        results: &[&'static str],
+    ) {
         let label = UpstreamLabel {
             upstream: upstream.to_string(),
         };
@@ -412,10 +420,10 @@ impl Metrics {
         if changed {
             flaps.inc();
         }
-        for result in crate::lanes::UpstreamResult::ALL {
+        for result in results {
             let _ = self.upstream_requests.get_or_create(&UpstreamResultLabels {
                 upstream: upstream.to_string(),
-                result: result.as_str(),
+                result,
             });
         }
     }

@@ -38,7 +38,9 @@ pub mod voices;
 
 use headroom_core::admission::MemoryGauge;
 use headroom_core::config::{Config, ConfigError};
-use headroom_core::lanes::{AudioLane, LaneEvent, LaneSnapshot, TextLane, TextLaneConfig};
+use headroom_core::lanes::{
+    AudioLane, LaneEvent, LaneSnapshot, TextLane, TextLaneConfig, UpstreamSpec, WeakTextLane,
+};
 use headroom_core::llm::{ApiKey, LlmClient, LlmError};
 use headroom_core::metrics::Metrics;
 use headroom_gpu::{GpuSampler, ReplayReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
@@ -384,14 +386,15 @@ impl Services {
         self.lane_events.subscribe()
     }
 
-    /// A client for `url`, with the configured key only when `url` is the configured server
-    /// (same scheme, host and port): a project's own server elsewhere never receives it.
+    /// A client for `url`, with the configured key only when `url` is a configured server
+    /// (same scheme, host and port as `llm.url` or one of `llm.upstreams`): a project's own
+    /// server elsewhere never receives it.
     pub fn client(&self, url: &str) -> Result<LlmClient, ServicesError> {
         let config = self.config();
         let key = config
             .llm
             .api_key()
-            .filter(|_| same_origin(url, &config.llm.url));
+            .filter(|_| config.llm.fleet().iter().any(|u| same_origin(url, &u.url)));
         LlmClient::new(url, key).map_err(|source| ServicesError::Server {
             url: headroom_base::redact::urls(url),
             source,
@@ -400,13 +403,34 @@ impl Services {
 
     /// The text lane in front of `url`, created on first use: it yields to the audio lane's
     /// interactive jobs and, when `text_lane.audio_headroom_mib` is set, refuses new work under
-    /// GPU memory pressure.
+    /// GPU memory pressure. The configured server's lane (`llm.url`) spans every configured
+    /// upstream (`llm.upstreams`), whose health is checked every few seconds.
     pub fn text_lane(&self, url: &str) -> Result<TextLane, ServicesError> {
         let mut lanes = self.text_lanes.lock().expect("lanes lock");
         if let Some(lane) = lanes.get(url) {
             return Ok(lane.clone());
         }
-        let lane = self.dedicated_text_lane(self.client(url)?, self.config().text_lane()?);
+        let config = self.config();
+        let upstreams = if url == config.llm.url {
+            config
+                .llm
+                .fleet()
+                .into_iter()
+                .map(|u| {
+                    Ok(UpstreamSpec {
+                        client: self.client(&u.url)?,
+                        capacity: u.capacity,
+                    })
+                })
+                .collect::<Result<Vec<_>, ServicesError>>()?
+        } else {
+            vec![UpstreamSpec::new(self.client(url)?)]
+        };
+        let lane = self.text_lane_over(upstreams, config.text_lane()?);
+        if lane.fleet().len() > 1 {
+            self.runtime
+                .spawn(check_health_while_used(lane.downgrade()));
+        }
         lanes.insert(url.to_string(), lane.clone());
         Ok(lane)
     }
@@ -420,11 +444,16 @@ impl Services {
     /// wired like every other: beside the one audio lane, reporting to the same metrics and
     /// lane events, with the GPU gate when its config asks for one.
     pub fn dedicated_text_lane(&self, client: LlmClient, config: TextLaneConfig) -> TextLane {
+        self.text_lane_over(vec![UpstreamSpec::new(client)], config)
+    }
+
+    /// [`Services::dedicated_text_lane`] over several upstreams (a benchmark's fleet).
+    pub fn text_lane_over(&self, upstreams: Vec<UpstreamSpec>, config: TextLaneConfig) -> TextLane {
         let gauge = config
             .audio_headroom_mib
             .map(|_| Arc::new(SampledGpuMemory(self.gpu().clone())) as Arc<dyn MemoryGauge>);
-        let lane = TextLane::guarded(
-            client,
+        let lane = TextLane::over_fleet(
+            upstreams,
             config,
             self.metrics.clone(),
             self.audio_lane.activity(),
@@ -525,6 +554,21 @@ fn forward_events(
             }
         }
     });
+}
+
+/// How often the upstreams of a shared fleet lane are checked while it is in use.
+const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// Checks a fleet lane's upstreams every few seconds, so one that comes back is used again
+/// without a request having to find out; ends when the lane is dropped (settings replaced).
+async fn check_health_while_used(lane: WeakTextLane) {
+    let mut every = tokio::time::interval(HEALTH_CHECK_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(lane) = lane.upgrade() else { return };
+        lane.check_health().await;
+    }
 }
 
 #[cfg(test)]

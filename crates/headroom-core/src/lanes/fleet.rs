@@ -159,7 +159,7 @@ impl Upstream {
         if matches!(st.health, Health::Down { .. }) {
             st.health = Health::Up;
             tracing::info!(upstream = %self.name, "upstream is answering again");
-            self.metrics.set_upstream_up(&self.name, true, true);
+            self.metrics.set_upstream_up(&self.name, true, true, &[]);
         }
     }
 
@@ -181,7 +181,8 @@ impl Upstream {
         if changed {
             tracing::warn!(upstream = %self.name, reason, "upstream marked down");
         }
-        self.metrics.set_upstream_up(&self.name, false, changed);
+        self.metrics
+            .set_upstream_up(&self.name, false, changed, &[]);
     }
 
     fn observe_ttft(&self, d: Duration) {
@@ -269,7 +270,7 @@ impl UpstreamSlot {
     pub fn record(&self, result: UpstreamResult, detail: &str) {
         self.upstream
             .metrics
-            .count_upstream_request(&self.upstream.name, result);
+            .count_upstream_request(&self.upstream.name, result.as_str());
         match result {
             UpstreamResult::Answered => self.upstream.mark_up(),
             UpstreamResult::Unavailable => self.upstream.mark_down(detail),
@@ -340,7 +341,8 @@ impl Fleet {
                     }),
                     metrics: metrics.clone(),
                 };
-                metrics.set_upstream_up(&upstream.name, true, false);
+                let results = UpstreamResult::ALL.map(UpstreamResult::as_str);
+                metrics.set_upstream_up(&upstream.name, true, false, &results);
                 upstream.publish(&upstream.lock());
                 Arc::new(upstream)
             })

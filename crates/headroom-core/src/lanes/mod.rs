@@ -9,4 +9,4 @@ mod text;
 pub use audio::{AudioActivity, AudioLane, AudioLaneConfig};
 pub use fleet::{Fleet, NoUpstream, UpstreamResult, UpstreamSlot, UpstreamSpec, UpstreamView};
 pub use monitor::{LaneEvent, LaneMonitor, LaneSnapshot, RejectionRecord};
-pub use text::{TextLane, TextLaneConfig, TextStream, DEFAULT_CONTEXT_TOKENS};
+pub use text::{TextLane, TextLaneConfig, TextStream, WeakTextLane, DEFAULT_CONTEXT_TOKENS};

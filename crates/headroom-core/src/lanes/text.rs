@@ -81,6 +81,18 @@ pub struct TextLane {
     inner: Arc<Inner>,
 }
 
+/// A reference to a lane that does not keep it alive (a background task's).
+#[derive(Clone)]
+pub struct WeakTextLane {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakTextLane {
+    pub fn upgrade(&self) -> Option<TextLane> {
+        self.inner.upgrade().map(|inner| TextLane { inner })
+    }
+}
+
 impl TextLane {
     /// A text lane with no audio lane beside it.
     pub fn new(client: LlmClient, config: TextLaneConfig, metrics: Arc<Metrics>) -> Self {
@@ -155,6 +167,12 @@ impl TextLane {
                 discovered_model: RwLock::new(None),
                 next_id: AtomicU64::new(1),
             }),
+        }
+    }
+
+    pub fn downgrade(&self) -> WeakTextLane {
+        WeakTextLane {
+            inner: Arc::downgrade(&self.inner),
         }
     }
 
