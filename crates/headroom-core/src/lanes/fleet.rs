@@ -417,20 +417,13 @@ impl Fleet {
         }
     }
 
-    /// Checks every upstream that is down and due (and every one that is up): one that answers
-    /// is up again, one that does not is down with a longer backoff.
+    /// Checks every upstream: one that answers is up (again) and adopts what it says, one that
+    /// does not is down, with a longer backoff before a request tries it. The check itself is
+    /// the probe, so it ignores the backoff (that only keeps requests away).
     pub async fn check_health(&self) {
-        let now = Instant::now();
-        let due: Vec<&Arc<Upstream>> = self
-            .upstreams
-            .iter()
-            .filter(|u| match u.lock().health {
-                Health::Up => true,
-                Health::Down { retry_at, .. } => retry_at <= now,
-            })
-            .collect();
-        let answers = futures::future::join_all(due.iter().map(|u| u.client.server_info())).await;
-        for (upstream, answer) in due.into_iter().zip(answers) {
+        let answers =
+            futures::future::join_all(self.upstreams.iter().map(|u| u.client.server_info())).await;
+        for (upstream, answer) in self.upstreams.iter().zip(answers) {
             match answer {
                 Ok(info) => {
                     upstream.adopt(&info);
