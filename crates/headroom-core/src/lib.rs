@@ -29,6 +29,7 @@
 //! | [`llm`] | the streaming client for OpenAI-compatible servers (vLLM, llama.cpp) |
 //! | [`cleanup`] | transcript cleanup or rewrite through the text lane, with failure policies and rules |
 //! | [`metrics`] | the Prometheus registry every lane reports to |
+//! | [`signals`] | the rates that say the failure policy is wrong: thresholds, the alerting rules, an in-process evaluator |
 //! | [`config`] | settings from defaults, a TOML file and the environment |
 //!
 //! The layers depend downwards only: `admission` on small traits
@@ -41,3 +42,4 @@ pub mod config;
 pub mod lanes;
 pub mod llm;
 pub mod metrics;
+pub mod signals;
