@@ -8,7 +8,7 @@ use headroom_core::cleanup::{
 };
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::LlmClient;
-use headroom_core::metrics::Metrics;
+use headroom_core::metrics::{Metrics, PieceOrigin};
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,6 +45,7 @@ fn request(text: &str, policy: FailurePolicy) -> CleanupRequest {
             base_backoff: Duration::from_millis(10),
             budget: Duration::from_secs(30),
         },
+        project: Some("cleanup policies".into()),
     }
 }
 
@@ -157,6 +158,19 @@ async fn fallback_policy_cleans_refused_chunks_with_the_rules() {
     assert_eq!(out.text(), "So the results were good.\nWe tested it twice.");
     let reasons: Vec<RejectReason> = out.fallbacks().map(|r| r.reason).collect();
     assert_eq!(reasons, vec![RejectReason::UpstreamBusy]);
+    // The project's fallback rate and attempts are what an operator's alert reads.
+    let metrics = lane.metrics();
+    let project = "cleanup policies";
+    let pieces = |origin| metrics.cleanup_pieces(project, origin);
+    assert_eq!(pieces(PieceOrigin::Rules), reasons.len() as u64);
+    assert_eq!(
+        pieces(PieceOrigin::Model) + pieces(PieceOrigin::Rules),
+        out.pieces.len() as u64
+    );
+    assert_eq!(metrics.cleanup_attempts(project), out.pieces.len() as u64);
+    assert!(metrics.render().contains(
+        r#"headroom_cleanup_rejections_total{project="cleanup policies",reason="upstream_busy"} 1"#
+    ));
 }
 
 #[tokio::test]

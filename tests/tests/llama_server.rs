@@ -140,6 +140,7 @@ async fn a_transcript_is_cleaned_by_the_real_model() {
         length_hint: None,
         policy: FailurePolicy::Reject,
         retry: RetrySettings::default(),
+        project: None,
     };
     let out = clean_document(&lane, &request, &CancellationToken::new(), &|_| {})
         .await

@@ -443,3 +443,39 @@ async fn a_body_that_breaks_is_a_read_error_not_too_large() {
     assert!(answer.contains("body_unreadable"), "{answer}");
     assert_eq!(up.requests(), 0);
 }
+
+#[tokio::test]
+async fn metrics_carry_the_gpu_memory_in_use_and_its_floor() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    // Work comes and goes above a floor of 1000 MiB.
+    std::fs::write(
+        &trace,
+        r#"{"total_mib": 24576, "used_mib": [1000, 5000, 3000, 1200]}"#,
+    )
+    .unwrap();
+    let mut config = headroom_core::config::Config::default();
+    config.llm.url = up.base_url();
+    let env = headroom_services::Environment::from_vars(|name| match name {
+        "HEADROOM_GPU_REPLAY" => Some(trace.clone().into_os_string()),
+        other => std::env::var_os(other),
+    });
+    let services = headroom_services::Services::new(config, env);
+    let server = headroom_tests::serve(&services).await;
+    let metrics = reqwest::get(format!("http://{}/metrics", server.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in:\n{metrics}"))
+    };
+    assert_eq!(value("headroom_gpu_memory_floor_bytes"), 1000 << 20);
+    let used = value("headroom_gpu_memory_used_bytes") >> 20;
+    assert!([1000, 5000, 3000, 1200].contains(&used), "{used} MiB");
+}

@@ -85,6 +85,7 @@ pub async fn run(args: CleanupArgs, services: &Services) -> anyhow::Result<ExitC
         length_hint: None,
         policy: args.policy.unwrap_or(config.cleanup.policy),
         retry: config.retry()?,
+        project: None,
     };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

@@ -133,6 +133,7 @@ pub struct Metrics {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PieceOrigin {
     Model,
+    /// The text model refused and the failure policy fell back to the rules.
     Rules,
     Unchanged,
 }
@@ -278,7 +279,7 @@ impl Metrics {
         let cleanup_pieces = Family::<ProjectSourceLabels, Counter>::default();
         registry.register(
             "cleanup_pieces",
-            "Cleaned pieces of text by project and where the text came from (model, rules: fell back or cleanup off, unchanged)",
+            "Pieces of text sent for cleanup through the text lane, by project and where their text came from (model; rules: the model was refused and the project falls back to the rules; unchanged: blank)",
             cleanup_pieces.clone(),
         );
         let cleanup_attempts = Family::<ProjectLabel, Counter>::default();

@@ -501,6 +501,13 @@ impl GpuSampler {
         ring.samples.iter().filter(|s| keep(s)).cloned().collect()
     }
 
+    /// The lowest memory in use over the readings kept (ten minutes at the defaults): what
+    /// stays allocated between bursts of work. A floor that keeps rising is a leak.
+    pub fn floor_bytes(&self) -> Option<u64> {
+        let ring = self.inner.ring.lock().expect("ring lock");
+        ring.samples.iter().map(|s| s.memory.used_bytes).min()
+    }
+
     /// Readings at or after `at_ms`, oldest first.
     pub fn samples_since(&self, at_ms: u64) -> Vec<MemorySample> {
         self.samples_where(|s| s.at_ms >= at_ms)
@@ -607,6 +614,11 @@ pub(crate) mod tests {
         assert_eq!(w.peak_mib, 9000.0);
         assert_eq!(w.delta_mib, 7800.0);
         assert_eq!(w.floor_mib, 1500.0);
+        assert_eq!(
+            sampler.floor_bytes(),
+            Some(1000 * 1024 * 1024),
+            "over every reading kept, the one before the window included"
+        );
         assert_eq!(w.samples, 5);
         assert_eq!(w.total_mib, 24576.0);
         assert_eq!(

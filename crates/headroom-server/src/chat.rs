@@ -208,6 +208,11 @@ pub(crate) async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
             .metrics()
             .num_alive_tasks(),
     );
+    if let (Some(latest), Some(floor)) = (state.gpu.latest(), state.gpu.floor_bytes()) {
+        state
+            .metrics
+            .set_gpu_memory(latest.memory.used_bytes, floor);
+    }
     (
         [(
             header::CONTENT_TYPE,

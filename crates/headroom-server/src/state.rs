@@ -21,6 +21,8 @@ pub struct ServerState {
     /// Voice profiles, spoken by name on `/v1/audio/speech`.
     pub voices: headroom_services::voice_work::Voices,
     pub metrics: Arc<Metrics>,
+    /// GPU memory readings, exported with the metrics (in use, and the floor).
+    pub gpu: headroom_gpu::GpuSampler,
     pub max_body_bytes: usize,
     /// Largest audio upload for transcription.
     pub max_upload_bytes: usize,
@@ -82,6 +84,7 @@ impl ServerState {
             speech: services.speech().clone(),
             voices: services.voices(),
             metrics,
+            gpu: services.gpu().clone(),
             max_body_bytes: limits.max_body_bytes,
             max_upload_bytes: limits.max_upload_bytes,
             upload_slots: Arc::new(Semaphore::new(limits.max_concurrent_uploads)),

@@ -874,6 +874,7 @@ impl Workstation {
                     length_hint: Some(LengthHint::for_slot(segment.end - segment.start, &language)),
                     policy: settings.policy,
                     retry: self.config().retry()?,
+                    project: Some(project.name.clone()),
                 };
                 // Batch work: wait for the person's audio work to end rather than be refused
                 // by the text lane's yield gate (which still refuses if some starts meanwhile).

@@ -788,6 +788,7 @@ impl Workstation {
                 length_hint: None,
                 policy: settings.failure_policy,
                 retry: self.config().retry()?,
+                project: Some(project.name.clone()),
             };
             let project_id_owned = project_id.to_string();
             let forward = move |event: CleanupEvent| {

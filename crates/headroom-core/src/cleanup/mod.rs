@@ -16,6 +16,7 @@ pub use prompts::{CleanupMode, LengthHint, TextTask};
 use crate::admission::{RejectReason, Rejection};
 use crate::lanes::TextLane;
 use crate::llm::{ChatMessage, ChatRequest};
+use crate::metrics::{PieceOrigin, NO_PROJECT};
 use futures::StreamExt;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,15 @@ pub struct CleanupRequest {
     pub length_hint: Option<LengthHint>,
     pub policy: FailurePolicy,
     pub retry: RetrySettings,
+    /// The project the text belongs to, for the per-project metrics (fallback rate, retries);
+    /// `None` outside a project.
+    pub project: Option<String>,
+}
+
+impl CleanupRequest {
+    fn metrics_project(&self) -> &str {
+        self.project.as_deref().unwrap_or(NO_PROJECT)
+    }
 }
 
 /// Which path produced a piece of text.
@@ -256,6 +266,14 @@ pub async fn clean_document(
                 }
             },
         };
+        lane.metrics().count_cleanup_piece(
+            request.metrics_project(),
+            match source {
+                PieceSource::Llm { .. } => PieceOrigin::Model,
+                PieceSource::RuleBased { .. } => PieceOrigin::Rules,
+                PieceSource::Unchanged => PieceOrigin::Unchanged,
+            },
+        );
         on_event(CleanupEvent::ChunkFinished {
             index,
             source: source.clone(),
@@ -295,6 +313,8 @@ async fn clean_chunk(
     let mut attempt = 1;
     loop {
         on_event(CleanupEvent::ChunkStarted { index, attempt });
+        let metrics = lane.metrics();
+        metrics.count_cleanup_attempt(request.metrics_project());
         let result = tokio::select! {
             r = ask_model(lane, ask, on_event) => r,
             _ = cancel.cancelled() => return Err(ChunkFailure::Cancelled),
@@ -303,6 +323,7 @@ async fn clean_chunk(
             Ok(cleaned) => return Ok((PieceSource::Llm { attempts: attempt }, cleaned)),
             Err(r) => r,
         };
+        metrics.count_cleanup_rejection(request.metrics_project(), rejection.reason);
         let retry = request.policy == FailurePolicy::Retry
             && rejection.is_retryable()
             && attempt < request.retry.max_attempts;
