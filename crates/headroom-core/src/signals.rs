@@ -10,7 +10,21 @@
 //!   timestamped samples of [`crate::metrics::Metrics::render`]'s text over a sliding window
 //!   and computes the same ratios, increases, quantiles and slopes as the rules.
 //!
-//! Pure: no IO, no clock. The caller passes the exposition text and the time it was taken.
+//! Pure: no IO, no clock. The caller passes the exposition text and the time it was taken:
+//!
+//! ```
+//! use headroom_core::metrics::Metrics;
+//! use headroom_core::signals::Signals;
+//!
+//! let metrics = Metrics::new();
+//! let mut signals = Signals::new();
+//! // Every few seconds, with the wall-clock time in ms:
+//! for (i, at_unix_ms) in (0..3).map(|i| (i, 1_700_000_000_000 + i * 5_000)) {
+//!     let crossed = signals.observe(at_unix_ms, &metrics.render()).unwrap();
+//!     // Nothing happened, so nothing is crossed; a lanes panel shows each one's message_en.
+//!     assert!(crossed.is_empty(), "{i}: {crossed:?}");
+//! }
+//! ```
 //!
 //! The evaluator's `increase` is the sum of the counter's rises between the samples inside the
 //! window (a drop is a restart: the value after it counts as the rise), without Prometheus's

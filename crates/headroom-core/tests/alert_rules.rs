@@ -40,13 +40,13 @@ fn promtool(subcommand: &'static str, file: &Path) -> String {
 }
 
 #[test]
-fn promtool_checks_the_rules() {
+fn signals_rules_pass_promtool_check() {
     let output = promtool("check", &deploy().join("headroom-rules.yml"));
     assert!(output.contains("SUCCESS"), "{output}");
 }
 
 #[test]
-fn promtool_rule_tests_pass() {
+fn signals_rules_pass_their_promtool_unit_tests() {
     let output = promtool("test", &deploy().join("headroom-rules.test.yml"));
     assert!(output.contains("SUCCESS"), "{output}");
 }
