@@ -212,6 +212,56 @@ async fn settings_are_saved_atomically_and_keep_an_api_key_already_in_the_file()
 }
 
 #[tokio::test]
+async fn every_upstream_of_the_configured_text_lane_needs_consent_not_only_the_first() {
+    let dir = scratch("fleet-consent");
+    let fake = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let mut config = Config::default();
+    config.llm.url = fake.base_url();
+    // 192.0.2.1 is TEST-NET-1: another machine, behind the same lane as the local server.
+    config.llm.upstreams = vec![headroom_core::config::UpstreamSettings {
+        url: "http://192.0.2.1:8000/v1".into(),
+        capacity: None,
+    }];
+    let ws = Workstation::new(
+        ProjectStore::new(dir.join("projects")),
+        headroom_tests::services(config),
+        None,
+    );
+    let id = transcribed(&ws, "Fleet").await;
+    ws.update_project(&id, |p| {
+        p.settings.llm_cleanup = true;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let refused = ws
+        .clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap_err();
+    let WorkstationError::Rejected(r) = refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(r.reason, RejectReason::RemoteNotAllowed);
+    assert!(r.detail.as_deref().unwrap().contains("192.0.2.1"), "{r:?}");
+    assert_eq!(
+        fake.requests(),
+        0,
+        "nothing was sent, not even to the local one"
+    );
+    // Allowed in the project, the lane may use both.
+    ws.update_project(&id, |p| {
+        p.settings.remote_text_allowed = Some("http://192.0.2.1:8000".into());
+        Ok(())
+    })
+    .await
+    .unwrap();
+    ws.clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
 async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     let dir = scratch("consent");
     let fake = FakeUpstream::start(Behavior::Echo, 4096).await;

@@ -786,7 +786,8 @@ impl Workstation {
         &self,
         project: &Project,
     ) -> Result<TextLane, WorkstationError> {
-        let lane = self.text_lane(&self.server_url_for(project))?;
+        let url = self.server_url_for(project);
+        let lane = self.text_lane(&url)?;
         let destination = self.text_destination(project);
         if !destination.allowed {
             return Err(WorkstationError::Rejected(lane.record_rejection(
@@ -797,6 +798,28 @@ impl Workstation {
                     destination.host
                 ),
             )));
+        }
+        // The configured server's lane also sends to the other configured upstreams: each of
+        // them needs the same consent.
+        let config = self.config();
+        if url == config.llm.url {
+            let consent = config.privacy.consent();
+            for upstream in &config.llm.upstreams {
+                let other = headroom_base::consent::Destination::of(&upstream.url);
+                let allowed = consent.permits(&other)
+                    || project.settings.remote_text_allowed.as_deref()
+                        == Some(other.origin.as_str());
+                if !allowed {
+                    return Err(WorkstationError::Rejected(lane.record_rejection(
+                        headroom_core::admission::RejectReason::RemoteNotAllowed,
+                        format!(
+                            "the text lane's upstream {} is not this machine, and neither the \
+                             project nor privacy.allow_remote allows its transcript to go there",
+                            other.host
+                        ),
+                    )));
+                }
+            }
         }
         Ok(lane)
     }
