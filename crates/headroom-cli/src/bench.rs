@@ -1,7 +1,9 @@
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_bench::boundary::{flood, proxy_overhead, yield_rules, LatencySummary};
 use headroom_services::speech::AudioInput;
 use headroom_services::Services;
+use headroom_speech::asr::WordErrors;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +58,18 @@ pub enum BenchCommand {
     /// match search, cloning takes): p50/p95 ratios against the goal, and the batch work's own
     /// slowdown.
     Isolation(crate::bench_isolation::IsolationBenchArgs),
+    /// Word error rate of a transcript against the text that was said, raw (case and
+    /// punctuation ignored) and after Whisper-style English normalization (numbers as digits,
+    /// British spellings as American, contractions spelled out), with the word-by-word
+    /// alignment of each: JSON on stdout. Used by scripts/bench-asr.
+    Wer {
+        /// A file with the text that was said.
+        #[arg(long)]
+        reference: PathBuf,
+        /// A file with the transcript.
+        #[arg(long)]
+        hypothesis: PathBuf,
+    },
     /// Time to first token through `headroom serve` vs directly, same server, same run.
     Ttft {
         #[command(flatten)]
@@ -166,6 +180,20 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
         BenchCommand::Speakers(args) => {
             crate::bench_speakers::run(args, services).await?;
             return Ok(ExitCode::SUCCESS);
+        }
+        BenchCommand::Wer {
+            reference,
+            hypothesis,
+        } => {
+            let read = |p: &PathBuf| {
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+            };
+            let (said, heard) = (read(&reference)?, read(&hypothesis)?);
+            let report = serde_json::json!({
+                "raw": WordErrors::raw(&said, &heard),
+                "normalized": WordErrors::normalized(&said, &heard),
+            });
+            println!("{report}");
         }
         BenchCommand::Flood {
             common,

@@ -4,11 +4,13 @@ pub mod der;
 pub mod diarize;
 pub mod export;
 pub mod live;
+mod normalize;
 pub mod vad;
 mod wer;
 pub mod whisper;
 
-pub use wer::word_error_rate;
+pub use normalize::{normalize_english, normalized_words};
+pub use wer::{normalized_word_error_rate, word_error_rate, WordEdit, WordErrors};
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
