@@ -39,6 +39,10 @@ pub struct TranscribeArgs {
     /// Beam search with this many beams (5 is Whisper's usual); 1 decodes greedily.
     #[arg(long, default_value_t = 1)]
     beam: usize,
+    /// Candidates sampled at each fallback temperature (a window whose text fails the
+    /// guards is decoded again hotter); the likeliest is kept. 5 as in Whisper.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=32))]
+    best_of: u16,
     /// Names and vocabulary the model should expect and spell so (an initial prompt).
     #[arg(long)]
     prompt: Option<String>,
@@ -121,7 +125,10 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         guards: if args.no_guards {
             DecodingGuards::off()
         } else {
-            DecodingGuards::default()
+            DecodingGuards {
+                best_of: args.best_of.into(),
+                ..DecodingGuards::default()
+            }
         },
         skip_silence: !args.keep_silence,
         precision: args.precision,

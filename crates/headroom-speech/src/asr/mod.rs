@@ -192,6 +192,10 @@ impl Default for TranscribeOptions {
 pub struct DecodingGuards {
     /// Temperatures to try in order; the first is used unless the text fails a check.
     pub temperatures: Vec<f32>,
+    /// Candidates sampled at each temperature above zero, of which the likeliest (highest
+    /// sum of log-probabilities over length) is kept, as Whisper's and faster-whisper's
+    /// `best_of` (5 by default in both).
+    pub best_of: usize,
     /// Text longer than this many times its zlib-compressed size is a repetition loop.
     pub compression_ratio_threshold: Option<f32>,
     /// Text whose mean token log-probability is below this is a guess.
@@ -204,6 +208,7 @@ impl Default for DecodingGuards {
     fn default() -> Self {
         DecodingGuards {
             temperatures: vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+            best_of: 5,
             compression_ratio_threshold: Some(2.4),
             log_prob_threshold: Some(-1.0),
             no_speech_threshold: Some(0.6),
@@ -216,6 +221,7 @@ impl DecodingGuards {
     pub fn off() -> Self {
         DecodingGuards {
             temperatures: vec![0.0],
+            best_of: 1,
             compression_ratio_threshold: None,
             log_prob_threshold: None,
             no_speech_threshold: None,

@@ -435,11 +435,12 @@ impl Decoding<'_> {
         let mut tried: Vec<(bool, bool, WindowDecoding)> = Vec::new();
         for &temperature in temperatures {
             let chosen = if temperature > 0.0 {
-                self.sample(win, temperature, &mut rng, scratch, cancel)?
+                let n = guards.best_of.max(1);
+                self.sample(win, temperature, n, &mut rng, scratch, cancel)?
             } else if options.beam_size > 1 {
                 self.beam_search(win, options.beam_size, scratch, cancel)?
             } else {
-                self.sample(win, 0.0, &mut rng, scratch, cancel)?
+                self.sample(win, 0.0, 1, &mut rng, scratch, cancel)?
             };
             let text_tokens: Vec<u32> = chosen
                 .tokens
@@ -498,64 +499,54 @@ impl Decoding<'_> {
         Ok(tried.swap_remove(index).2)
     }
 
-    /// Greedy decoding (`temperature` 0) or sampling at `temperature`.
+    /// Greedy decoding (`temperature` 0), or `n` candidates sampled side by side at
+    /// `temperature`, of which the likeliest ([`best_candidate`]) is kept.
     fn sample(
         &self,
         win: &Window<'_>,
         temperature: f32,
+        n: usize,
         rng: &mut StdRng,
         scratch: &mut Scratch,
         cancel: &CancellationToken,
     ) -> Result<Candidate, AsrError> {
         let decoder = &self.model.decoder;
-        let mut cache = win.prompt.clone();
-        let mut logits = vec![win.first_logits.to_vec()];
-        let mut probs = Vec::new();
-        let mut out = Candidate::default();
-        while out.tokens.len() < MAX_WINDOW_TOKENS {
-            // A safe point: batch work waits here while interactive work runs.
-            cpu::give_way();
-            if cancel.is_cancelled() {
-                return Err(AsrError::Cancelled);
-            }
-            let l = &mut logits[0];
-            self.apply_rules(l, &out.tokens, win.max_timestamp);
-            let next = if temperature > 0.0 {
-                probs.clear();
-                probs.extend(l.iter().map(|v| v / temperature));
-                let lse = logsumexp(&probs);
-                let mut target: f32 = rng.random();
-                let mut pick = self.special.eot;
-                for (i, p) in probs.iter().enumerate() {
-                    target -= (p - lse).exp();
-                    if target <= 0.0 {
-                        pick = i as u32;
-                        break;
-                    }
-                }
-                pick
-            } else {
-                argmax(l)
-            };
-            log_softmax_in_place(l);
-            let logprob = l[next as usize];
-            out.sum_logprob += logprob;
-            if next == self.special.eot {
-                break;
-            }
-            out.tokens.push(next);
-            out.logprobs.push(logprob);
+        let mut caches = vec![win.prompt.clone(); n.max(1)];
+        let rules = |l: &mut [f32], tokens: &[u32]| self.apply_rules(l, tokens, win.max_timestamp);
+        let mut step = |keep: &[usize], tokens: &[u32], logits: &mut Vec<Vec<f32>>| {
+            // The candidates still going keep their caches, in order.
+            let mut kept: Vec<SelfCache> = keep
+                .iter()
+                .map(|&k| std::mem::take(&mut caches[k]))
+                .collect();
+            std::mem::swap(&mut caches, &mut kept);
+            let entries: Vec<(usize, u32)> = tokens.iter().copied().enumerate().collect();
+            let wanted: Vec<usize> = (0..entries.len()).collect();
+            logits.resize_with(entries.len(), Vec::new);
             decoder.forward(
                 win.cross,
-                std::slice::from_mut(&mut cache),
-                &[(0, next)],
-                &[0],
-                &mut logits,
+                &mut caches,
+                &entries,
+                &wanted,
+                logits,
                 None,
                 scratch,
             );
-        }
-        Ok(out)
+        };
+        let candidates = sample_candidates(
+            Sampling {
+                n,
+                temperature,
+                eot: self.special.eot,
+                max_tokens: MAX_WINDOW_TOKENS,
+            },
+            win.first_logits,
+            rng,
+            cancel,
+            &rules,
+            &mut step,
+        )?;
+        Ok(best_candidate(candidates).expect("at least one candidate"))
     }
 
     /// Beam search with `beams` beams: each step keeps the `beams` most likely continuations
@@ -650,11 +641,7 @@ impl Decoding<'_> {
         if finished.is_empty() {
             finished = live;
         }
-        let mean = |c: &Candidate| c.sum_logprob / c.tokens.len().max(1) as f32;
-        Ok(finished
-            .into_iter()
-            .max_by(|a, b| mean(a).total_cmp(&mean(b)))
-            .expect("a beam"))
+        Ok(best_candidate(finished).expect("a beam"))
     }
 
     fn apply_rules(&self, logits: &mut [f32], sampled: &[u32], max_timestamp: u32) {
@@ -926,6 +913,121 @@ fn span_of_words(words: &[crate::asr::Word]) -> Option<(f64, f64)> {
     Some((start, end.max(start)))
 }
 
+/// How [`sample_candidates`] samples.
+#[derive(Debug, Clone, Copy)]
+struct Sampling {
+    /// Candidates sampled side by side (Whisper's `best_of`).
+    n: usize,
+    /// 0 for greedy decoding (one candidate is enough).
+    temperature: f32,
+    eot: u32,
+    /// Tokens per candidate at most; a candidate that reaches them ends there.
+    max_tokens: usize,
+}
+
+/// Advances a model by one token for each candidate still going; see [`sample_candidates`].
+type ModelStep<'a> = dyn FnMut(&[usize], &[u32], &mut Vec<Vec<f32>>) + 'a;
+
+/// Samples `how.n` candidates side by side from `first_logits` on, until each has chosen the
+/// end of text or reached `how.max_tokens`. `rules` masks a candidate's logits given its
+/// tokens so far; `step(keep, tokens, logits)` advances the model: the candidates still
+/// going were at slots `keep` of the previous step and are now at slots 0, 1, …, each fed
+/// `tokens[slot]`, and `logits[slot]` receives each one's next logits (the model keeps its
+/// own per-candidate state, which it must compact the same way). Candidates come back in
+/// the order they ended.
+fn sample_candidates(
+    how: Sampling,
+    first_logits: &[f32],
+    rng: &mut StdRng,
+    cancel: &CancellationToken,
+    rules: &dyn Fn(&mut [f32], &[u32]),
+    step: &mut ModelStep<'_>,
+) -> Result<Vec<Candidate>, AsrError> {
+    let n = how.n.max(1);
+    let mut live = vec![Candidate::default(); n];
+    let mut logits = vec![first_logits.to_vec(); n];
+    let mut ended = Vec::with_capacity(n);
+    let mut scaled = Vec::new();
+    while !live.is_empty() {
+        // A safe point: batch work waits here while interactive work runs.
+        cpu::give_way();
+        if cancel.is_cancelled() {
+            return Err(AsrError::Cancelled);
+        }
+        let mut keep = Vec::with_capacity(live.len());
+        let mut tokens = Vec::with_capacity(live.len());
+        let mut going = Vec::with_capacity(live.len());
+        for (slot, (mut c, l)) in live.drain(..).zip(logits.iter_mut()).enumerate() {
+            rules(l, &c.tokens);
+            let next = if how.temperature > 0.0 {
+                sample_token(l, how.temperature, how.eot, rng, &mut scaled)
+            } else {
+                argmax(l)
+            };
+            log_softmax_in_place(l);
+            let logprob = l[next as usize];
+            c.sum_logprob += logprob;
+            if next == how.eot {
+                ended.push(c);
+                continue;
+            }
+            c.tokens.push(next);
+            c.logprobs.push(logprob);
+            if c.tokens.len() >= how.max_tokens {
+                ended.push(c);
+                continue;
+            }
+            keep.push(slot);
+            tokens.push(next);
+            going.push(c);
+        }
+        live = going;
+        if !live.is_empty() {
+            step(&keep, &tokens, &mut logits);
+        }
+    }
+    Ok(ended)
+}
+
+/// A token drawn from `logits` (masked ones at minus infinity) at `temperature`; `eot` when
+/// rounding leaves the draw past the last token. `scaled` is scratch space.
+fn sample_token(
+    logits: &[f32],
+    temperature: f32,
+    eot: u32,
+    rng: &mut StdRng,
+    scaled: &mut Vec<f32>,
+) -> u32 {
+    scaled.clear();
+    scaled.extend(logits.iter().map(|v| v / temperature));
+    let lse = logsumexp(scaled);
+    let mut target: f32 = rng.random();
+    for (i, p) in scaled.iter().enumerate() {
+        target -= (p - lse).exp();
+        if target <= 0.0 {
+            return i as u32;
+        }
+    }
+    eot
+}
+
+/// Whisper's ranking of a window's candidates (sampled or beams): the sum of log-probabilities
+/// (the end of text's included) over the number of tokens, the first of equals.
+fn ranking_score(c: &Candidate) -> f32 {
+    c.sum_logprob / c.tokens.len().max(1) as f32
+}
+
+/// The best-ranked of `candidates`, `None` when there are none.
+fn best_candidate(candidates: Vec<Candidate>) -> Option<Candidate> {
+    candidates.into_iter().reduce(|best, c| {
+        if ranking_score(&c) > ranking_score(&best) {
+            c
+        } else {
+            best
+        }
+    })
+}
+
 /// A window the model calls speechless and whose text it is unsure of yields nothing.
 fn is_silence(guards: &DecodingGuards, decoded: &WindowDecoding) -> bool {
     let Some(threshold) = guards.no_speech_threshold else {
@@ -956,6 +1058,162 @@ mod tests {
             compression_ratio(&looped)
         );
         assert_eq!(compression_ratio(""), 0.0);
+    }
+
+    /// A toy model over tokens 0..3 (3 is the end of text): each candidate repeats its first
+    /// token `t`, and ends after `t + 1` of them. Its per-candidate state is the tokens fed.
+    fn toy_sampling(n: usize, temperature: f32, seed: u64) -> Vec<Candidate> {
+        const EOT: u32 = 3;
+        let mut fed: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let rules = |_: &mut [f32], _: &[u32]| {};
+        let mut step = |keep: &[usize], tokens: &[u32], logits: &mut Vec<Vec<f32>>| {
+            let mut kept: Vec<Vec<u32>> = keep.iter().map(|&k| fed[k].clone()).collect();
+            for (history, &t) in kept.iter_mut().zip(tokens) {
+                history.push(t);
+            }
+            fed = kept;
+            logits.resize_with(fed.len(), Vec::new);
+            for (l, history) in logits.iter_mut().zip(&fed) {
+                let first = history[0];
+                let next = if history.len() as u32 > first {
+                    EOT
+                } else {
+                    first
+                };
+                *l = vec![f32::NEG_INFINITY; 4];
+                l[next as usize] = 0.0;
+            }
+        };
+        let how = Sampling {
+            n,
+            temperature,
+            eot: EOT,
+            max_tokens: 10,
+        };
+        let first = [0.0, 0.5, 1.0, f32::NEG_INFINITY];
+        let mut rng = StdRng::seed_from_u64(seed);
+        sample_candidates(
+            how,
+            &first,
+            &mut rng,
+            &CancellationToken::new(),
+            &rules,
+            &mut step,
+        )
+        .expect("not cancelled")
+    }
+
+    #[test]
+    fn candidates_sampled_side_by_side_keep_their_own_state() {
+        for seed in 0..20 {
+            let candidates = toy_sampling(5, 1.0, seed);
+            assert_eq!(candidates.len(), 5);
+            for c in &candidates {
+                // Each candidate's continuation was computed from its own tokens, even as
+                // others ended before it and the batch shrank.
+                let first = c.tokens[0];
+                assert_eq!(c.tokens, vec![first; first as usize + 1], "seed {seed}");
+                assert_eq!(c.logprobs.len(), c.tokens.len());
+            }
+            // They come back in the order they ended: shortest first.
+            assert!(candidates
+                .windows(2)
+                .all(|w| w[0].tokens.len() <= w[1].tokens.len()));
+        }
+        // Across seeds, every first token with a chance is drawn.
+        let firsts: std::collections::BTreeSet<u32> = (0..20)
+            .flat_map(|seed| toy_sampling(5, 1.0, seed))
+            .map(|c| c.tokens[0])
+            .collect();
+        assert_eq!(firsts, [0, 1, 2].into());
+    }
+
+    #[test]
+    fn greedy_decoding_takes_the_likeliest_token() {
+        let greedy = toy_sampling(1, 0.0, 7);
+        assert_eq!(greedy.len(), 1);
+        assert_eq!(greedy[0].tokens, vec![2, 2, 2]);
+        // log-softmax of the first logits at token 2, then certain tokens.
+        let lp = log_softmax(&[0.0, 0.5, 1.0, f32::NEG_INFINITY])[2];
+        assert!((greedy[0].sum_logprob - lp).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_candidate_that_never_ends_stops_at_the_token_limit() {
+        let rules = |_: &mut [f32], _: &[u32]| {};
+        let mut steps = 0;
+        let mut step = |_: &[usize], _: &[u32], logits: &mut Vec<Vec<f32>>| {
+            steps += 1;
+            for l in logits.iter_mut() {
+                *l = vec![0.0, f32::NEG_INFINITY];
+            }
+        };
+        let how = Sampling {
+            n: 2,
+            temperature: 0.5,
+            eot: 1,
+            max_tokens: 4,
+        };
+        let out = sample_candidates(
+            how,
+            &[0.0, f32::NEG_INFINITY],
+            &mut StdRng::seed_from_u64(1),
+            &CancellationToken::new(),
+            &rules,
+            &mut step,
+        )
+        .expect("not cancelled");
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|c| c.tokens == [0, 0, 0, 0]));
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let cancelled = sample_candidates(
+            how,
+            &[0.0, f32::NEG_INFINITY],
+            &mut StdRng::seed_from_u64(1),
+            &cancel,
+            &rules,
+            &mut step,
+        );
+        assert!(matches!(cancelled, Err(AsrError::Cancelled)));
+        // No step after the last tokens, none once cancelled.
+        assert_eq!(steps, 3);
+    }
+
+    #[test]
+    fn sampling_never_draws_a_masked_token_and_cools_to_the_argmax() {
+        let logits = [1.0, f32::NEG_INFINITY, 3.0, 2.0];
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut scratch = Vec::new();
+        let mut counts = [0usize; 4];
+        for _ in 0..2000 {
+            counts[sample_token(&logits, 1.0, 9, &mut rng, &mut scratch) as usize] += 1;
+        }
+        assert_eq!(counts[1], 0);
+        assert!(counts[2] > counts[3] && counts[3] > counts[0] && counts[0] > 0);
+        for _ in 0..100 {
+            assert_eq!(sample_token(&logits, 0.01, 9, &mut rng, &mut scratch), 2);
+        }
+    }
+
+    #[test]
+    fn the_best_candidate_has_the_best_log_probability_per_token() {
+        let candidate = |len: usize, sum: f32| Candidate {
+            tokens: vec![0; len],
+            logprobs: vec![sum / len as f32; len],
+            sum_logprob: sum,
+        };
+        // The longer candidate is less likely in total but more likely per token.
+        let short = candidate(2, -1.0);
+        let long = candidate(10, -3.0);
+        let best = best_candidate(vec![short.clone(), long.clone()]).expect("two");
+        assert_eq!(best.tokens.len(), 10);
+        // The first of equals wins.
+        let mut twin = short.clone();
+        twin.tokens = vec![1, 1];
+        let best = best_candidate(vec![short, twin]).expect("two");
+        assert_eq!(best.tokens, vec![0, 0]);
+        assert!(best_candidate(Vec::new()).is_none());
     }
 
     #[test]
