@@ -14,10 +14,11 @@ use headroom_core::admission::{
 use headroom_core::cleanup::{CleanupEvent, CleanupMode, FailurePolicy, PieceSource};
 use headroom_core::config::{
     AudioLaneSettings, CleanupSettings, CloningSettings, Config, LlmSettings, PrivacySettings,
-    ServerSettings, TextLaneSettings,
+    ServerSettings, TextLaneSettings, UpstreamSettings,
 };
-use headroom_core::lanes::{LaneSnapshot, RejectionRecord};
+use headroom_core::lanes::{LaneSnapshot, RejectionRecord, UpstreamView};
 use headroom_core::llm::{ModelCard, ServerInfo};
+use headroom_core::signals::{CrossedSignal, Severity as SignalSeverity};
 use headroom_gpu::{DeviceMemory, MemorySample, ProcessMemory, SamplerStatus};
 use headroom_services::residency::{MemoryView, ResidentModel};
 use headroom_services::voice_work::Closeness;
@@ -65,7 +66,7 @@ pub fn typescript() -> String {
     let mut decls = declarations!(cfg;
         // Admission and lanes.
         Lane, RejectReason, DeadlineKind, SuggestedAction, Rejection, Occupancy,
-        RejectionRecord, LaneSnapshot, LaneView, YieldRule,
+        RejectionRecord, UpstreamView, LaneSnapshot, SignalSeverity, CrossedSignal, LaneView, YieldRule,
         BatchWorkView, BesideView, PausedTotal, CpuShareView,
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
@@ -80,7 +81,7 @@ pub fn typescript() -> String {
         // Jobs.
         JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
         // Settings, servers, models, voices.
-        Config, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
+        Config, UpstreamSettings, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
         ServerSettings, CloningSettings, PrivacySettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,
         // Voice profiles, matches, cloning.
         Severity, Finding, ClipReport, ReferenceClip, Style, Score, MatchOutcome, EspeakSetting,

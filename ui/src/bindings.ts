@@ -49,13 +49,57 @@ export type Occupancy = { in_flight: number, limit: number, waiting: number, wai
  */
 reserved: number, };
 export type RejectionRecord = { at_unix_ms: number, rejection: Rejection, };
-export type LaneSnapshot = { lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
+export type UpstreamView = { name: string, up: boolean, in_flight: number, capacity: number, context_tokens: number | null, 
+/**
+ * Running average of its recent first-token times.
+ */
+recent_ttft_ms: number | null, down_for_ms: number | null, 
+/**
+ * When a down upstream gets its next request (or health check).
+ */
+retry_in_ms: number | null, down_reason: string | null, };
+export type LaneSnapshot = { lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, 
+/**
+ * A text lane's upstreams, each with its own slots and health (empty for the audio lane).
+ */
+upstreams: Array<UpstreamView>, };
+export type SignalSeverity = "warning" | "critical";
+export type CrossedSignal = { 
+/**
+ * The signal's stable name (`cleanup_fallback_rate`): the UI translates by it.
+ */
+code: string, 
+/**
+ * The Prometheus alert for the same signal.
+ */
+alert: string, severity: SignalSeverity, 
+/**
+ * The group it is about: `project`, `upstream`, `reason` or `kind`; empty for the lane.
+ */
+labels: { [key in string]: string }, value: number, threshold: number, 
+/**
+ * Since when the threshold has been crossed without a break.
+ */
+since_unix_ms: number, 
+/**
+ * "40% of project interview's segments fell back to the rules in the last 10 min: the
+ * text lane is undersized for this project's work — add an upstream ..."
+ */
+message_en: string, };
 export type LaneView = { server_url: string | null, 
 /**
  * The audio lane's: who has the CPU, batch work paused for interactive work, and the
  * interactive jobs that ran beside batch work.
  */
-cpu: CpuShareView | null, lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, };
+cpu: CpuShareView | null, 
+/**
+ * On the configured text lane's view: the signals crossed now (a policy to change).
+ */
+signals: Array<CrossedSignal>, lane: Lane, occupancy: Occupancy, admitted_total: number, rejected_total: { [key in RejectReason]?: number }, recent_rejections: Array<RejectionRecord>, median_latency_ms: number | null, 
+/**
+ * A text lane's upstreams, each with its own slots and health (empty for the audio lane).
+ */
+upstreams: Array<UpstreamView>, };
 export type YieldRule = "none" | "gate" | "preempt";
 export type BatchWorkView = { 
 /**
@@ -386,6 +430,7 @@ refused: Array<RefusedSegment>,
 outcomes: Array<SegmentOutcome>, };
 export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake } | { "kind": "narrated", "result": NarrationSummary };
 export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, cloning: CloningSettings, privacy: PrivacySettings, };
+export type UpstreamSettings = { url: string, capacity: number | null, };
 export type LlmSettings = { 
 /**
  * Base URL of an OpenAI-compatible server, ending in `/v1`.
@@ -398,7 +443,17 @@ model: string | null,
 /**
  * Bearer key. Prefer the `HEADROOM_API_KEY` environment variable.
  */
-api_key: string | null, };
+api_key: string | null, 
+/**
+ * Requests `url` is given at once, for a router or a server that does not say (vLLM);
+ * unset: `text_lane.max_in_flight`. Never more than the slots the server says it has.
+ */
+capacity: number | null, 
+/**
+ * More servers behind the same text lane, beside `url`: each has its own slots, health
+ * and breaker, and a request goes to one with a free slot.
+ */
+upstreams: Array<UpstreamSettings>, };
 export type TextLaneSettings = { max_in_flight: number, max_waiting: number, context_tokens: number | null, max_input_chars: number, max_tokens: number, queue_wait_secs: number, first_chunk_secs: number, total_secs: number, 
 /**
  * While interactive audio runs: none, gate (no new text requests) or preempt (also stop
@@ -499,7 +554,11 @@ export type ServerInfo = { models: Array<ModelCard>,
  * The context length per request, when the server says: vLLM's `max_model_len`, or
  * llama.cpp's per-slot `n_ctx` from `/props`.
  */
-context_tokens: number | null, };
+context_tokens: number | null, 
+/**
+ * How many requests the server runs at once, when it says (llama.cpp's `--parallel`).
+ */
+slots: number | null, };
 export type ModelCard = { id: string, 
 /**
  * vLLM's context length for the model.

@@ -250,6 +250,7 @@ fn four_significant(v: f64) -> String {
 /// How urgent a crossed signal is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", ts(rename = "SignalSeverity"))]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The policy costs users something; change it this week.

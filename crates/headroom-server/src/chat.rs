@@ -208,11 +208,7 @@ pub(crate) async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
             .metrics()
             .num_alive_tasks(),
     );
-    if let (Some(latest), Some(floor)) = (state.gpu.latest(), state.gpu.floor_bytes()) {
-        state
-            .metrics
-            .set_gpu_memory(latest.memory.used_bytes, floor);
-    }
+    headroom_services::publish_gpu_memory(&state.metrics, &state.gpu);
     (
         [(
             header::CONTENT_TYPE,
@@ -227,6 +223,7 @@ pub(crate) async fn lanes(State(state): State<Arc<ServerState>>) -> Response {
     Json(json!({
         "text": state.text_lane.snapshot(),
         "audio": state.speech.lane().snapshot(),
+        "signals": state.services.crossed_signals(),
     }))
     .into_response()
 }

@@ -23,6 +23,8 @@ pub struct ServerState {
     pub metrics: Arc<Metrics>,
     /// GPU memory readings, exported with the metrics (in use, and the floor).
     pub gpu: headroom_gpu::GpuSampler,
+    /// The services themselves, for what they compute over time (the crossed signals).
+    pub services: Arc<Services>,
     pub max_body_bytes: usize,
     /// Largest audio upload for transcription.
     pub max_upload_bytes: usize,
@@ -85,6 +87,7 @@ impl ServerState {
             voices: services.voices(),
             metrics,
             gpu: services.gpu().clone(),
+            services: services.shared(),
             max_body_bytes: limits.max_body_bytes,
             max_upload_bytes: limits.max_upload_bytes,
             upload_slots: Arc::new(Semaphore::new(limits.max_concurrent_uploads)),

@@ -43,6 +43,7 @@ use headroom_core::lanes::{
 };
 use headroom_core::llm::{ApiKey, LlmClient, LlmError};
 use headroom_core::metrics::Metrics;
+use headroom_core::signals::{CrossedSignal, Signals};
 use headroom_gpu::{GpuSampler, ReplayReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
 use headroom_speech::asr::Transcriber;
 use headroom_speech::models;
@@ -167,6 +168,8 @@ pub struct LaneView {
     /// The audio lane's: who has the CPU, batch work paused for interactive work, and the
     /// interactive jobs that ran beside batch work.
     pub cpu: Option<headroom_base::cpu::CpuShareView>,
+    /// On the configured text lane's view: the signals crossed now (a policy to change).
+    pub signals: Vec<CrossedSignal>,
 }
 
 /// The GPU sampler as the text lanes' memory-pressure gate reads it.
@@ -205,6 +208,8 @@ pub struct Services {
     gpu: OnceLock<GpuSampler>,
     /// The runtime the lane-event forwarders run on (callers may come from other threads).
     runtime: tokio::runtime::Handle,
+    /// The rates that say a policy is wrong, read from the metrics every few seconds.
+    signals: Mutex<Signals>,
 }
 
 impl Services {
@@ -227,7 +232,8 @@ impl Services {
         let runtime = tokio::runtime::Handle::current();
         forward_events(&runtime, audio_lane.subscribe(), lane_events.clone());
         release_idle_models(&runtime, Arc::downgrade(&residency));
-        Arc::new_cyclic(|me| Services {
+        let watcher = runtime.clone();
+        let services = Arc::new_cyclic(|me| Services {
             me: me.clone(),
             config: Mutex::new(config),
             env,
@@ -240,7 +246,40 @@ impl Services {
             lane_events,
             gpu: OnceLock::new(),
             runtime,
-        })
+            signals: Mutex::new(Signals::new()),
+        });
+        watcher.spawn(watch_signals(Arc::downgrade(&services)));
+        services
+    }
+
+    /// Reads the metrics into the signals (the GPU's gauges first, when it is sampled) and
+    /// returns the ones crossed now.
+    pub fn observe_signals(&self) -> Vec<CrossedSignal> {
+        if let Some(gpu) = self.gpu.get() {
+            publish_gpu_memory(&self.metrics, gpu);
+        }
+        let text = self.metrics.render();
+        let mut signals = self.signals.lock().expect("signals lock");
+        if let Err(e) = signals.observe(headroom_base::clock::unix_ms(), &text) {
+            tracing::warn!("signals skipped a reading: {e}");
+        }
+        signals.crossed().to_vec()
+    }
+
+    /// The signals crossed at the last reading, in the table's order.
+    pub fn crossed_signals(&self) -> Vec<CrossedSignal> {
+        self.signals
+            .lock()
+            .expect("signals lock")
+            .crossed()
+            .to_vec()
+    }
+
+    /// These services as a shared value (for a front end that keeps them).
+    pub fn shared(&self) -> Arc<Services> {
+        self.me
+            .upgrade()
+            .expect("services are only reached through their Arc")
     }
 
     /// The settings now in force.
@@ -488,7 +527,9 @@ impl Services {
             server_url: None,
             snapshot: self.audio_lane.snapshot(),
             cpu: Some(self.audio_lane.cpu_share()),
+            signals: Vec::new(),
         }];
+        let configured = self.config().llm.url;
         let lanes = self.text_lanes.lock().expect("lanes lock");
         let mut urls: Vec<&String> = lanes.keys().collect();
         urls.sort();
@@ -497,6 +538,11 @@ impl Services {
                 server_url: Some(headroom_base::redact::urls(url)),
                 snapshot: lanes[url].snapshot(),
                 cpu: None,
+                signals: if **url == configured {
+                    self.crossed_signals()
+                } else {
+                    Vec::new()
+                },
             });
         }
         Ok(views)
@@ -554,6 +600,30 @@ fn forward_events(
             }
         }
     });
+}
+
+/// Exports the GPU memory in use and its floor over the readings kept, when there are any.
+pub fn publish_gpu_memory(metrics: &Metrics, gpu: &GpuSampler) {
+    if let (Some(latest), Some(floor)) = (gpu.latest(), gpu.floor_bytes()) {
+        metrics.set_gpu_memory(latest.memory.used_bytes, floor);
+    }
+}
+
+/// How often the signals read the metrics: their windows are minutes long, and one reading
+/// every few seconds is what they keep at most.
+const SIGNALS_EVERY: Duration = Duration::from_secs(5);
+
+/// Reads the metrics into the signals every few seconds while the services live.
+async fn watch_signals(services: std::sync::Weak<Services>) {
+    let mut every = tokio::time::interval(SIGNALS_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(services) = services.upgrade() else {
+            return;
+        };
+        services.observe_signals();
+    }
 }
 
 /// How often the upstreams of a shared fleet lane are checked while it is in use.

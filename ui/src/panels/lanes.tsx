@@ -1,5 +1,5 @@
 // Live lane occupancy and the rejection history.
-import type { CpuShareView, LaneView, RejectionRecord } from "../api";
+import type { CpuShareView, CrossedSignal, LaneView, RejectionRecord, UpstreamView } from "../api";
 import { occupancyLine, reasonTitle } from "../rejection";
 
 function laneKey(l: LaneView): string {
@@ -53,6 +53,8 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
               {l.median_latency_ms !== null && <> · median {l.median_latency_ms} ms</>}
             </div>
             {l.cpu && <CpuShare cpu={l.cpu} />}
+            {l.lane === "text" && l.upstreams.length > 1 && <Upstreams id={id} upstreams={l.upstreams} />}
+            {l.signals.length > 0 && <Signals signals={l.signals} />}
           </div>
         );
       })}
@@ -105,5 +107,46 @@ function CpuShare(props: { cpu: CpuShareView }) {
         </div>
       )}
     </div>
+  );
+}
+
+// Each upstream of a text lane that spans several: its share of the slots and its health.
+function Upstreams(props: { id: string; upstreams: UpstreamView[] }) {
+  return (
+    <ul class="lane-upstreams" data-testid={`lane-${props.id}-upstreams`} aria-label="Upstreams">
+      {props.upstreams.map((u, i) => (
+        <li key={u.name} data-testid="lane-upstream" data-up={u.up ? "true" : "false"}>
+          <span class="lane-url">{u.name}</span>{" "}
+          {u.up ? (
+            <span data-testid={`lane-upstream-${i}-state`}>up</span>
+          ) : (
+            <b class="warning" data-testid={`lane-upstream-${i}-state`}>
+              down{u.down_reason ? `: ${u.down_reason}` : ""}
+              {u.retry_in_ms !== null && ` (tried again in ${Math.ceil(u.retry_in_ms / 1000)} s)`}
+            </b>
+          )}{" "}
+          · <span data-testid={`lane-upstream-${i}-in-flight`}>{u.in_flight}</span> / {u.capacity}
+          {u.recent_ttft_ms !== null && <span class="muted"> · first words in {u.recent_ttft_ms} ms</span>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+// The rates that say a policy is wrong, in words, with what to do.
+function Signals(props: { signals: CrossedSignal[] }) {
+  return (
+    <ul class="lane-signals" data-testid="lane-signals" role="status">
+      {props.signals.map((s) => (
+        <li
+          key={`${s.code}-${Object.values(s.labels).join("-")}`}
+          class={s.severity === "critical" ? "warning" : undefined}
+          data-testid="lane-signal"
+          data-code={s.code}
+        >
+          {s.message_en}
+        </li>
+      ))}
+    </ul>
   );
 }
