@@ -262,6 +262,67 @@ async fn every_upstream_of_the_configured_text_lane_needs_consent_not_only_the_f
 }
 
 #[tokio::test]
+async fn a_projects_own_servers_share_its_text_lane_and_each_needs_consent() {
+    let dir = scratch("project-fleet");
+    let a = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let b = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let ws = workstation(&dir, &a.base_url());
+    let id = transcribed(&ws, "Own fleet").await;
+    let (a_url, b_url) = (a.base_url(), b.base_url());
+    let project = ws
+        .update_project(&id, move |p| {
+            p.settings.llm_cleanup = true;
+            p.settings.server_url = Some(a_url);
+            p.settings.upstreams = vec![b_url, "http://192.0.2.1:8000/v1".into()];
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(ws.server_urls_for(&project).len(), 3);
+    let refused = ws
+        .clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap_err();
+    let WorkstationError::Rejected(r) = refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(r.reason, RejectReason::RemoteNotAllowed);
+    assert!(r.detail.as_deref().unwrap().contains("192.0.2.1"), "{r:?}");
+    assert_eq!(a.requests() + b.requests(), 0);
+
+    let b_url = b.base_url();
+    ws.update_project(&id, move |p| {
+        p.settings.upstreams = vec![b_url];
+        Ok(())
+    })
+    .await
+    .unwrap();
+    // Two segments: the lane over both servers gives the second to the one not yet used
+    // (idle both, the first has a first-token time against it; at once, the least busy).
+    let cancel = CancellationToken::new();
+    let (one, two) = tokio::join!(
+        ws.clean_segment(&id, 0, false, &cancel, &|_| {}),
+        ws.clean_segment(&id, 1, false, &cancel, &|_| {}),
+    );
+    one.unwrap();
+    two.unwrap();
+    assert!(
+        a.requests() >= 1 && b.requests() >= 1,
+        "{} and {}",
+        a.requests(),
+        b.requests()
+    );
+    let lanes = ws.lanes().unwrap();
+    let fleet = lanes
+        .iter()
+        .find(|l| l.snapshot.upstreams.len() == 2)
+        .expect("the project's lane over both servers is listed");
+    assert_eq!(fleet.snapshot.occupancy.limit, 4);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
 async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     let dir = scratch("consent");
     let fake = FakeUpstream::start(Behavior::Echo, 4096).await;

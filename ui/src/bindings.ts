@@ -213,6 +213,11 @@ failure_policy: FailurePolicy, cleanup_mode: CleanupMode,
  */
 server_url: string | null, 
 /**
+ * More servers beside `server_url` behind this project's text lane (each with its own
+ * slots, health and breaker); only with a `server_url` of the project's own.
+ */
+upstreams: Array<string>, 
+/**
  * The one server on another machine (its origin, e.g. `https://gpu.example:8000`) this
  * project's transcript may be sent to, by the user's explicit consent. Servers on this
  * machine need none; a different server elsewhere needs consent again.

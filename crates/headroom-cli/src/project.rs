@@ -171,9 +171,10 @@ pub enum ProjectCommand {
         /// cleanup or rewrite.
         #[arg(long)]
         mode: Option<headroom_core::cleanup::CleanupMode>,
-        /// The text model's server for this project ("" for the app's).
-        #[arg(long)]
-        server: Option<String>,
+        /// The text model's server for this project ("" for the app's); given more than once,
+        /// the project's text lane spans them all.
+        #[arg(long, value_name = "URL")]
+        server: Vec<String>,
         /// The voice (a voice profile's name, kokoro[-STYLE], piper-joe, an espeak-ng voice).
         #[arg(long)]
         voice: Option<String>,
@@ -248,7 +249,14 @@ fn print_project(project: &Project, output: Output) {
         if s.llm_cleanup { "on" } else { "off" },
         s.failure_policy,
         s.cleanup_mode,
-        s.server_url.as_deref().unwrap_or("the app's")
+        match &s.server_url {
+            None => "the app's".to_string(),
+            Some(url) => std::iter::once(url)
+                .chain(&s.upstreams)
+                .map(|u| headroom_base::redact::urls(u))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
     );
     println!("  speakers {}", s.speakers);
     for speaker in &project.speakers {
@@ -461,8 +469,13 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             if let Some(mode) = mode {
                 settings.cleanup_mode = mode;
             }
-            if let Some(url) = server {
-                settings.server_url = Some(url).filter(|u| !u.trim().is_empty());
+            if let Some((first, more)) = server.split_first() {
+                settings.server_url = Some(first.clone()).filter(|u| !u.trim().is_empty());
+                settings.upstreams = if settings.server_url.is_some() {
+                    more.to_vec()
+                } else {
+                    Vec::new()
+                };
             }
             if let Some(voice) = voice {
                 settings.voice = Some(project_voice(&ws, voice));

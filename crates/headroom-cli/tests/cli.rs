@@ -951,6 +951,43 @@ async fn a_project_narrated_from_the_command_line() {
         stdout.contains(&format!("{segments} refused: upstream_unavailable")),
         "{stdout}"
     );
+
+    // With a second server beside the dead one, the project's lane moves every request on.
+    let out = headroom(
+        &[
+            "project",
+            "settings",
+            "Talk",
+            "--server",
+            &closed_port_url(),
+            "--server",
+            &up.base_url(),
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains(&up.base_url()),
+        "both servers shown: {shown}"
+    );
+    let out = headroom(
+        &[
+            "narrate",
+            "Talk",
+            "--mode",
+            "translate",
+            "--to",
+            "Spanish",
+            "--json",
+        ],
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["narrated"], segments);
 }
 
 /// A project whose `speech/` and `exports/` were replaced by symbolic links to a folder outside

@@ -474,6 +474,31 @@ impl Services {
         Ok(lane)
     }
 
+    /// The text lane over `urls`: [`Services::text_lane`] for one, else one lane over them all
+    /// (a project's own fleet), created on first use and checked every few seconds.
+    pub fn text_lane_for(&self, urls: &[String]) -> Result<TextLane, ServicesError> {
+        match urls {
+            [] => self.default_text_lane(),
+            [one] => self.text_lane(one),
+            several => {
+                let key = several.join(" ");
+                let mut lanes = self.text_lanes.lock().expect("lanes lock");
+                if let Some(lane) = lanes.get(&key) {
+                    return Ok(lane.clone());
+                }
+                let upstreams = several
+                    .iter()
+                    .map(|url| Ok(UpstreamSpec::new(self.client(url)?)))
+                    .collect::<Result<Vec<_>, ServicesError>>()?;
+                let lane = self.text_lane_over(upstreams, self.config().text_lane()?);
+                self.runtime
+                    .spawn(check_health_while_used(lane.downgrade()));
+                lanes.insert(key, lane.clone());
+                Ok(lane)
+            }
+        }
+    }
+
     /// The text lane in front of the configured server (`llm.url`).
     pub fn default_text_lane(&self) -> Result<TextLane, ServicesError> {
         self.text_lane(&self.config().llm.url)

@@ -786,8 +786,8 @@ impl Workstation {
         &self,
         project: &Project,
     ) -> Result<TextLane, WorkstationError> {
-        let url = self.server_url_for(project);
-        let lane = self.text_lane(&url)?;
+        let urls = self.server_urls_for(project);
+        let lane = self.text_lane_for(&urls)?;
         let destination = self.text_destination(project);
         if !destination.allowed {
             return Err(WorkstationError::Rejected(lane.record_rejection(
@@ -799,26 +799,30 @@ impl Workstation {
                 ),
             )));
         }
-        // The configured server's lane also sends to the other configured upstreams: each of
-        // them needs the same consent.
+        // The lane also sends to its other upstreams (the project's own, or the configured
+        // lane's): each of them needs the same consent.
         let config = self.config();
-        if url == config.llm.url {
-            let consent = config.privacy.consent();
-            for upstream in &config.llm.upstreams {
-                let other = headroom_base::consent::Destination::of(&upstream.url);
-                let allowed = consent.permits(&other)
-                    || project.settings.remote_text_allowed.as_deref()
-                        == Some(other.origin.as_str());
-                if !allowed {
-                    return Err(WorkstationError::Rejected(lane.record_rejection(
-                        headroom_core::admission::RejectReason::RemoteNotAllowed,
-                        format!(
-                            "the text lane's upstream {} is not this machine, and neither the \
-                             project nor privacy.allow_remote allows its transcript to go there",
-                            other.host
-                        ),
-                    )));
-                }
+        let others: Vec<String> = if urls.len() > 1 {
+            urls[1..].to_vec()
+        } else if urls[0] == config.llm.url {
+            config.llm.upstreams.iter().map(|u| u.url.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let consent = config.privacy.consent();
+        for upstream in &others {
+            let other = headroom_base::consent::Destination::of(upstream);
+            let allowed = consent.permits(&other)
+                || project.settings.remote_text_allowed.as_deref() == Some(other.origin.as_str());
+            if !allowed {
+                return Err(WorkstationError::Rejected(lane.record_rejection(
+                    headroom_core::admission::RejectReason::RemoteNotAllowed,
+                    format!(
+                        "the text lane's upstream {} is not this machine, and neither the \
+                         project nor privacy.allow_remote allows its transcript to go there",
+                        other.host
+                    ),
+                )));
             }
         }
         Ok(lane)

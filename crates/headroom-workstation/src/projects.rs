@@ -126,6 +126,9 @@ pub struct ProjectSettings {
     pub cleanup_mode: CleanupMode,
     /// The text model's server for this project; `None` uses the app's setting.
     pub server_url: Option<String>,
+    /// More servers beside `server_url` behind this project's text lane (each with its own
+    /// slots, health and breaker); only with a `server_url` of the project's own.
+    pub upstreams: Vec<String>,
     /// The one server on another machine (its origin, e.g. `https://gpu.example:8000`) this
     /// project's transcript may be sent to, by the user's explicit consent. Servers on this
     /// machine need none; a different server elsewhere needs consent again.
@@ -156,6 +159,7 @@ impl Default for ProjectSettings {
             failure_policy: FailurePolicy::Reject,
             cleanup_mode: CleanupMode::Cleanup,
             server_url: None,
+            upstreams: Vec::new(),
             remote_text_allowed: None,
             remote_voice_allowed: None,
             voice: None,

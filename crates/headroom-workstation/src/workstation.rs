@@ -332,7 +332,25 @@ impl Workstation {
         Ok(())
     }
 
-    /// The server URL a project's cleanup goes to.
+    /// Every server behind a project's text lane: its own (`server_url`, then `upstreams`),
+    /// or the app's configured lane (whose other upstreams come from the settings).
+    pub fn server_urls_for(&self, project: &Project) -> Vec<String> {
+        let own = self.server_url_for(project);
+        let mut urls = vec![own.clone()];
+        if project.settings.server_url.as_deref() == Some(own.as_str()) {
+            urls.extend(
+                project
+                    .settings
+                    .upstreams
+                    .iter()
+                    .filter(|u| !u.trim().is_empty())
+                    .cloned(),
+            );
+        }
+        urls
+    }
+
+    /// The server URL a project's cleanup goes to (the first of its lane's).
     pub fn server_url_for(&self, project: &Project) -> String {
         project
             .settings
@@ -384,6 +402,11 @@ impl Workstation {
     /// The text lane in front of `url`.
     pub fn text_lane(&self, url: &str) -> Result<TextLane, WorkstationError> {
         Ok(self.services.text_lane(url)?)
+    }
+
+    /// The text lane in front of `urls` (one lane over them all when there are several).
+    pub fn text_lane_for(&self, urls: &[String]) -> Result<TextLane, WorkstationError> {
+        Ok(self.services.text_lane_for(urls)?)
     }
 
     /// Every lane's current state: the audio lane, then each text lane in use.

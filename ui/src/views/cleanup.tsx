@@ -18,10 +18,12 @@ import { formatTime } from "./transcribe";
 
 export function ProjectCleanupSettings(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
-  const [serverUrl, setServerUrl] = useState(project.settings.server_url ?? "");
+  // The project's servers, space-separated: the first, then more behind the same text lane.
+  const shownServers = () => [project.settings.server_url ?? "", ...project.settings.upstreams].join(" ").trim();
+  const [serverUrl, setServerUrl] = useState(shownServers());
   const [error, setError] = useState<UiError | null>(null);
   const [destination, setDestination] = useState<TextDestination | null>(null);
-  useEffect(() => setServerUrl(project.settings.server_url ?? ""), [project.id, project.settings.server_url]);
+  useEffect(() => setServerUrl(shownServers()), [project.id, project.settings.server_url, project.settings.upstreams.join(" ")]);
   useEffect(() => {
     api.textDestination(project.id).then(setDestination, (e) => setError(asUiError(e)));
   }, [project.id, project.settings.server_url, project.settings.remote_text_allowed]);
@@ -105,10 +107,13 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
         class="row"
         onSubmit={(e) => {
           e.preventDefault();
-          save({ server_url: serverUrl.trim() === "" ? null : serverUrl.trim() });
+          const [first, ...more] = serverUrl.trim().split(/\s+/).filter((u) => u !== "");
+          save({ server_url: first ?? null, upstreams: first ? more : [] });
         }}
       >
-        <label for="project-server-url">Server URL</label>
+        <label for="project-server-url" title="Several, separated by spaces, share this project's text lane">
+          Server URL(s)
+        </label>
         <input
           id="project-server-url"
           class="grow"
