@@ -1,9 +1,11 @@
 //! Helpers for Headroom's cross-process tests: a fault-injecting OpenAI-compatible server on
-//! loopback, a real llama-server, and a microphone that speaks a file.
+//! loopback, a real llama-server, LiteLLM's proxy in front of them, and a microphone that speaks a
+//! file.
 
 pub mod conversation;
 pub mod fake_cloning;
 pub mod fake_upstream;
+pub mod litellm;
 pub mod llama;
 pub mod microphone;
 pub mod redirector;
@@ -38,4 +40,14 @@ pub async fn serve(services: &Services) -> RunningServer {
     RunningServer::ephemeral(state)
         .await
         .expect("a loopback port")
+}
+
+/// A loopback URL where nothing listens (a server that is down).
+pub fn closed_port_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("http://127.0.0.1:{port}/v1")
 }

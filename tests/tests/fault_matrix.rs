@@ -114,14 +114,7 @@ fn cells() -> Vec<Cell> {
     ]
 }
 
-fn closed_port_url() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}/v1")
-}
+use headroom_tests::closed_port_url;
 
 /// Short deadlines so the deadline cells end quickly; the text lane keeps running beside the
 /// audio job (no yielding), so each fault meets the audio job head on.

@@ -32,16 +32,6 @@ fn ask(text: &str) -> ChatRequest {
     ChatRequest::new(vec![ChatMessage::new("user", text)])
 }
 
-/// A loopback URL where nothing listens.
-fn nobody_home() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}/v1")
-}
-
 fn shown(url: &str) -> String {
     url.trim_end_matches('/').to_string()
 }
@@ -49,7 +39,7 @@ fn shown(url: &str) -> String {
 #[tokio::test]
 async fn a_request_moves_on_from_an_upstream_that_refuses_connections() {
     let b = FakeUpstream::start(Behavior::Echo, 4096).await;
-    let a = nobody_home();
+    let a = headroom_tests::closed_port_url();
     let (lane, metrics) = fleet(&[a.clone(), b.base_url()]);
     let text = lane
         .submit(ask("hi"))

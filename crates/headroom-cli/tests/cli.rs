@@ -28,14 +28,7 @@ fn empty_config() -> PathBuf {
     path
 }
 
-fn closed_port_url() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}/v1")
-}
+use headroom_tests::closed_port_url;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -71,6 +71,30 @@ impl State {
             self.interactive_in_flight += 1;
         }
     }
+
+    /// Gives free slots to at most `slots` waiters still waiting, in queue order. Waiters are
+    /// in priority order: when the first may not start, none behind it may.
+    fn grant_waiting(&mut self, slots: usize) {
+        let mut granted = 0;
+        while granted < slots {
+            let Some((&key, _)) = self.waiters.first_key_value() else {
+                return;
+            };
+            let waiting = key.0 .0;
+            if !self.may_start(waiting) {
+                return;
+            }
+            let waiter = self
+                .waiters
+                .remove(&key)
+                .expect("the first waiter is there");
+            self.occupancy.waiting -= 1;
+            if waiter.send(()).is_ok() {
+                self.start(waiting);
+                granted += 1;
+            }
+        }
+    }
 }
 
 struct Shared {
@@ -98,19 +122,7 @@ impl Shared {
             if priority == Priority::Interactive {
                 st.interactive_in_flight -= 1;
             }
-            // Waiters are in priority order: when the first may not start, none behind it may.
-            while let Some((&key, _)) = st.waiters.first_key_value() {
-                let waiting = key.0 .0;
-                if !st.may_start(waiting) {
-                    break;
-                }
-                let waiter = st.waiters.remove(&key).expect("the first waiter is there");
-                st.occupancy.waiting -= 1;
-                if waiter.send(()).is_ok() {
-                    st.start(waiting);
-                    break;
-                }
-            }
+            st.grant_waiting(1);
             st.occupancy
         };
         self.notify(now);
@@ -174,17 +186,7 @@ impl CapacityLimit {
         let now = {
             let mut st = self.shared.lock();
             st.occupancy.limit = limit;
-            while let Some((&key, _)) = st.waiters.first_key_value() {
-                let waiting = key.0 .0;
-                if !st.may_start(waiting) {
-                    break;
-                }
-                let waiter = st.waiters.remove(&key).expect("the first waiter is there");
-                st.occupancy.waiting -= 1;
-                if waiter.send(()).is_ok() {
-                    st.start(waiting);
-                }
-            }
+            st.grant_waiting(usize::MAX);
             st.occupancy
         };
         self.shared.notify(now);
