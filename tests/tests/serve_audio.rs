@@ -318,3 +318,65 @@ async fn uploads_go_to_disk_as_they_arrive_and_beyond_the_cap_are_refused_at_onc
         "field_too_large"
     );
 }
+
+#[tokio::test]
+async fn every_installed_voice_speaks_through_the_speech_endpoint_and_is_listed() {
+    require_models();
+    let server = headroom_tests::serve(&services()).await;
+    let http = reqwest::Client::new();
+    let listed: Value = http
+        .get(format!("{}/audio/voices", server.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let voices = listed["data"].as_array().unwrap();
+    let by_id = |id: &str| voices.iter().find(|v| v["id"] == id).cloned();
+    let kokoro =
+        by_id("kokoro-jf_alpha").expect("Kokoro's styles are listed (scripts/test installs it)");
+    assert_eq!(
+        (kokoro["engine"].as_str(), kokoro["kind"].as_str()),
+        (Some("kokoro"), Some("stock"))
+    );
+    assert!(kokoro["license"].as_str().unwrap().contains("Apache-2.0"));
+    assert_eq!(by_id("piper-joe").unwrap()["engine"], "piper");
+    assert_eq!(by_id("en-us").unwrap()["engine"], "espeak-ng");
+
+    let speak = |voice: &'static str| {
+        http.post(format!("{}/audio/speech", server.base_url()))
+            .json(&serde_json::json!({"model": "tts-1", "input": "Hello there.", "voice": voice, "response_format": "wav"}))
+            .send()
+    };
+    // The app's default neural voice, one of its styles, OpenAI's names, Piper and espeak-ng.
+    for voice in ["kokoro", "kokoro-jm_kumo", "alloy", "onyx", "joe", "en-gb"] {
+        let resp = speak(voice).await.unwrap();
+        assert_eq!(
+            resp.status(),
+            200,
+            "{voice}: {}",
+            resp.text().await.unwrap()
+        );
+        let wav = resp.bytes().await.unwrap();
+        let audio = headroom_speech::audio::decode_bytes(
+            wav.to_vec(),
+            Some("wav"),
+            std::path::Path::new("speech.wav"),
+            headroom_speech::audio::DecodeLimits::default(),
+        )
+        .unwrap();
+        assert!(audio.duration_secs() > 0.3, "{voice} says something");
+    }
+    let resp = speak("nobody").await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_voice_or_input");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nobody"),
+        "{body}"
+    );
+}

@@ -1,8 +1,8 @@
 use clap::Args;
+use headroom_services::voice_catalog::VoiceKind;
 use headroom_services::voice_work::{both_similarities, default_voice_name, INDEPENDENT_HINT};
-use headroom_services::{Services, NEURAL_VOICE_PREFIX};
+use headroom_services::Services;
 use headroom_speech::audio::write_wav;
-use headroom_speech::models;
 use headroom_speech::remote::RemoteSynthesizer;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,8 +19,8 @@ pub struct SpeakArgs {
     out: Option<PathBuf>,
     /// Voice: a voice profile's name (`headroom voice list`: cloned through the configured
     /// server, else its approximate voice match), `kokoro` or `kokoro-<style>` for the neural
-    /// Kokoro voice (`headroom models install kokoro`), `joe` for the Piper voice, or an
-    /// espeak-ng voice id (en-us, en-gb, de, fr, ...).
+    /// Kokoro voice (`headroom models install kokoro`), `joe` for the Piper voice, an
+    /// espeak-ng voice id (en-us, en-gb, de, fr, ...), or one of OpenAI's names (alloy, ...).
     #[arg(long)]
     voice: Option<String>,
     /// List the available voices.
@@ -42,12 +42,12 @@ pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitC
             return speak_as_profile(args.clone(), name, shared.clone()).await;
         }
     }
-    // `--voice joe` names the neural voice `piper-joe`; anything else is an espeak-ng voice.
-    let neural = args
-        .voice
-        .as_deref()
-        .map(|v| format!("{NEURAL_VOICE_PREFIX}{v}"))
-        .filter(|name| models::spec(name).is_ok());
+    if args.list_voices && args.server_url.is_none() {
+        print_catalog(&shared).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // OpenAI's names and `joe` (for `piper-joe`) as the voices they mean; the rest as given.
+    let local = args.voice.as_deref().map(|v| services.voice_id(v));
     let (speech, voice) = match &args.server_url {
         Some(url) => {
             let key = services.env().audio_api_key.clone();
@@ -58,7 +58,7 @@ pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitC
                 args.voice.clone(),
             )
         }
-        None => services.speech_for_voice(neural.as_deref().or(args.voice.as_deref()))?,
+        None => services.speech_for_voice(local.as_deref())?,
     };
     if args.list_voices {
         for v in speech.synthesizer().voices()? {
@@ -81,6 +81,29 @@ pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitC
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The voices `--voice` takes, as `GET /v1/audio/voices` lists them.
+async fn print_catalog(services: &Arc<Services>) -> anyhow::Result<()> {
+    let services = services.clone();
+    let voices = tokio::task::spawn_blocking(move || services.voice_catalog()).await??;
+    println!(
+        "{:<22} {:<10} {:<12} {:<8} LICENSE",
+        "VOICE", "ENGINE", "KIND", "LANG"
+    );
+    for v in voices {
+        let kind = match v.kind {
+            VoiceKind::Stock => "stock",
+            VoiceKind::Clone => "clone",
+            VoiceKind::Approximate => "approximate",
+        };
+        println!(
+            "{:<22} {:<10} {:<12} {:<8} {}",
+            v.id, v.engine, kind, v.language, v.license
+        );
+    }
+    println!("OpenAI's voice names (alloy, echo, nova, onyx, ...) mean the default neural voices.");
+    Ok(())
 }
 
 /// Speaks as a voice profile, and says how close the take is beside the default voice.

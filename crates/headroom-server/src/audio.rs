@@ -14,6 +14,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use headroom_core::admission::{Lane, Priority, RejectReason, Rejection};
 use headroom_services::speech::{AudioInput, KnownVoice, SpeakerRequest, Transcription};
+use headroom_services::voice_work::VoiceWorkError;
 use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{Speaker, TranscribeOptions, Transcript};
@@ -27,10 +28,6 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
-/// OpenAI's voice names; requests that use them get the default voice.
-const OPENAI_VOICES: &[&str] = &[
-    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
-];
 /// The longest text `/v1/audio/speech` takes, as OpenAI's endpoint does.
 const MAX_SPEECH_CHARS: usize = 4096;
 
@@ -41,6 +38,19 @@ pub fn routes(state: Arc<ServerState>) -> Router<Arc<ServerState>> {
             post(transcriptions).layer(DefaultBodyLimit::max(state.max_upload_bytes)),
         )
         .route("/v1/audio/speech", post(speech))
+        .route("/v1/audio/voices", axum::routing::get(voices))
+}
+
+/// Every voice `/v1/audio/speech` speaks: voice profiles (clone or approximate), Kokoro's and
+/// Piper's when installed, espeak-ng's, with language, engine and licence.
+async fn voices(State(state): State<Arc<ServerState>>) -> Result<Response, HttpError> {
+    let services = state.services.clone();
+    let listed = tokio::task::spawn_blocking(move || services.voice_catalog()).await;
+    let voices = match listed {
+        Ok(voices) => voices?,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    };
+    Ok(Json(json!({ "object": "list", "data": voices })).into_response())
 }
 
 fn too_large(state: &ServerState) -> HttpError {
@@ -550,9 +560,7 @@ async fn speech(
             format!("the input is over {MAX_SPEECH_CHARS} characters"),
         ));
     }
-    let voice = request
-        .voice
-        .filter(|v| !OPENAI_VOICES.contains(&v.as_str()));
+    let voice = request.voice.filter(|v| !v.trim().is_empty());
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
     // A voice profile's name: cloned through the configured server, else its voice match.
@@ -592,10 +600,13 @@ async fn speech(
                 .into_response());
         }
     }
-    let audio = state
-        .speech
-        .synthesize(request.input, voice, cancel)
-        .await?;
+    // Any other voice: OpenAI's names mapped, Kokoro's and Piper's by id, else espeak-ng's.
+    let voice = voice.map(|v| state.services.voice_id(&v));
+    let (speech, voice) = state
+        .services
+        .speech_for_voice(voice.as_deref())
+        .map_err(VoiceWorkError::from)?;
+    let audio = speech.synthesize(request.input, voice, cancel).await?;
     Ok(([(header::CONTENT_TYPE, "audio/wav")], wav_bytes(&audio)).into_response())
 }
 

@@ -33,6 +33,7 @@
 pub mod recording;
 pub mod residency;
 pub mod speech;
+pub mod voice_catalog;
 pub mod voice_work;
 pub mod voices;
 

@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 #[serde(tag = "kind", content = "result", rename_all = "snake_case")]
 pub enum JobOutcome {
-    Transcribed(Project),
+    Transcribed(Box<Project>),
     Cleaned(CleanupSummary),
     Synthesized(SpeechTake),
-    Narrated(NarrationSummary),
+    Narrated(Box<NarrationSummary>),
 }
 
 impl Workstation {
@@ -44,10 +44,10 @@ impl Workstation {
         let job = blocking(move || Ok(store.claim_job(&id, &claimed)?)).await?;
         tracing::info!(project = project_id, job = job_id, "resuming a job");
         match job.record().kind.clone() {
-            JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(
+            JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(Box::new(
                 self.run_transcription(project_id, job, progress, cancel)
                     .await?,
-            )),
+            ))),
             JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(
                 self.run_cleanup(project_id, job, on_event, &cancel).await?,
             )),
@@ -62,10 +62,10 @@ impl Workstation {
                         progress(done as f32 / of.max(1) as f32);
                     }
                 };
-                Ok(JobOutcome::Narrated(
+                Ok(JobOutcome::Narrated(Box::new(
                     self.run_narration(project_id, job, &report, &cancel)
                         .await?,
-                ))
+                )))
             }
         }
     }
