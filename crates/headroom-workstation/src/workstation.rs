@@ -25,7 +25,7 @@ use headroom_gpu::{GpuSampler, SamplerStatus};
 use headroom_services::recording::{LiveRequest, Recorded, Recording};
 use headroom_services::speech::{AudioInput, Resume, SpeakerRequest, SpeechError, Transcription};
 use headroom_services::voice_work::VoiceWorkError;
-use headroom_services::{LaneView, Services, ServicesError, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
+use headroom_services::{LaneView, Services, ServicesError};
 use headroom_speech::asr::diarize::attribute;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
@@ -33,7 +33,7 @@ use headroom_speech::audio::{
     self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits,
 };
 use headroom_speech::models::{self, ModelStatus};
-use headroom_speech::tts::{Kokoro, Voice};
+use headroom_speech::tts::Voice;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -455,64 +455,23 @@ impl Workstation {
             .map_err(|e| SpeechError::from(e).into())
     }
 
-    /// The voices on offer: the voice profiles (as `profile:<id>`), the installed neural voices
-    /// (Kokoro's styles as `kokoro-<style>`, Piper's as `piper-<name>`), then espeak-ng's.
+    /// The voices on offer, as the services' catalog lists them: the voice profiles (as
+    /// `profile:<id>`), the installed neural voices (Kokoro's styles as `kokoro-<style>`,
+    /// Piper's as `piper-<name>`), then espeak-ng's.
     pub fn voices(&self) -> Result<Vec<Voice>, WorkstationError> {
-        let mut voices = self
+        Ok(self
             .services
-            .speech()
-            .synthesizer()
-            .voices()
-            .map_err(SpeechError::from)?;
-        let dir = &self.services.env().models_dir;
-        for spec in models::MODELS
-            .iter()
-            .filter(|m| m.name.starts_with(NEURAL_VOICE_PREFIX))
-        {
-            if matches!(
-                models::status(dir, spec, false),
-                ModelStatus::Installed { .. }
-            ) {
-                voices.insert(
-                    0,
-                    Voice {
-                        id: spec.name.to_string(),
-                        language: "en-us".into(),
-                        name: format!("{} (neural)", spec.description),
-                    },
-                );
-            }
-        }
-        if let Ok(kokoro_dir) = models::locate(dir, KOKORO_VOICE) {
-            // Listed without loading the model: opening the Synthesize view costs no memory.
-            let styles = Kokoro::style_names_in(&kokoro_dir).map_err(SpeechError::from)?;
-            for (n, style) in styles.into_iter().enumerate() {
-                voices.insert(
-                    n,
-                    Voice {
-                        id: format!("kokoro-{style}"),
-                        language: "en".into(),
-                        name: format!("Kokoro {style} (neural)"),
-                    },
-                );
-            }
-        }
-        let profiles = self
-            .services
-            .voice_library()
-            .list()
-            .map_err(VoiceWorkError::from)?;
-        for (n, profile) in profiles.into_iter().enumerate() {
-            voices.insert(
-                n,
-                Voice {
-                    id: format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
-                    language: "en".into(),
-                    name: format!("{} (voice profile)", profile.name),
+            .voice_catalog()?
+            .into_iter()
+            .map(|v| Voice {
+                id: match &v.profile {
+                    Some(id) => format!("{PROFILE_VOICE_PREFIX}{id}"),
+                    None => v.id,
                 },
-            );
-        }
-        Ok(voices)
+                language: v.language,
+                name: v.name,
+            })
+            .collect())
     }
 
     /// Opens, changes and saves a project under the store's lock (see
