@@ -24,6 +24,21 @@ pub struct ServerInfo {
     pub slots: Option<usize>,
 }
 
+/// When the server says to try again: `Retry-After` in seconds, else the header LiteLLM's
+/// proxy sends with its 429s (`llm_provider-retry-after`).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    ["retry-after", "llm_provider-retry-after"]
+        .iter()
+        .find_map(|name| {
+            headers
+                .get(*name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        })
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
 /// Sums the waiting-request gauges of a Prometheus text exposition (one per model for vLLM).
 fn parse_waiting_requests(metrics: &str) -> Option<f64> {
     let values: Vec<f64> = metrics
@@ -239,13 +254,7 @@ impl LlmClient {
             });
         }
         if !(200..300).contains(&status) {
-            let retry_after = resp
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(Duration::from_secs_f64);
+            let retry_after = retry_after(resp.headers());
             let body = error_body(resp).await;
             return Err(LlmError::from_status(status, &body, retry_after));
         }
@@ -592,5 +601,18 @@ mod tests {
             Err(LlmError::InvalidUrl { .. })
         ));
         assert!(LlmClient::new("not a url", None).is_err());
+    }
+
+    #[test]
+    fn retry_after_is_read_from_the_standard_header_then_litellms() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("llm_provider-retry-after", HeaderValue::from_static("60"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(60)));
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after", HeaderValue::from_static("-1"));
+        assert_eq!(retry_after(&h), None, "a nonsense value is no hint");
     }
 }
