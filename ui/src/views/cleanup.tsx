@@ -12,7 +12,8 @@ import {
   type UiError,
 } from "../api";
 import { wordDiff } from "../diff";
-import { useEvent } from "../hooks";
+import { useEvent, useGuarded } from "../hooks";
+import { saveProjectSettings } from "../project";
 import { ErrorNotice } from "../rejection";
 import { formatTime } from "./transcribe";
 
@@ -21,25 +22,17 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
   // The project's servers, space-separated: the first, then more behind the same text lane.
   const shownServers = () => [project.settings.server_url ?? "", ...project.settings.upstreams].join(" ").trim();
   const [serverUrl, setServerUrl] = useState(shownServers());
-  const [error, setError] = useState<UiError | null>(null);
+  const { error, setError, guard } = useGuarded();
   const [destination, setDestination] = useState<TextDestination | null>(null);
   useEffect(() => setServerUrl(shownServers()), [project.id, project.settings.server_url, project.settings.upstreams.join(" ")]);
   useEffect(() => {
     api.textDestination(project.id).then(setDestination, (e) => setError(asUiError(e)));
   }, [project.id, project.settings.server_url, project.settings.remote_text_allowed]);
-  const save = async (change: Partial<ProjectSettings>) => {
-    setError(null);
-    try {
-      props.onProject(
-        await api.updateProjectSettings(project.id, { ...project.settings, ...change }, project.settings),
-      );
-    } catch (e) {
-      const error = asUiError(e);
-      setError(error);
-      // Saved elsewhere since this view loaded: show what is there now.
-      if (error.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
-    }
-  };
+  // Saved elsewhere since this view loaded: the refusal is shown with what is there now.
+  const save = (change: Partial<ProjectSettings>) =>
+    guard(async () => {
+      await saveProjectSettings(project, change, props.onProject);
+    });
   const s = project.settings;
   return (
     <fieldset class="settings-box" data-testid="project-cleanup-settings">

@@ -16,6 +16,7 @@ import {
   type SegmentState,
   type Voice,
 } from "../api";
+import { chooseSaveCopyPath } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
@@ -438,7 +439,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               data-testid="narration-export"
               onClick={() =>
                 guard(async () => {
-                  const chosen = await api.chooseSavePath(output.wav.split("/").pop() ?? "narration.wav");
+                  const chosen = await chooseSaveCopyPath(output.wav, "narration.wav");
                   if (chosen) setExported(await api.saveCopy(project.id, output.wav, chosen));
                 })
               }

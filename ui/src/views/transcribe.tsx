@@ -1,9 +1,10 @@
 // Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
 import { listen } from "@tauri-apps/api/event";
-import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asUiError, type LiveLine, type Project, type Segment, type UiError, type VersionInfo } from "../api";
+import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
+import { editProject, saveProjectSettings } from "../project";
 import { ErrorNotice } from "../rejection";
 import { SpeakerLanes, usePlayer, Waveform } from "../waveform";
 import { displayName, speakerColor, speakerName, SpeakersPanel } from "./speakers";
@@ -69,13 +70,9 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const chooseSpeakers = async (speakers: string) => {
     setError(null);
     try {
-      props.onProject(
-        await api.updateProjectSettings(project.id, { ...project.settings, speakers }, project.settings),
-      );
+      await saveProjectSettings(project, { speakers }, props.onProject);
     } catch (e) {
-      const err = asUiError(e);
-      setError(err);
-      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+      setError(asUiError(e));
     }
   };
 
@@ -162,20 +159,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
             placeholder="/path/to/recording.flac — or drop a file on the window"
             onInput={(e) => setPath((e.target as HTMLInputElement).value)}
           />
-          <button
-            type="button"
-            data-testid="transcribe-browse"
-            onClick={async () => {
-              const chosen = await open({
-                multiple: false,
-                directory: false,
-                filters: [{ name: "Audio", extensions: ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] }],
-              });
-              if (typeof chosen === "string") setPath(chosen);
-            }}
-          >
-            Browse…
-          </button>
+          <BrowseAudio testid="transcribe-browse" onChosen={setPath} />
           <label for="transcribe-speakers">Speakers</label>
           <select
             id="transcribe-speakers"
@@ -425,12 +409,10 @@ function SegmentSpeaker(props: {
   const edit = async (work: () => Promise<Project>) => {
     props.onError(null);
     try {
-      props.onProject(await work());
+      await editProject(project.id, work, props.onProject);
       setSplitting(false);
     } catch (e) {
-      const err = asUiError(e);
-      props.onError(err);
-      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+      props.onError(asUiError(e));
     }
   };
   const name = speakerName(project, s.speaker);

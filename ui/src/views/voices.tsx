@@ -2,7 +2,6 @@
 // and transcribed), search for an approximate voice match with progress, speak a test line and
 // compare it with the reference (A/B), with similarity bars beside the default voice; choose
 // and test the cloning server. A match is always called a match, never a clone.
-import { open } from "@tauri-apps/plugin-dialog";
 import { useEffect, useState } from "preact/hooks";
 import {
   api,
@@ -16,6 +15,7 @@ import {
   type VoiceProfile,
   type VoiceTakeView,
 } from "../api";
+import { BrowseAudio } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 
@@ -209,20 +209,7 @@ export function VoicesView() {
               value={clipPath}
               onInput={(e) => setClipPath((e.target as HTMLInputElement).value)}
             />
-            <button
-              type="button"
-              data-testid="voice-clip-browse"
-              onClick={async () => {
-                const chosen = await open({
-                  multiple: false,
-                  directory: false,
-                  filters: [{ name: "Audio", extensions: ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] }],
-                });
-                if (typeof chosen === "string") setClipPath(chosen);
-              }}
-            >
-              Browse…
-            </button>
+            <BrowseAudio testid="voice-clip-browse" onChosen={setClipPath} />
             <button type="submit" data-testid="voice-clip-add" disabled={adding.running !== null || clipPath.trim() === ""}>
               {adding.running ? "Checking…" : "Add clip"}
             </button>
