@@ -1,9 +1,13 @@
-// Runs the front end's unit tests: bundles each *.test.ts with esbuild, then node --test.
+// Runs the front end's unit tests: bundles each *.test.ts under src/ with esbuild, then node --test.
 import { build } from "esbuild";
 import { readdirSync, mkdirSync, rmSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 
-const tests = readdirSync("src").filter((f) => f.endsWith(".test.ts"));
+const tests = readdirSync("src", { recursive: true })
+  .map(String)
+  .filter((f) => f.endsWith(".test.ts"))
+  .sort();
+const out = (t) => `.test-build/${t.replace(/\.ts$/, ".mjs")}`;
 rmSync(".test-build", { recursive: true, force: true });
 mkdirSync(".test-build");
 for (const t of tests) {
@@ -12,10 +16,10 @@ for (const t of tests) {
     bundle: true,
     platform: "node",
     format: "esm",
-    outfile: `.test-build/${t.replace(/\.ts$/, ".mjs")}`,
+    outfile: out(t),
   });
 }
-const run = spawnSync(process.execPath, ["--test", ...tests.map((t) => `.test-build/${t.replace(/\.ts$/, ".mjs")}`)], {
+const run = spawnSync(process.execPath, ["--test", ...tests.map(out)], {
   stdio: "inherit",
 });
 process.exit(run.status ?? 1);

@@ -1,6 +1,6 @@
 // Clean up: per-project cleanup settings, streamed cleanup per segment, side-by-side diff,
 // accept or reject per segment or all, and rejections shown at the segment they hit.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useReducer, useRef, useState } from "preact/hooks";
 import {
   api,
   asUiError,
@@ -12,8 +12,10 @@ import {
   type UiError,
 } from "../api";
 import { wordDiff } from "../diff";
-import { useEvent } from "../hooks";
+import { useEvent, useGuarded } from "../hooks";
+import { saveProjectSettings } from "../project";
 import { ErrorNotice } from "../rejection";
+import { ALL, initialState, reducer } from "./cleanup.state";
 import { formatTime } from "./transcribe";
 
 export function ProjectCleanupSettings(props: { project: Project; onProject: (p: Project) => void }) {
@@ -21,25 +23,17 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
   // The project's servers, space-separated: the first, then more behind the same text lane.
   const shownServers = () => [project.settings.server_url ?? "", ...project.settings.upstreams].join(" ").trim();
   const [serverUrl, setServerUrl] = useState(shownServers());
-  const [error, setError] = useState<UiError | null>(null);
+  const { error, setError, guard } = useGuarded();
   const [destination, setDestination] = useState<TextDestination | null>(null);
   useEffect(() => setServerUrl(shownServers()), [project.id, project.settings.server_url, project.settings.upstreams.join(" ")]);
   useEffect(() => {
     api.textDestination(project.id).then(setDestination, (e) => setError(asUiError(e)));
   }, [project.id, project.settings.server_url, project.settings.remote_text_allowed]);
-  const save = async (change: Partial<ProjectSettings>) => {
-    setError(null);
-    try {
-      props.onProject(
-        await api.updateProjectSettings(project.id, { ...project.settings, ...change }, project.settings),
-      );
-    } catch (e) {
-      const error = asUiError(e);
-      setError(error);
-      // Saved elsewhere since this view loaded: show what is there now.
-      if (error.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
-    }
-  };
+  // Saved elsewhere since this view loaded: the refusal is shown with what is there now.
+  const save = (change: Partial<ProjectSettings>) =>
+    guard(async () => {
+      await saveProjectSettings(project, change, props.onProject);
+    });
   const s = project.settings;
   return (
     <fieldset class="settings-box" data-testid="project-cleanup-settings">
@@ -153,48 +147,33 @@ export function CleanupView(props: {
   onOpenSettings: () => void;
 }) {
   const { project } = props;
-  const [streams, setStreams] = useState<Record<number, string>>({});
-  const [running, setRunning] = useState<Record<number, string>>({});
-  const [errors, setErrors] = useState<Record<number, UiError>>({});
-  // The clean-all job's id while it runs. Also kept in a ref, set before the job starts: its
-  // first segment may be refused (GPU pressure, a full lane) before the view renders again,
-  // and that refusal must not be dropped as belonging to no job.
-  const [batch, setBatch] = useState<string | null>(null);
+  const [{ streams, running, errors, batch }, dispatch] = useReducer(reducer, initialState);
+  // The clean-all job's id is also kept in a ref, set before the job starts: its first
+  // segment may be refused (GPU pressure, a full lane) before the view renders again, and that
+  // refusal must not be dropped as belonging to no job.
   const batchRef = useRef<string | null>(null);
 
   useEvent("cleanup", (e) => {
     if (e.project !== project.id) return;
     if (e.event === "chunk_started" && e.attempt > 1) {
-      setStreams((s) => ({ ...s, [e.segment]: "" }));
+      dispatch({ type: "stream-restarted", index: e.segment });
     } else if (e.event === "delta") {
-      setStreams((s) => ({ ...s, [e.segment]: (s[e.segment] ?? "") + e.text }));
+      dispatch({ type: "delta", index: e.segment, text: e.text });
     }
   });
 
   const cleanOne = async (index: number, rulesOnly = false): Promise<boolean> => {
     const job = jobId(`cleanup-${index}`);
-    setRunning((r) => ({ ...r, [index]: job }));
-    setStreams((s) => ({ ...s, [index]: "" }));
-    setErrors((e) => {
-      const { [index]: _, ...rest } = e;
-      return rest;
-    });
+    dispatch({ type: "segment-started", index, job });
     try {
       await api.cleanSegment(project.id, index, rulesOnly, job);
       props.onProject(await api.openProject(project.id));
       return true;
     } catch (e) {
-      setErrors((errs) => ({ ...errs, [index]: asUiError(e) }));
+      dispatch({ type: "failed", index, error: asUiError(e) });
       return false;
     } finally {
-      setRunning((r) => {
-        const { [index]: _, ...rest } = r;
-        return rest;
-      });
-      setStreams((s) => {
-        const { [index]: _, ...rest } = s;
-        return rest;
-      });
+      dispatch({ type: "segment-ended", index });
     }
   };
 
@@ -204,19 +183,14 @@ export function CleanupView(props: {
   const cleanAll = async () => {
     const job = jobId("cleanup-all");
     batchRef.current = job;
-    setBatch(job);
-    setErrors({});
-    setRunning({ 0: job });
-    setStreams({ 0: "" });
+    dispatch({ type: "batch-started", job });
     try {
       await api.cleanAll(project.id, false, job);
     } catch (e) {
-      const error = asUiError(e);
-      if (error.kind !== "cancelled") setErrors((errs) => ({ ...errs, [-1]: error }));
+      dispatch({ type: "batch-failed", error: asUiError(e) });
     } finally {
       batchRef.current = null;
-      setBatch(null);
-      setRunning({});
+      dispatch({ type: "batch-ended" });
       props.onProject(await api.openProject(project.id));
     }
   };
@@ -224,13 +198,8 @@ export function CleanupView(props: {
   useEvent("cleanup-progress", (p) => {
     const current = batchRef.current;
     if (p.project !== project.id || !current) return;
-    const next = p.segment + 1;
-    setRunning(next < p.count ? { [next]: current } : {});
-    setStreams((s) => (next < p.count ? { ...s, [next]: "" } : s));
-    if (p.error) {
-      const error = p.error;
-      setErrors((errs) => ({ ...errs, [p.segment]: error }));
-    } else {
+    dispatch({ type: "batch-progress", job: current, index: p.segment, count: p.count, error: p.error });
+    if (!p.error) {
       // The segment's suggestion is saved: show it now, not when the whole job ends.
       api.openProject(project.id).then(props.onProject, () => {});
     }
@@ -240,7 +209,7 @@ export function CleanupView(props: {
     try {
       props.onProject(await api.decide(project.id, segment, decision));
     } catch (e) {
-      setErrors((errs) => ({ ...errs, [segment ?? -1]: asUiError(e) }));
+      dispatch({ type: "failed", index: segment ?? ALL, error: asUiError(e) });
     }
   };
 
@@ -275,17 +244,8 @@ export function CleanupView(props: {
               Reject all
             </button>
           </div>
-          {errors[-1] && (
-            <ErrorNotice
-              scope="cleanup"
-              error={errors[-1]}
-              onDismiss={() =>
-                setErrors((e) => {
-                  const { [-1]: _, ...rest } = e;
-                  return rest;
-                })
-              }
-            />
+          {errors[ALL] && (
+            <ErrorNotice scope="cleanup" error={errors[ALL]} onDismiss={() => dispatch({ type: "dismissed", index: ALL })} />
           )}
           <ol class="cleanup-list">
             {project.segments.map((s, i) => (
@@ -298,12 +258,7 @@ export function CleanupView(props: {
                 error={errors[i]}
                 onClean={(rulesOnly) => cleanOne(i, rulesOnly)}
                 onDecide={(d) => decide(i, d)}
-                onDismiss={() =>
-                  setErrors((e) => {
-                    const { [i]: _, ...rest } = e;
-                    return rest;
-                  })
-                }
+                onDismiss={() => dispatch({ type: "dismissed", index: i })}
                 onOpenSettings={props.onOpenSettings}
               />
             ))}

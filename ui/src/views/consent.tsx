@@ -2,28 +2,23 @@
 // profile's reference clips to the cloning server. On this machine that needs nothing; on
 // another, the project must allow that server, and this says exactly what goes where.
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, type Project, type TextDestination, type UiError } from "../api";
+import { api, asUiError, type Project, type TextDestination } from "../api";
+import { useGuarded } from "../hooks";
+import { saveProjectSettings } from "../project";
 import { ErrorNotice } from "../rejection";
 
 export function VoiceConsent(props: { project: Project; voice: string | null; onProject: (p: Project) => void }) {
   const { project, voice } = props;
   const [destination, setDestination] = useState<TextDestination | null>(null);
-  const [error, setError] = useState<UiError | null>(null);
+  const { error, setError, guard } = useGuarded();
   useEffect(() => {
     api.voiceDestination(project.id).then(setDestination, (e) => setError(asUiError(e)));
   }, [project.id, project.settings.remote_voice_allowed]);
   if (!voice?.startsWith("profile:") || !destination || destination.on_this_machine) return null;
-  const allow = async (allowed: boolean) => {
-    setError(null);
-    try {
-      const settings = { ...project.settings, remote_voice_allowed: allowed ? destination.origin : null };
-      props.onProject(await api.updateProjectSettings(project.id, settings, project.settings));
-    } catch (e) {
-      const error = asUiError(e);
-      setError(error);
-      if (error.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
-    }
-  };
+  const allow = (allowed: boolean) =>
+    guard(async () => {
+      await saveProjectSettings(project, { remote_voice_allowed: allowed ? destination.origin : null }, props.onProject);
+    });
   return (
     <div class="row" data-testid="voice-destination">
       <label class="toggle">

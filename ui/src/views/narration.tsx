@@ -2,26 +2,16 @@
 // chosen voice, fit it to its segment's time, and lay out the narration with subtitles. The
 // timeline shows every segment's state as it changes (refusals with their reason), plays a
 // segment of the original or of the narration (A/B), re-runs one segment, and exports.
-import { useEffect, useState } from "preact/hooks";
-import {
-  api,
-  asUiError,
-  type FailurePolicy,
-  type LanguageView,
-  type NarratedSegment,
-  type NarrationMode,
-  type NarrationSummary,
-  type NarrationView,
-  type Project,
-  type SegmentState,
-  type Voice,
-} from "../api";
+import { useEffect, useReducer } from "preact/hooks";
+import { api, asUiError, type FailurePolicy, type NarrationMode, type NarrationSummary, type Project, type SegmentState } from "../api";
+import { chooseSaveCopyPath } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
 import { speakerColor, speakerName } from "./speakers";
 import { VoiceConsent } from "./consent";
+import { initialState, narrationOptions, reducer, type Side } from "./narration.state";
 
 /** How a state reads on the timeline. */
 function describe(state: SegmentState): string {
@@ -43,107 +33,51 @@ function describe(state: SegmentState): string {
   }
 }
 
-type Side = "original" | "narration";
-
 export function NarrationView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
-  const [view, setView] = useState<NarrationView | null>(null);
-  const [states, setStates] = useState<SegmentState[]>([]);
-  const [segments, setSegments] = useState<(NarratedSegment | null)[]>([]);
-  const [languages, setLanguages] = useState<LanguageView[]>([]);
-  const [voices, setVoices] = useState<Voice[]>([]);
-  const last = view?.narration?.settings;
-  const [mode, setMode] = useState<NarrationMode>(last?.mode ?? project.settings.cleanup_mode);
-  const [language, setLanguage] = useState("es");
-  const [voice, setVoice] = useState<string>("");
-  const [policy, setPolicy] = useState<FailurePolicy>(project.settings.failure_policy);
-  const [mix, setMix] = useState(false);
-  // The voice chosen for each speaker ("" : their default, which the view names).
-  const [speakerVoices, setSpeakerVoices] = useState<Record<string, string>>({});
-  const [progress, setProgress] = useState<{ done: number; of: number } | null>(null);
-  const [summary, setSummary] = useState<NarrationSummary | null>(null);
+  const [state, dispatch] = useReducer(reducer, project.settings, initialState);
+  const { view, states, segments, languages, voices, progress, summary, side, exported } = state;
+  const { mode, language, voice, policy, mix, speakerVoices } = state.choices;
   const { error, setError, guard } = useGuarded();
-  const [side, setSide] = useState<Side>("original");
-  const [exported, setExported] = useState<string | null>(null);
   const narration = useJob("narrate");
   const player = usePlayer(project.id);
 
-  const load = async () => {
-    const v = await api.narration(project.id);
-    setView(v);
-    setStates(v.states);
-    setSegments(v.narration?.segments ?? []);
-    return v;
-  };
+  const load = async (restore = false) => dispatch({ type: "loaded", view: await api.narration(project.id), restore });
   useEffect(() => {
-    load().then((v) => {
-      const s = v.narration?.settings;
-      if (s) {
-        setMode(s.mode);
-        if (s.mode === "translate") setLanguage(s.language);
-        setVoice(s.voice ?? "");
-        setPolicy(s.policy);
-        setMix(s.mix);
-        setSpeakerVoices({ ...(s.speaker_voices ?? {}) });
-      }
-    }, (e) => setError(asUiError(e)));
-    api.narrationLanguages().then(setLanguages, (e) => setError(asUiError(e)));
-    api.listVoices().then(setVoices, (e) => setError(asUiError(e)));
+    // Opening the view: the choices are the last run's.
+    load(true).catch((e) => setError(asUiError(e)));
+    api.narrationLanguages().then(
+      (languages) => dispatch({ type: "languages-loaded", languages }),
+      (e) => setError(asUiError(e)),
+    );
+    api.listVoices().then(
+      (voices) => dispatch({ type: "voices-loaded", voices }),
+      (e) => setError(asUiError(e)),
+    );
   }, [project.id]);
 
   useEvent("narration", (e) => {
     if (e.project !== project.id) return;
     if (e.event === "planned") {
-      setProgress({ done: 0, of: e.to_do.length });
+      dispatch({ type: "planned", count: e.to_do.length });
     } else if (e.event === "segment") {
-      setStates((s) => {
-        const next = [...s];
-        next[e.index] = e.state;
-        return next;
-      });
-      // A synthesized take is not saved yet: keep the saved segment until it is.
-      if (e.state.state !== "synthesized") {
-        setSegments((s) => {
-          const next = [...s];
-          next[e.index] = e.segment;
-          return next;
-        });
-      }
-      setProgress({ done: e.done, of: e.of });
+      dispatch({ type: "segment", index: e.index, state: e.state, segment: e.segment, done: e.done, of: e.of });
     }
   });
 
-
   const run = (work: (job: string) => Promise<NarrationSummary>) =>
     guard(async () => {
-      setSummary(null);
+      dispatch({ type: "run-started" });
       try {
-        setSummary(await narration.run(work));
+        dispatch({ type: "run-finished", summary: await narration.run(work) });
       } finally {
-        setProgress(null);
+        dispatch({ type: "run-ended" });
         await load();
         props.onProject(await api.openProject(project.id));
       }
     });
 
-  const start = () =>
-    run((job) =>
-      api.narrate(
-        project.id,
-        {
-          mode,
-          to: mode === "translate" ? language : null,
-          voice: voice === "" ? null : voice,
-          policy,
-          mix,
-          // Every speaker's choice, so one set back to its default is cleared too.
-          speaker_voices: Object.fromEntries(
-            (view?.speakers ?? []).map((v) => [v.speaker, speakerVoices[v.speaker] ?? ""]),
-          ),
-        },
-        job,
-      ),
-    );
+  const start = () => run((job) => api.narrate(project.id, narrationOptions(state), job));
 
   const output = view?.narration?.output ?? null;
   const playSegment = (i: number, which: Side) => {
@@ -179,7 +113,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           id="narration-mode"
           data-testid="narration-mode"
           value={mode}
-          onChange={(e) => setMode((e.target as HTMLSelectElement).value as NarrationMode)}
+          onChange={(e) => dispatch({ type: "mode", mode: (e.target as HTMLSelectElement).value as NarrationMode })}
         >
           <option value="cleanup">Clean up</option>
           <option value="rewrite">Rewrite as narration</option>
@@ -190,7 +124,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
             data-testid="narration-language"
             aria-label="Language"
             value={language}
-            onChange={(e) => setLanguage((e.target as HTMLSelectElement).value)}
+            onChange={(e) => dispatch({ type: "language", language: (e.target as HTMLSelectElement).value })}
           >
             {languages
               .filter((l) => l.code !== (project.language ?? "en"))
@@ -206,7 +140,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           id="narration-voice"
           data-testid="narration-voice"
           value={voice}
-          onChange={(e) => setVoice((e.target as HTMLSelectElement).value)}
+          onChange={(e) => dispatch({ type: "voice", voice: (e.target as HTMLSelectElement).value })}
         >
           <option value="">The project's voice</option>
           {voices.map((v) => (
@@ -220,7 +154,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           id="narration-policy"
           data-testid="narration-policy"
           value={policy}
-          onChange={(e) => setPolicy((e.target as HTMLSelectElement).value as FailurePolicy)}
+          onChange={(e) => dispatch({ type: "policy", policy: (e.target as HTMLSelectElement).value as FailurePolicy })}
         >
           <option value="reject">Flag the segment</option>
           <option value="fallback">Clean it by the rules</option>
@@ -231,7 +165,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
             type="checkbox"
             data-testid="narration-mix"
             checked={mix}
-            onChange={(e) => setMix((e.target as HTMLInputElement).checked)}
+            onChange={(e) => dispatch({ type: "mix", mix: (e.target as HTMLInputElement).checked })}
           />{" "}
           Mix over the original
         </label>
@@ -256,10 +190,9 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                 id={`narration-speaker-voice-${v.speaker}`}
                 data-testid={`narration-speaker-voice-${v.speaker}`}
                 value={speakerVoices[v.speaker] ?? ""}
-                onChange={(e) => {
-                  const chosen = (e.target as HTMLSelectElement).value;
-                  setSpeakerVoices((all) => ({ ...all, [v.speaker]: chosen }));
-                }}
+                onChange={(e) =>
+                  dispatch({ type: "speaker-voice", speaker: v.speaker, voice: (e.target as HTMLSelectElement).value })
+                }
               >
                 <option value="">
                   {v.source === "chosen" ? "Default voice" : `${v.source === "profile" ? "Their voice profile" : "Default"}: ${v.voice}`}
@@ -320,7 +253,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                     data-testid={`narration-ab-${s}`}
                     checked={side === s}
                     disabled={s === "narration" && !output}
-                    onChange={() => setSide(s)}
+                    onChange={() => dispatch({ type: "side", side: s })}
                   />{" "}
                   {s === "original" ? "A: original" : "B: narration"}
                 </label>
@@ -438,8 +371,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               data-testid="narration-export"
               onClick={() =>
                 guard(async () => {
-                  const chosen = await api.chooseSavePath(output.wav.split("/").pop() ?? "narration.wav");
-                  if (chosen) setExported(await api.saveCopy(project.id, output.wav, chosen));
+                  const chosen = await chooseSaveCopyPath(output.wav, "narration.wav");
+                  if (chosen) dispatch({ type: "exported", path: await api.saveCopy(project.id, output.wav, chosen) });
                 })
               }
             >

@@ -6,6 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, type Project, type Speaker, type UiError, type VoiceProfile } from "../api";
 import { useJob } from "../hooks";
+import { editProject } from "../project";
 import { ErrorNotice } from "../rejection";
 import { SPEAKER_COLORS } from "../waveform";
 
@@ -80,11 +81,9 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
     setError(null);
     setMade(null);
     try {
-      props.onProject(await work());
+      await editProject(project.id, work, props.onProject);
     } catch (e) {
-      const err = asUiError(e);
-      setError(err);
-      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+      setError(asUiError(e));
     }
   };
 

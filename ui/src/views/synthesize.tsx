@@ -2,7 +2,9 @@
 // and save the WAV.
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type Project, type Voice } from "../api";
+import { chooseSaveCopyPath } from "../files";
 import { useJob, useGuarded } from "../hooks";
+import { saveProjectSettings } from "../project";
 import { ErrorNotice } from "../rejection";
 import { VoiceConsent } from "./consent";
 
@@ -18,7 +20,6 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
   useEffect(() => {
     api.listVoices().then(setVoices, (e) => setError(asUiError(e)));
   }, []);
-
 
   const speak = (segment: number | null) =>
     guard(async () => {
@@ -41,18 +42,14 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
           id="voice"
           data-testid="synth-voice"
           value={project.settings.voice ?? ""}
-          onChange={(e) =>
+          onChange={(e) => {
+            const v = (e.target as HTMLSelectElement).value;
+            // Shared with every view that saves project settings: a "changed elsewhere"
+            // refusal reloads the project, so the next choice is not refused again.
             guard(async () => {
-              const v = (e.target as HTMLSelectElement).value;
-              props.onProject(
-                await api.updateProjectSettings(
-                  project.id,
-                  { ...project.settings, voice: v === "" ? null : v },
-                  project.settings,
-                ),
-              );
-            })
-          }
+              await saveProjectSettings(project, { voice: v === "" ? null : v }, props.onProject);
+            });
+          }}
         >
           <option value="">Default (espeak-ng)</option>
           {voices.map((v) => (
@@ -143,7 +140,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                   data-testid={`synth-save-browse-${n}`}
                   onClick={() =>
                     guard(async () => {
-                      const chosen = await api.chooseSavePath(t.file.split("/").pop() ?? "take.wav");
+                      const chosen = await chooseSaveCopyPath(t.file, "take.wav");
                       if (chosen) setSaveTo((s) => ({ ...s, [t.file]: chosen }));
                     })
                   }

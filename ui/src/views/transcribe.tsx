@@ -1,12 +1,14 @@
 // Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
 import { listen } from "@tauri-apps/api/event";
-import { open } from "@tauri-apps/plugin-dialog";
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, asUiError, type LiveLine, type Project, type Segment, type UiError, type VersionInfo } from "../api";
+import { useEffect, useReducer, useRef, useState } from "preact/hooks";
+import { api, asUiError, type Project, type Segment, type UiError, type VersionInfo } from "../api";
+import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
+import { editProject, saveProjectSettings } from "../project";
 import { ErrorNotice } from "../rejection";
 import { SpeakerLanes, usePlayer, Waveform } from "../waveform";
 import { displayName, speakerColor, speakerName, SpeakersPanel } from "./speakers";
+import { initialState, reducer } from "./transcribe.state";
 
 /** The speakers choice: off, estimated, or how many. */
 const SPEAKER_CHOICES = ["off", "auto", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
@@ -22,37 +24,25 @@ export function formatTime(seconds: number): string {
 
 export function TranscribeView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
-  const [path, setPath] = useState("");
+  const [state, dispatch] = useReducer(reducer, initialState);
+  const { path, progress, level, live, liveFinals, livePartial, error, format, exported, drafts } = state;
+  const setPath = (path: string) => dispatch({ type: "path", path });
+  const setError = (error: UiError | null) => dispatch({ type: "error", error });
   const transcription = useJob("transcribe");
   const recorder = useJob("record");
   const job = transcription.running;
   const recording = recorder.running;
-  const [progress, setProgress] = useState(0);
-  const [level, setLevel] = useState<number | null>(null);
-  // Live transcription while recording: the phrases made final, and the one being spoken.
-  const [live, setLive] = useState(true);
-  const [liveFinals, setLiveFinals] = useState<LiveLine[]>([]);
-  const [livePartial, setLivePartial] = useState<LiveLine | null>(null);
-  const [error, setError] = useState<UiError | null>(null);
-  const [format, setFormat] = useState("srt");
-  const [exported, setExported] = useState<string | null>(null);
   const player = usePlayer(project.id);
   const playingIndex = player.playing === null ? null : Number(player.playing);
 
   useEvent("job-progress", (p) => {
-    if (p.job === job) setProgress(p.progress);
+    if (p.job === job) dispatch({ type: "progress", progress: p.progress });
   });
   useEvent("record-level", (p) => {
-    if (p.job === recording) setLevel(p.dbfs);
+    if (p.job === recording) dispatch({ type: "level", dbfs: p.dbfs });
   });
   useEvent("live-transcript", (p) => {
-    if (p.job !== recording) return;
-    if (p.partial) {
-      setLivePartial(p.partial);
-    } else {
-      setLivePartial(null);
-      setLiveFinals((lines) => [...lines, ...p.finals]);
-    }
+    if (p.job === recording) dispatch({ type: "live-transcript", partial: p.partial, finals: p.finals });
   });
   // Files dropped on the window (Tauri's own event, not the shell's).
   useEffect(() => {
@@ -69,20 +59,14 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const chooseSpeakers = async (speakers: string) => {
     setError(null);
     try {
-      props.onProject(
-        await api.updateProjectSettings(project.id, { ...project.settings, speakers }, project.settings),
-      );
+      await saveProjectSettings(project, { speakers }, props.onProject);
     } catch (e) {
-      const err = asUiError(e);
-      setError(err);
-      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+      setError(asUiError(e));
     }
   };
 
   const transcribe = async (file: string) => {
-    setProgress(0);
-    setError(null);
-    setExported(null);
+    dispatch({ type: "transcribe-started" });
     try {
       props.onProject(await transcription.run((id) => api.transcribe(project.id, file, id)));
     } catch (e) {
@@ -91,9 +75,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   };
 
   const record = async () => {
-    setError(null);
-    setLiveFinals([]);
-    setLivePartial(null);
+    dispatch({ type: "record-started" });
     let outcome;
     try {
       outcome = await recorder.run((id) => api.record(project.id, 600, live, id));
@@ -101,13 +83,11 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
       setError(asUiError(e));
       return;
     } finally {
-      setLevel(null);
-      setLivePartial(null);
+      dispatch({ type: "record-stopped" });
     }
-    setPath(outcome.file);
+    // Transcribed while recording: that transcript is the project's now.
+    dispatch({ type: "recorded", file: outcome.file, transcribed: !!outcome.project });
     if (outcome.project) {
-      // Transcribed while recording: that transcript is the project's now.
-      setLiveFinals([]);
       props.onProject(outcome.project);
       return;
     }
@@ -119,7 +99,6 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   // Edits are saved as they are made: a short pause in typing saves, and so does leaving the
   // field. Until saved, the typed text is a draft, so a save that comes back while the user
   // is still typing never puts older text into the field.
-  const [drafts, setDrafts] = useState<Record<number, string>>({});
   const timers = useRef<Record<number, ReturnType<typeof setTimeout>>>({});
   useEffect(() => () => Object.values(timers.current).forEach(clearTimeout), []);
   const saveSegment = async (index: number, text: string) => {
@@ -127,17 +106,13 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
     if (project.segments[index]?.text === text) return;
     try {
       props.onProject(await api.editSegment(project.id, index, text));
-      setDrafts((d) => {
-        if (d[index] !== text) return d;
-        const { [index]: _saved, ...rest } = d;
-        return rest;
-      });
+      dispatch({ type: "draft-saved", index, text });
     } catch (e) {
       setError(asUiError(e));
     }
   };
   const typed = (index: number, text: string) => {
-    setDrafts((d) => ({ ...d, [index]: text }));
+    dispatch({ type: "draft", index, text });
     clearTimeout(timers.current[index]);
     timers.current[index] = setTimeout(() => saveSegment(index, text), EDIT_SAVE_DELAY_MS);
   };
@@ -162,20 +137,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
             placeholder="/path/to/recording.flac — or drop a file on the window"
             onInput={(e) => setPath((e.target as HTMLInputElement).value)}
           />
-          <button
-            type="button"
-            data-testid="transcribe-browse"
-            onClick={async () => {
-              const chosen = await open({
-                multiple: false,
-                directory: false,
-                filters: [{ name: "Audio", extensions: ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] }],
-              });
-              if (typeof chosen === "string") setPath(chosen);
-            }}
-          >
-            Browse…
-          </button>
+          <BrowseAudio testid="transcribe-browse" onChosen={setPath} />
           <label for="transcribe-speakers">Speakers</label>
           <select
             id="transcribe-speakers"
@@ -206,7 +168,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                   type="checkbox"
                   data-testid="record-live"
                   checked={live}
-                  onChange={(e) => setLive((e.target as HTMLInputElement).checked)}
+                  onChange={(e) => dispatch({ type: "live", live: (e.target as HTMLInputElement).checked })}
                 />
                 Transcribe while recording
               </label>
@@ -273,7 +235,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               id="export-format"
               data-testid="export-format"
               value={format}
-              onChange={(e) => setFormat((e.target as HTMLSelectElement).value)}
+              onChange={(e) => dispatch({ type: "format", format: (e.target as HTMLSelectElement).value })}
             >
               <option value="txt">TXT</option>
               <option value="srt">SRT</option>
@@ -284,7 +246,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               data-testid="export-button"
               onClick={async () => {
                 try {
-                  setExported(await api.exportTranscript(project.id, format));
+                  dispatch({ type: "exported", path: await api.exportTranscript(project.id, format) });
                 } catch (e) {
                   setError(asUiError(e));
                 }
@@ -425,12 +387,10 @@ function SegmentSpeaker(props: {
   const edit = async (work: () => Promise<Project>) => {
     props.onError(null);
     try {
-      props.onProject(await work());
+      await editProject(project.id, work, props.onProject);
       setSplitting(false);
     } catch (e) {
-      const err = asUiError(e);
-      props.onError(err);
-      if (err.kind === "changed_elsewhere") props.onProject(await api.openProject(project.id));
+      props.onError(asUiError(e));
     }
   };
   const name = speakerName(project, s.speaker);

@@ -2,22 +2,12 @@
 // and transcribed), search for an approximate voice match with progress, speak a test line and
 // compare it with the reference (A/B), with similarity bars beside the default voice; choose
 // and test the cloning server. A match is always called a match, never a clone.
-import { open } from "@tauri-apps/plugin-dialog";
-import { useEffect, useState } from "preact/hooks";
-import {
-  api,
-  asUiError,
-  jobId,
-  on,
-  type ClipReport,
-  type Health,
-  type MatchProgress,
-  type Settings,
-  type VoiceProfile,
-  type VoiceTakeView,
-} from "../api";
+import { useEffect, useReducer } from "preact/hooks";
+import { api, asUiError, jobId, type ClipReport, type VoiceProfile } from "../api";
+import { BrowseAudio } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { ErrorNotice } from "../rejection";
+import { initialState, reducer, selectedVoice, type Field } from "./voices.state";
 
 /** What to do when a score has no independent judge's number. */
 const INDEPENDENT_HINT = "No independent score: install Resemblyzer's embedder with `headroom models install resemblyzer`.";
@@ -67,41 +57,31 @@ function Report(props: { report: ClipReport; testid: string }) {
 }
 
 export function VoicesView() {
-  const [voices, setVoices] = useState<VoiceProfile[]>([]);
-  const [selected, setSelected] = useState<string | null>(null);
-  const [newName, setNewName] = useState("");
-  const [rename, setRename] = useState("");
-  const [clipPath, setClipPath] = useState("");
-  const [refused, setRefused] = useState<ClipReport | null>(null);
-  const [budget, setBudget] = useState(160);
-  const [progress, setProgress] = useState<MatchProgress | null>(null);
-  const [line, setLine] = useState("This is how I sound in Headroom.");
-  const [take, setTake] = useState<VoiceTakeView | null>(null);
-  const [transcripts, setTranscripts] = useState<Record<string, string>>({});
-  const [settings, setSettings] = useState<Settings | null>(null);
-  const [health, setHealth] = useState<Health | null>(null);
+  const [state, dispatch] = useReducer(reducer, initialState);
+  const { voices, selected, newName, rename, clipPath, refused, budget, progress } = state;
+  const { line, take, transcripts, settings, health, level } = state;
   const { error, setError, guard } = useGuarded();
   const adding = useJob("voice-clip");
   const matching = useJob("voice-match");
   const speaking = useJob("voice-speak");
   const recorder = useJob("voice-record");
-  const [level, setLevel] = useState<number | null>(null);
   useEvent("record-level", (p) => {
-    if (p.job === recorder.running) setLevel(p.dbfs);
+    if (p.job === recorder.running) dispatch({ type: "level", dbfs: p.dbfs });
   });
+  useEvent("voice-match-progress", (p) => dispatch({ type: "match-progress", progress: p.progress }));
 
-  const refresh = async () => setVoices(await api.voiceProfiles());
+  const refresh = async () => dispatch({ type: "loaded", voices: await api.voiceProfiles() });
   useEffect(() => {
     refresh().catch((e) => setError(asUiError(e)));
-    api.getSettings().then(setSettings, (e) => setError(asUiError(e)));
-    const stop = on("voice-match-progress", (p) => setProgress(p.progress));
-    return () => {
-      stop.then((f) => f());
-    };
+    api.getSettings().then(
+      (settings) => dispatch({ type: "settings-loaded", settings }),
+      (e) => setError(asUiError(e)),
+    );
   }, []);
 
-  const voice = voices.find((v) => v.id === selected) ?? null;
-  const replace = (v: VoiceProfile) => setVoices((all) => all.map((x) => (x.id === v.id ? v : x)));
+  const voice = selectedVoice(state);
+  const replace = (v: VoiceProfile) => dispatch({ type: "updated", voice: v });
+  const typed = (field: Field) => (e: Event) => dispatch({ type: "typed", field, value: (e.target as HTMLInputElement).value });
   const current = voice?.matched && voice.matched.clip_ids.join() === voice.clips.map((c) => c.id).join() ? voice.matched : null;
 
   return (
@@ -114,14 +94,13 @@ export function VoicesView() {
           e.preventDefault();
           guard(async () => {
             const v = await api.createVoice(newName);
-            setNewName("");
+            dispatch({ type: "created", id: v.id });
             await refresh();
-            setSelected(v.id);
           });
         }}
       >
         <label for="voice-name">New voice</label>
-        <input id="voice-name" data-testid="voice-name" value={newName} onInput={(e) => setNewName((e.target as HTMLInputElement).value)} />
+        <input id="voice-name" data-testid="voice-name" value={newName} onInput={typed("newName")} />
         <button type="submit" data-testid="voice-create" disabled={newName.trim() === ""}>
           Create
         </button>
@@ -137,11 +116,7 @@ export function VoicesView() {
               <button
                 data-testid={`voice-item-${v.id}`}
                 class={v.id === selected ? "nav active" : "nav"}
-                onClick={() => {
-                  setSelected(v.id);
-                  setTake(null);
-                  setRefused(null);
-                }}
+                onClick={() => dispatch({ type: "selected", id: v.id })}
               >
                 {v.name} ({v.clips.length} clips)
               </button>
@@ -158,8 +133,7 @@ export function VoicesView() {
             onSubmit={(e) => {
               e.preventDefault();
               guard(async () => {
-                replace(await api.renameVoice(voice.id, rename));
-                setRename("");
+                dispatch({ type: "renamed", voice: await api.renameVoice(voice.id, rename) });
               });
             }}
           >
@@ -167,7 +141,7 @@ export function VoicesView() {
               data-testid="voice-rename-input"
               placeholder="New name"
               value={rename}
-              onInput={(e) => setRename((e.target as HTMLInputElement).value)}
+              onInput={typed("rename")}
             />
             <button type="submit" data-testid="voice-rename" disabled={rename.trim() === ""}>
               Rename
@@ -179,7 +153,7 @@ export function VoicesView() {
               onClick={() =>
                 guard(async () => {
                   await api.deleteVoice(voice.id);
-                  setSelected(null);
+                  dispatch({ type: "deleted" });
                   await refresh();
                 })
               }
@@ -193,10 +167,8 @@ export function VoicesView() {
             onSubmit={(e) => {
               e.preventDefault();
               guard(async () => {
-                const added = await adding.run((job) => api.addVoiceClip(voice.id, clipPath, job));
-                replace(added.voice);
-                setRefused(added.added ? null : added.report);
-                if (added.added) setClipPath("");
+                const result = await adding.run((job) => api.addVoiceClip(voice.id, clipPath, job));
+                dispatch({ type: "clip-checked", result, fromPath: true });
               });
             }}
           >
@@ -207,22 +179,9 @@ export function VoicesView() {
               data-testid="voice-clip-path"
               placeholder="/path/to/reference.wav (5–30 s of one person speaking)"
               value={clipPath}
-              onInput={(e) => setClipPath((e.target as HTMLInputElement).value)}
+              onInput={typed("clipPath")}
             />
-            <button
-              type="button"
-              data-testid="voice-clip-browse"
-              onClick={async () => {
-                const chosen = await open({
-                  multiple: false,
-                  directory: false,
-                  filters: [{ name: "Audio", extensions: ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] }],
-                });
-                if (typeof chosen === "string") setClipPath(chosen);
-              }}
-            >
-              Browse…
-            </button>
+            <BrowseAudio testid="voice-clip-browse" onChosen={(value) => dispatch({ type: "typed", field: "clipPath", value })} />
             <button type="submit" data-testid="voice-clip-add" disabled={adding.running !== null || clipPath.trim() === ""}>
               {adding.running ? "Checking…" : "Add clip"}
             </button>
@@ -233,11 +192,10 @@ export function VoicesView() {
                 disabled={adding.running !== null}
                 onClick={() =>
                   guard(async () => {
-                    setLevel(null);
+                    dispatch({ type: "record-started" });
                     // Up to 30 s, the longest clip kept; Stop ends it sooner and keeps it.
-                    const added = await recorder.run((job) => api.recordVoiceClip(voice.id, 30, job));
-                    replace(added.voice);
-                    setRefused(added.added ? null : added.report);
+                    const result = await recorder.run((job) => api.recordVoiceClip(voice.id, 30, job));
+                    dispatch({ type: "clip-checked", result, fromPath: false });
                   })
                 }
               >
@@ -282,7 +240,7 @@ export function VoicesView() {
                     class="grow"
                     data-testid={`voice-clip-transcript-${c.id}`}
                     value={transcripts[c.id] ?? c.transcript ?? ""}
-                    onInput={(e) => setTranscripts((t) => ({ ...t, [c.id]: (e.target as HTMLInputElement).value }))}
+                    onInput={(e) => dispatch({ type: "transcript-typed", clip: c.id, value: (e.target as HTMLInputElement).value })}
                   />
                   <button type="submit" data-testid={`voice-clip-transcript-save-${c.id}`}>
                     Save transcript
@@ -305,14 +263,14 @@ export function VoicesView() {
               min={1}
               data-testid="voice-match-budget"
               value={budget}
-              onInput={(e) => setBudget(Number((e.target as HTMLInputElement).value) || 1)}
+              onInput={(e) => dispatch({ type: "budget", value: Number((e.target as HTMLInputElement).value) || 1 })}
             />
             <button
               data-testid="voice-match"
               disabled={matching.running !== null || voice.clips.length === 0}
               onClick={() =>
                 guard(async () => {
-                  setProgress(null);
+                  dispatch({ type: "match-started" });
                   replace(await matching.run((job) => api.matchVoice(voice.id, budget, job)));
                 })
               }
@@ -384,10 +342,10 @@ export function VoicesView() {
             class="row"
             onSubmit={(e) => {
               e.preventDefault();
-              guard(async () => setTake(await speaking.run((job) => api.speakAsVoice(voice.id, line, job))));
+              guard(async () => dispatch({ type: "spoken", take: await speaking.run((job) => api.speakAsVoice(voice.id, line, job)) }));
             }}
           >
-            <input class="grow" data-testid="voice-line" value={line} onInput={(e) => setLine((e.target as HTMLInputElement).value)} />
+            <input class="grow" data-testid="voice-line" value={line} onInput={typed("line")} />
             <button type="submit" data-testid="voice-speak" disabled={speaking.running !== null}>
               {speaking.running ? "Speaking…" : "Speak"}
             </button>
@@ -432,14 +390,19 @@ export function VoicesView() {
             e.preventDefault();
             guard(async () => {
               await api.saveSettings(settings);
-              setHealth(null);
+              dispatch({ type: "settings-saved" });
             });
           }}
         >
           <select
             data-testid="cloning-kind"
             value={settings.cloning.kind}
-            onChange={(e) => setSettings({ ...settings, cloning: { ...settings.cloning, kind: (e.target as HTMLSelectElement).value } })}
+            onChange={(e) =>
+              dispatch({
+                type: "settings-edited",
+                settings: { ...settings, cloning: { ...settings.cloning, kind: (e.target as HTMLSelectElement).value } },
+              })
+            }
           >
             <option value="chatterbox">Chatterbox-TTS-API</option>
             <option value="xtts">XTTS API server</option>
@@ -450,12 +413,17 @@ export function VoicesView() {
             data-testid="cloning-url"
             placeholder="http://127.0.0.1:4123 (empty: no cloning server)"
             value={settings.cloning.url}
-            onInput={(e) => setSettings({ ...settings, cloning: { ...settings.cloning, url: (e.target as HTMLInputElement).value } })}
+            onInput={(e) =>
+              dispatch({
+                type: "settings-edited",
+                settings: { ...settings, cloning: { ...settings.cloning, url: (e.target as HTMLInputElement).value } },
+              })
+            }
           />
           <button type="submit" data-testid="cloning-save">
             Save
           </button>
-          <button type="button" data-testid="cloning-test" onClick={() => guard(async () => setHealth(await api.cloningHealth()))}>
+          <button type="button" data-testid="cloning-test" onClick={() => guard(async () => dispatch({ type: "health", health: await api.cloningHealth() }))}>
             Test
           </button>
         </form>

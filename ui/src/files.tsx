@@ -1,0 +1,38 @@
+// Choosing files: the one Browse… (the system's open dialog, with the audio types the app
+// reads) and the one save dialog for a copy of a project file. Every view that picks a file
+// uses these, so the file types are written down once.
+import { open } from "@tauri-apps/plugin-dialog";
+import { api } from "./api";
+
+/** The audio the app reads (decoded on this machine). */
+export const AUDIO_EXTENSIONS = ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"];
+
+/** The open dialog's filter for audio. */
+export const AUDIO_FILTERS = [{ name: "Audio", extensions: AUDIO_EXTENSIONS }];
+
+/** Asks for one audio file; `null` when the dialog was cancelled. */
+export async function chooseAudioFile(): Promise<string | null> {
+  const chosen = await open({ multiple: false, directory: false, filters: AUDIO_FILTERS });
+  return typeof chosen === "string" ? chosen : null;
+}
+
+/** Asks where to save a copy of the project file `file`, suggesting its name (or `fallback`). */
+export function chooseSaveCopyPath(file: string, fallback: string): Promise<string | null> {
+  return api.chooseSavePath(file.split("/").pop() ?? fallback);
+}
+
+/** "Browse…" beside an audio path field: the chosen file goes to `onChosen`. */
+export function BrowseAudio(props: { testid: string; onChosen: (path: string) => void }) {
+  return (
+    <button
+      type="button"
+      data-testid={props.testid}
+      onClick={async () => {
+        const chosen = await chooseAudioFile();
+        if (chosen !== null) props.onChosen(chosen);
+      }}
+    >
+      Browse…
+    </button>
+  );
+}

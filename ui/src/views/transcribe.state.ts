@@ -1,0 +1,96 @@
+// The Transcribe view's state: the audio path, a transcription's progress, a recording's level
+// and live transcript, the export, the segments' unsaved edits and the view's error. Every
+// change is an `Action`; `reducer` says what each does. (Running jobs are tracked by `useJob`.)
+import type { LiveLine, UiError } from "../api";
+
+export type State = {
+  /** The audio file to transcribe (typed, dropped, browsed or just recorded). */
+  path: string;
+  /** The running transcription's progress, 0..=1. */
+  progress: number;
+  /** The recording's input level, dBFS. */
+  level: number | null;
+  /** Transcribe while recording. */
+  live: boolean;
+  /** While recording live: the phrases made final, and the one being spoken. */
+  liveFinals: LiveLine[];
+  livePartial: LiveLine | null;
+  error: UiError | null;
+  /** The export format. */
+  format: string;
+  /** Where the last export was saved. */
+  exported: string | null;
+  /** Segments' text as typed, by index, until saved. */
+  drafts: Record<number, string>;
+};
+
+export const initialState: State = {
+  path: "",
+  progress: 0,
+  level: null,
+  live: true,
+  liveFinals: [],
+  livePartial: null,
+  error: null,
+  format: "srt",
+  exported: null,
+  drafts: {},
+};
+
+export type Action =
+  | { type: "path"; path: string }
+  | { type: "live"; live: boolean }
+  | { type: "format"; format: string }
+  /** The view's error set (`null`: cleared, as each action starts or on Dismiss). */
+  | { type: "error"; error: UiError | null }
+  | { type: "transcribe-started" }
+  | { type: "progress"; progress: number }
+  | { type: "record-started" }
+  | { type: "level"; dbfs: number }
+  | { type: "live-transcript"; partial: LiveLine | null; finals: LiveLine[] }
+  /** The recording ended (saved, cancelled or failed). */
+  | { type: "record-stopped" }
+  /** The recording was saved to `file`; `transcribed`: live, so its transcript is the project's. */
+  | { type: "recorded"; file: string; transcribed: boolean }
+  | { type: "exported"; path: string }
+  | { type: "draft"; index: number; text: string }
+  /** `text` was saved for segment `index`: its draft goes, unless typed on since. */
+  | { type: "draft-saved"; index: number; text: string };
+
+export function reducer(state: State, action: Action): State {
+  switch (action.type) {
+    case "path":
+      return { ...state, path: action.path };
+    case "live":
+      return { ...state, live: action.live };
+    case "format":
+      return { ...state, format: action.format };
+    case "error":
+      return { ...state, error: action.error };
+    case "transcribe-started":
+      return { ...state, progress: 0, error: null, exported: null };
+    case "progress":
+      return { ...state, progress: action.progress };
+    case "record-started":
+      return { ...state, error: null, liveFinals: [], livePartial: null };
+    case "level":
+      return { ...state, level: action.dbfs };
+    case "live-transcript":
+      return action.partial
+        ? { ...state, livePartial: action.partial }
+        : { ...state, livePartial: null, liveFinals: [...state.liveFinals, ...action.finals] };
+    case "record-stopped":
+      return { ...state, level: null, livePartial: null };
+    case "recorded":
+      return { ...state, path: action.file, liveFinals: action.transcribed ? [] : state.liveFinals };
+    case "exported":
+      return { ...state, exported: action.path };
+    case "draft":
+      return { ...state, drafts: { ...state.drafts, [action.index]: action.text } };
+    case "draft-saved": {
+      if (state.drafts[action.index] !== action.text) return state;
+      const { [action.index]: _saved, ...drafts } = state.drafts;
+      return { ...state, drafts };
+    }
+  }
+}
