@@ -236,6 +236,37 @@ impl Tool {
         })
     }
 
+    /// Starts the program and keeps it running: no standard input, its output appended to
+    /// `log` (or discarded). The [`Running`] handle kills it when dropped.
+    pub fn start(self, log: Option<&Path>) -> Result<Running, ProcessError> {
+        let (mut command, program) = self.command()?;
+        let io = |source| ProcessError::Io {
+            program: program.clone(),
+            source,
+        };
+        let (stdout, stderr) = match log {
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(io)?;
+                (
+                    Stdio::from(file.try_clone().map_err(io)?),
+                    Stdio::from(file),
+                )
+            }
+            None => (Stdio::null(), Stdio::null()),
+        };
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| Self::spawn_error(&program, e))?;
+        Ok(Running { child, program })
+    }
+
     /// Starts the program detached from Headroom's streams (a file opener), not waiting.
     pub fn launch(self) -> Result<(), ProcessError> {
         let (mut command, program) = self.command()?;
@@ -246,6 +277,50 @@ impl Tool {
             .spawn()
             .map_err(|e| Self::spawn_error(&program, e))?;
         Ok(())
+    }
+}
+
+/// A program started to keep running (a server a benchmark starts): stopped with
+/// [`Running::kill`], and killed when dropped so none outlives its owner.
+#[derive(Debug)]
+pub struct Running {
+    child: std::process::Child,
+    program: String,
+}
+
+impl Running {
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// Whether the program has ended (and how), without waiting.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Kills the program at once (SIGKILL: no chance to close its connections cleanly, as when
+    /// a machine is lost) and waits for it to be gone.
+    pub fn kill(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.exited() {
+            return Ok(status);
+        }
+        match self.child.kill() {
+            Ok(()) => {}
+            // It ended between the check and the signal.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {}
+            Err(e) => return Err(e),
+        }
+        self.child.wait()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.kill();
     }
 }
 
@@ -296,6 +371,36 @@ mod tests {
         let done = Tool::new("cat").run(&input).unwrap();
         assert!(done.status.success());
         assert_eq!(done.stdout, input);
+    }
+
+    #[test]
+    fn a_started_program_keeps_running_until_killed() {
+        let log = std::env::temp_dir().join(format!("headroom-start-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let mut running = Tool::new("sh")
+            .flag("-c")
+            .operands(["echo started; exec sleep 30"])
+            .start(Some(&log))
+            .unwrap();
+        // The shell writes its line, then sleeps: wait (bounded) for the line.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_to_string(&log).unwrap_or_default().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the program never wrote"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(running.exited().is_none());
+        let status = running.kill().unwrap();
+        assert!(!status.success());
+        assert!(running.exited().is_some());
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "started\n");
+        let _ = std::fs::remove_file(&log);
+        let err = Tool::new("headroom-no-such-program")
+            .start(None)
+            .unwrap_err();
+        assert!(err.is_not_found(), "{err}");
     }
 
     #[test]

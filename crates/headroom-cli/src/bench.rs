@@ -58,6 +58,11 @@ pub enum BenchCommand {
     /// match search, cloning takes): p50/p95 ratios against the goal, and the batch work's own
     /// slowdown.
     Isolation(crate::bench_isolation::IsolationBenchArgs),
+    /// The text lane over 1, 2 and 3 upstreams: completed requests/s, tokens/s and TTFT
+    /// p50/p99 at the same rejection rate, and the time to route around an upstream killed
+    /// under load (the streams it failed, the requests refused while the fleet was smaller).
+    /// On llama-servers it starts, servers you run, or simulated ones.
+    Fleet(crate::bench_fleet::FleetBenchArgs),
     /// Word error rate of a transcript against the text that was said, raw (case and
     /// punctuation ignored) and after Whisper-style English normalization (numbers as digits,
     /// British spellings as American, contractions spelled out), with the word-by-word
@@ -148,7 +153,7 @@ fn line(label: &str, s: &Option<LatencySummary>) -> String {
     }
 }
 
-fn write_json(path: &Option<PathBuf>, report: &impl Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_json(path: &Option<PathBuf>, report: &impl Serialize) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(report)?;
     match path {
         Some(p) => std::fs::write(p, text + "\n")?,
@@ -177,6 +182,7 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
             crate::bench_voices::run(args, services).await?;
             return Ok(ExitCode::SUCCESS);
         }
+        BenchCommand::Fleet(args) => return crate::bench_fleet::run(args, services).await,
         BenchCommand::Speakers(args) => {
             crate::bench_speakers::run(args, services).await?;
             return Ok(ExitCode::SUCCESS);

@@ -17,6 +17,7 @@ macro_rules! print {
 mod stdout;
 
 mod bench;
+mod bench_fleet;
 mod bench_isolation;
 mod bench_narration;
 mod bench_speakers;
