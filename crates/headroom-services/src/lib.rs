@@ -256,12 +256,17 @@ impl Services {
     /// Reads the metrics into the signals (the GPU's gauges first, when it is sampled) and
     /// returns the ones crossed now.
     pub fn observe_signals(&self) -> Vec<CrossedSignal> {
+        self.observe_signals_at(headroom_base::clock::unix_ms())
+    }
+
+    /// [`Services::observe_signals`] as of `at_unix_ms` (a test replays minutes in moments).
+    pub fn observe_signals_at(&self, at_unix_ms: u64) -> Vec<CrossedSignal> {
         if let Some(gpu) = self.gpu.get() {
             publish_gpu_memory(&self.metrics, gpu);
         }
         let text = self.metrics.render();
         let mut signals = self.signals.lock().expect("signals lock");
-        if let Err(e) = signals.observe(headroom_base::clock::unix_ms(), &text) {
+        if let Err(e) = signals.observe(at_unix_ms, &text) {
             tracing::warn!("signals skipped a reading: {e}");
         }
         signals.crossed().to_vec()
