@@ -1,0 +1,3 @@
+import { en, type Catalog } from "./en";
+
+export const fr: Catalog = { ...en };

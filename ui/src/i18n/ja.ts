@@ -1,0 +1,3 @@
+import { en, type Catalog } from "./en";
+
+export const ja: Catalog = { ...en };
