@@ -360,6 +360,7 @@ export const en = {
   "voices.outOfDate": "The match is out of date: the clips changed.",
   "voices.noMatch": "No match yet.",
   "voices.try": "Try the voice",
+  "voices.sampleLine": "This is how I sound in Headroom.",
   "voices.speaking": "Speaking…",
   "voices.thisTake": "This take",
   "voices.defaultVoiceOf": "Default voice ({voice})",

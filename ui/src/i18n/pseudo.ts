@@ -11,9 +11,10 @@ const ACCENTS: Record<string, string> = {
 };
 
 /** Accents the letters of plain text and lengthens it by repeating vowels. */
-function stretch(text: string): { out: string; letters: number } {
+function stretch(text: string): { out: string; letters: number; added: number } {
   let out = "";
   let letters = 0;
+  let added = 0;
   let k = 0;
   for (const ch of text) {
     const accented = ACCENTS[ch];
@@ -24,9 +25,12 @@ function stretch(text: string): { out: string; letters: number } {
     letters += 1;
     out += accented;
     // Every other vowel doubled: about a third longer, like German or French.
-    if ("aeiouAEIOU".includes(ch) && k++ % 2 === 0) out += accented;
+    if ("aeiouAEIOU".includes(ch) && k++ % 2 === 0) {
+      out += accented;
+      added += 1;
+    }
   }
-  return { out, letters };
+  return { out, letters, added };
 }
 
 /** The pseudo-locale's message for an English ICU message: only literal text changes; `{…}`
@@ -34,12 +38,16 @@ function stretch(text: string): { out: string; letters: number } {
 export function pseudoMessage(message: string): string {
   let out = "";
   let letters = 0;
+  let length = 0;
+  let added = 0;
   // Walk the message: text at depth 0 (and inside plural/select branches) is converted;
   // argument heads (`{name, plural, one `) are copied as they are.
   let i = 0;
   const convertText = (text: string) => {
     const s = stretch(text);
     letters += s.letters;
+    length += text.length;
+    added += s.added;
     out += s.out;
   };
   const parse = (inBranch: boolean) => {
@@ -71,7 +79,6 @@ export function pseudoMessage(message: string): string {
   const parseArgument = () => {
     // "{" name ["," type ["," style-or-branches]] "}"
     const start = i;
-    let depth = 0;
     let j = i;
     // The head ends at the first "{" inside (branches) or at the matching "}".
     for (; j < message.length; j++) {
@@ -91,11 +98,9 @@ export function pseudoMessage(message: string): string {
       if (ch === "{") {
         out += "{";
         i += 1;
-        depth += 1;
         parse(true);
         out += "}";
         i += 1;
-        depth -= 1;
         continue;
       }
       if (ch === "}") {
@@ -108,9 +113,10 @@ export function pseudoMessage(message: string): string {
     }
   };
   parse(false);
-  // Padding brings short messages to about 35% longer, counting letters only.
-  const pad = Math.max(1, Math.round(letters * 0.15));
-  return `[${out}${pad > 0 ? " " + "·".repeat(pad) : ""}]`;
+  // Padding brings the text to about 40% longer than English (brackets aside); text with no
+  // letters (symbols, units) gets one mark, to show it went through the catalog.
+  const pad = letters === 0 ? 1 : Math.max(1, Math.ceil(length * 0.4) - added - 1);
+  return `[${out} ${"·".repeat(pad)}]`;
 }
 
 export const pseudo = Object.fromEntries(
