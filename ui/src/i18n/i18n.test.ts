@@ -280,3 +280,57 @@ if (kind === "not shown either") {}
   ).map((o) => `${o.line}:${o.text}`);
   assert.deepEqual(found, ["2:Hover text", "3:Hello there", "4:Working…", "5:Type here", "9:Something went wrong"]);
 });
+
+test("English keeps the texts the UI suite reads (tests/desktop/ui.rs)", async () => {
+  const i18n = await import("./index");
+  const { occupancyLine } = await import("../rejection");
+  i18n.setLocale("en");
+  assert.equal(i18n.t("reason.text_lane_full"), "Text lane full");
+  assert.equal(i18n.t("reason.gpu_memory_pressure"), "GPU memory pressure");
+  assert.equal(i18n.t("reason.remote_not_allowed"), "Not allowed to leave this machine");
+  assert.equal(
+    occupancyLine({ reason: "text_lane_full", lane: "text", in_flight: 2, limit: 2, waiting: 0, wait_limit: 0 } as never),
+    "Text lane: 2 of 2 running, 0 of 0 waiting",
+  );
+  assert.equal(i18n.t("gpu.peak", { value: i18n.formatMib(22000) }), "peak 22000 MiB");
+  assert.equal(i18n.t("gpu.baseline", { value: i18n.formatMib(8000) }), "baseline 8000 MiB");
+  assert.equal(i18n.t("gpu.delta", { value: i18n.formatMib(14000) }), "delta 14000 MiB");
+  assert.equal(i18n.t("speakers.default", { n: "3" }), "Speaker 3");
+  assert.equal(i18n.t("settings.connected", { count: 1 }), "Connected: 1 model.");
+  assert.equal(i18n.t("source.rule_based"), "rule-based");
+  assert.equal(i18n.t("source.llm"), "text model");
+  assert.equal(i18n.t("decision.pending"), "pending");
+  assert.equal(i18n.t("decision.accepted"), "accepted");
+  assert.match(i18n.t("cleanup.off"), /nothing leaves this machine/);
+  assert.match(i18n.t("cleanup.sent"), /sent to/);
+  assert.equal(i18n.t("cleanup.thisMachine"), "(this machine)");
+  assert.equal(i18n.t("gpu.none"), "No NVIDIA GPU detected.");
+  assert.match(i18n.t("settings.renderSoftware"), /drawn on the CPU/);
+  assert.equal(
+    i18n.t("narration.summary", { narrated: 3, segments: 3, redone: 1, unchanged: 2, seconds: i18n.formatSeconds(4.25) }),
+    "3 of 3 segments narrated (1 redone, 2 unchanged) in 4.3 s",
+  );
+  const similarity = i18n.t("synth.similarity", {
+    search: i18n.formatNumber(0.8123, 3),
+    independent: i18n.t("sim.independent", { value: i18n.formatNumber(0.7, 3) }),
+    default: "0.500",
+  });
+  assert.equal(similarity, "similarity 0.812 (search's embedder) · 0.700 (independent: Resemblyzer) (default voice 0.500)");
+  assert.equal(i18n.formatPercent(0.5), "50%");
+  assert.equal(i18n.formatSeconds(1.5), "1.5 s");
+});
+
+test("a language's numbers and plurals come from Intl", async () => {
+  const i18n = await import("./index");
+  i18n.setLocale("de");
+  assert.equal(i18n.formatSeconds(1.5), "1,5 s");
+  assert.equal(i18n.t("transcribe.segments", { count: 1 }), "1 Segment");
+  assert.equal(i18n.t("transcribe.segments", { count: 1200 }), "1.200 Segmente");
+  i18n.setLocale("fr");
+  assert.match(i18n.formatPercent(0.5), /^50\s%$/u);
+  i18n.setLocale("ja");
+  assert.equal(i18n.t("transcribe.segments", { count: 2 }), "2 セグメント");
+  i18n.setLocale("pseudo");
+  assert.match(i18n.t("nav.projects"), /^\[Ƥŕ.*\]$/);
+  i18n.setLocale("en");
+});
