@@ -15,6 +15,8 @@ await build({
   minify: true,
   sourcemap: false,
   legalComments: "none",
+  // The catalogs (Japanese, Chinese) as UTF-8, not \u escapes: about a third of their size.
+  charset: "utf8",
 });
 copyFileSync("index.html", "dist/index.html");
 copyFileSync("styles.css", "dist/styles.css");

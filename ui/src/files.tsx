@@ -3,16 +3,17 @@
 // uses these, so the file types are written down once.
 import { open } from "@tauri-apps/plugin-dialog";
 import { api } from "./api";
+import { t } from "./i18n";
 
 /** The audio the app reads (decoded on this machine). */
 export const AUDIO_EXTENSIONS = ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"];
 
-/** The open dialog's filter for audio. */
-export const AUDIO_FILTERS = [{ name: "Audio", extensions: AUDIO_EXTENSIONS }];
+/** The open dialog's filter for audio (named in the current language). */
+export const audioFilters = () => [{ name: t("files.audio"), extensions: AUDIO_EXTENSIONS }];
 
 /** Asks for one audio file; `null` when the dialog was cancelled. */
 export async function chooseAudioFile(): Promise<string | null> {
-  const chosen = await open({ multiple: false, directory: false, filters: AUDIO_FILTERS });
+  const chosen = await open({ multiple: false, directory: false, filters: audioFilters() });
   return typeof chosen === "string" ? chosen : null;
 }
 
@@ -32,7 +33,7 @@ export function BrowseAudio(props: { testid: string; onChosen: (path: string) =>
         if (chosen !== null) props.onChosen(chosen);
       }}
     >
-      Browse…
+      {t("common.browse")}
     </button>
   );
 }

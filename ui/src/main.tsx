@@ -18,6 +18,7 @@ import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
 import { MemoryPanel } from "./panels/memory";
 import { InterruptedJobs } from "./panels/jobs";
 import { LanesPanel } from "./panels/lanes";
+import { onLocaleChange, t, type MessageKey } from "./i18n";
 import { ErrorNotice } from "./rejection";
 import { CleanupView } from "./views/cleanup";
 import { NarrationView } from "./views/narration";
@@ -29,14 +30,14 @@ import { VoicesView } from "./views/voices";
 
 type View = "projects" | "transcribe" | "cleanup" | "synthesize" | "narration" | "voices" | "settings";
 
-const VIEWS: { id: View; label: string; needsProject: boolean }[] = [
-  { id: "projects", label: "Projects", needsProject: false },
-  { id: "transcribe", label: "Transcribe", needsProject: true },
-  { id: "cleanup", label: "Clean up", needsProject: true },
-  { id: "synthesize", label: "Synthesize", needsProject: true },
-  { id: "narration", label: "Narration", needsProject: true },
-  { id: "voices", label: "Voices", needsProject: false },
-  { id: "settings", label: "Settings", needsProject: false },
+const VIEWS: { id: View; label: MessageKey; needsProject: boolean }[] = [
+  { id: "projects", label: "nav.projects", needsProject: false },
+  { id: "transcribe", label: "nav.transcribe", needsProject: true },
+  { id: "cleanup", label: "nav.cleanup", needsProject: true },
+  { id: "synthesize", label: "nav.synthesize", needsProject: true },
+  { id: "narration", label: "nav.narration", needsProject: true },
+  { id: "voices", label: "nav.voices", needsProject: false },
+  { id: "settings", label: "nav.settings", needsProject: false },
 ];
 
 /** Keep this many GPU readings for the chart. */
@@ -52,6 +53,9 @@ function App() {
   const [gpuPoints, setGpuPoints] = useState<GpuPoint[]>([]);
   const [error, setError] = useState<UiError | null>(null);
   const lanesPending = useRef(false);
+  // A change of language (Settings) renders the whole window again in it.
+  const [, setLocale] = useState(0);
+  useEffect(() => onLocaleChange(() => setLocale((n) => n + 1)), []);
 
   const refreshProjects = useCallback(() => {
     api.listProjects().then(setEntries, (e) => setError(asUiError(e)));
@@ -113,8 +117,8 @@ function App() {
 
   return (
     <div class="layout">
-      <nav class="sidebar" aria-label="Views">
-        <div class="brand">Headroom</div>
+      <nav class="sidebar" aria-label={t("nav.label")}>
+        <div class="brand">{t("app.name")}</div>
         {project && (
           <div class="current-project" data-testid="current-project-name" title={project.id}>
             {project.name}
@@ -127,10 +131,10 @@ function App() {
             data-testid={`nav-${v.id}`}
             aria-current={view === v.id ? "page" : undefined}
             disabled={v.needsProject && !project}
-            title={v.needsProject && !project ? "Open a project first" : undefined}
+            title={v.needsProject && !project ? t("nav.needsProject") : undefined}
             onClick={() => setView(v.id)}
           >
-            {v.label}
+            {t(v.label)}
           </button>
         ))}
       </nav>
@@ -184,7 +188,7 @@ function showCrash(message: string) {
     box.setAttribute("role", "alert");
     document.body.prepend(box);
   }
-  box.textContent = `Something went wrong in the window: ${message}`;
+  box.textContent = t("app.crash", { message });
 }
 window.addEventListener("error", (e) => showCrash(e.message));
 window.addEventListener("unhandledrejection", (e) => showCrash(asUiError(e.reason).message));

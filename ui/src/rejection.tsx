@@ -2,30 +2,42 @@
 // retry countdown and the choices that apply.
 import { useEffect, useState } from "preact/hooks";
 import type { RejectReason, Rejection, UiError } from "./api";
+import { codeLabel, t, type MessageKey } from "./i18n";
 
-/** A title for every reason: the generated union makes a missing one a type error. */
-const TITLES: Record<RejectReason, string> = {
-  text_lane_full: "Text lane full",
-  audio_lane_full: "Audio lane full",
-  input_too_long: "Input too long",
-  deadline_exceeded: "Deadline missed",
-  upstream_unavailable: "Server down",
-  upstream_busy: "Server overloaded",
-  upstream_error: "Server refused the request",
-  unusable_reply: "Unusable model reply",
-  audio_priority: "Paused for audio work",
-  gpu_memory_pressure: "GPU memory pressure",
-  remote_not_allowed: "Not allowed to leave this machine",
-  cancelled: "Cancelled",
+/** The catalog key of every reason: the generated union makes a missing one a type error. */
+const TITLES: Record<RejectReason, MessageKey> = {
+  text_lane_full: "reason.text_lane_full",
+  audio_lane_full: "reason.audio_lane_full",
+  input_too_long: "reason.input_too_long",
+  deadline_exceeded: "reason.deadline_exceeded",
+  upstream_unavailable: "reason.upstream_unavailable",
+  upstream_busy: "reason.upstream_busy",
+  upstream_error: "reason.upstream_error",
+  unusable_reply: "reason.unusable_reply",
+  audio_priority: "reason.audio_priority",
+  gpu_memory_pressure: "reason.gpu_memory_pressure",
+  remote_not_allowed: "reason.remote_not_allowed",
+  cancelled: "reason.cancelled",
 };
 
+/** A reason's title in the user's language. */
 export function reasonTitle(reason: RejectReason): string {
-  return TITLES[reason];
+  return t(TITLES[reason]);
+}
+
+/** A reason code as the core sends it in free-form places (`text_lane_full`, …, `failed`). */
+export function reasonLabel(code: string): string {
+  return codeLabel("reason", code);
 }
 
 export function occupancyLine(r: Rejection): string {
-  const lane = r.lane === "text" ? "Text lane" : "Audio lane";
-  return `${lane}: ${r.in_flight} of ${r.limit} running, ${r.waiting} of ${r.wait_limit} waiting`;
+  return t("rejection.occupancy", {
+    lane: t(r.lane === "text" ? "lane.text" : "lane.audio"),
+    inFlight: r.in_flight,
+    limit: r.limit,
+    waiting: r.waiting,
+    waitLimit: r.wait_limit,
+  });
 }
 
 /** Seconds left until `deadline` (ms since epoch), ticking. */
@@ -67,7 +79,7 @@ export function ErrorNotice(props: { scope: string; error: UiError } & NoticeAct
       data-reason={r?.reason ?? error.kind}
     >
       <div class="notice-title" data-testid={`rejection-reason-${scope}`}>
-        {r ? reasonTitle(r.reason) : error.kind === "cancelled" ? "Cancelled" : "Error"}
+        {r ? reasonTitle(r.reason) : t(error.kind === "cancelled" ? "error.cancelled" : "error.generic")}
       </div>
       <div class="notice-message" data-testid={`rejection-message-${scope}`}>
         {error.message}
@@ -75,33 +87,37 @@ export function ErrorNotice(props: { scope: string; error: UiError } & NoticeAct
       {r && (
         <ul class="notice-facts">
           <li data-testid={`rejection-busy-${scope}`}>{occupancyLine(r)}</li>
-          {r.position !== null && <li data-testid={`rejection-position-${scope}`}>Queue position: {r.position}</li>}
+          {r.position !== null && <li data-testid={`rejection-position-${scope}`}>{t("rejection.position", { position: r.position })}</li>}
           {r.detail && <li>{r.detail}</li>}
         </ul>
       )}
       <div class="notice-actions">
         {retryAction && props.onRetry && (
           <button data-testid={`rejection-retry-${scope}`} onClick={props.onRetry}>
-            {left > 0 ? <span data-testid={`rejection-countdown-${scope}`}>Retry in {left} s</span> : "Retry now"}
+            {left > 0 ? (
+              <span data-testid={`rejection-countdown-${scope}`}>{t("rejection.retryIn", { seconds: left })}</span>
+            ) : (
+              t("rejection.retryNow")
+            )}
           </button>
         )}
         {canQueue && props.onRetry && (
           <button data-testid={`rejection-queue-${scope}`} onClick={props.onRetry}>
-            Queue it ({r!.wait_limit - r!.waiting} wait slot{r!.wait_limit - r!.waiting === 1 ? "" : "s"} free)
+            {t("rejection.queue", { free: r!.wait_limit - r!.waiting })}
           </button>
         )}
         {offersRules && props.onRuleBased && (
           <button data-testid={`rejection-fallback-${scope}`} onClick={props.onRuleBased}>
-            Use rule-based cleanup
+            {t("rejection.ruleBased")}
           </button>
         )}
         {offersServer && props.onCheckServer && (
           <button data-testid={`rejection-settings-${scope}`} onClick={props.onCheckServer}>
-            Check server settings
+            {t("rejection.checkServer")}
           </button>
         )}
         <button class="quiet" data-testid={`rejection-dismiss-${scope}`} onClick={props.onDismiss}>
-          Dismiss
+          {t("common.dismiss")}
         </button>
       </div>
     </div>

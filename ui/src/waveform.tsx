@@ -2,6 +2,7 @@
 // and the playing one is highlighted (here and, through `playing`, in the view's text).
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type UiError, type Waveform as Peaks } from "./api";
+import { formatNumber, t } from "./i18n";
 import { ErrorNotice } from "./rejection";
 
 /** Peaks fetched per waveform: about one per 2 px of a wide window. */
@@ -60,7 +61,7 @@ export function Waveform(props: {
       viewBox={`0 0 ${width} ${HEIGHT}`}
       preserveAspectRatio="none"
       role="group"
-      aria-label="Waveform; click a segment to play it"
+      aria-label={t("waveform.label")}
     >
       {props.regions.map((r, i) => (
         <rect
@@ -74,9 +75,7 @@ export function Waveform(props: {
           height={HEIGHT}
           onClick={() => props.onRegion(i)}
         >
-          <title>
-            Segment {i + 1}: {r.start.toFixed(1)}–{r.end.toFixed(1)} s
-          </title>
+          <title>{t("waveform.segment", { n: i + 1, start: formatNumber(r.start, 1), end: formatNumber(r.end, 1) })}</title>
         </rect>
       ))}
       {peaks.peaks.map((p, i) => {
@@ -121,7 +120,7 @@ export function SpeakerLanes(props: {
   const duration = Math.max(props.duration, 1e-6);
   const pct = (t: number) => `${((t / duration) * 100).toFixed(3)}%`;
   return (
-    <div class="speaker-lanes" data-testid={props.testid} role="group" aria-label="Speakers over time">
+    <div class="speaker-lanes" data-testid={props.testid} role="group" aria-label={t("speakerLanes.label")}>
       {props.lanes.map((lane, k) => {
         const color = SPEAKER_COLORS[k % SPEAKER_COLORS.length];
         return (
@@ -138,8 +137,13 @@ export function SpeakerLanes(props: {
                   class={`speaker-turn${props.playing === s.index ? " playing" : ""}`}
                   data-testid={`speaker-lane-${lane.id}-segment-${s.index}`}
                   style={{ left: pct(s.start), width: pct(Math.max(s.end - s.start, duration / 500)), background: color }}
-                  title={`${lane.name}: segment ${s.index + 1}, ${s.start.toFixed(1)}–${s.end.toFixed(1)} s`}
-                  aria-label={`${lane.name}, segment ${s.index + 1}`}
+                  title={t("speakerLanes.turnTitle", {
+                    name: lane.name,
+                    n: s.index + 1,
+                    start: formatNumber(s.start, 1),
+                    end: formatNumber(s.end, 1),
+                  })}
+                  aria-label={t("speakerLanes.turnLabel", { name: lane.name, n: s.index + 1 })}
                   onClick={() => props.onRegion(s.index)}
                 />
               ))}

@@ -2,6 +2,7 @@
 import { useState } from "preact/hooks";
 import { useEvent } from "../hooks";
 import { api, asUiError, type BenchmarkRun, type GpuStatus, type MemorySample, type UiError } from "../api";
+import { formatMib, t } from "../i18n";
 import { ErrorNotice } from "../rejection";
 
 const MIB = 1024 * 1024;
@@ -20,13 +21,13 @@ export function GpuPanel(props: { status: GpuStatus | null; points: GpuPoint[] }
   const { status, points } = props;
   return (
     <section class="panel" data-testid="gpu-panel" aria-labelledby="gpu-heading">
-      <h2 id="gpu-heading">GPU memory</h2>
-      {status === null && <p class="muted">Checking…</p>}
+      <h2 id="gpu-heading">{t("gpu.heading")}</h2>
+      {status === null && <p class="muted">{t("common.checking")}</p>}
       {status?.state === "no_gpu" && (
         <div class="gpu-none" data-testid="gpu-state" data-state="no_gpu">
-          <b>No NVIDIA GPU detected.</b>
+          <b>{t("gpu.none")}</b>
           <div class="muted" data-testid="gpu-reason">
-            {status.reason}. Everything works on the CPU; memory figures appear when a GPU is present.
+            {t("gpu.noneDetail", { reason: status.reason })}
           </div>
         </div>
       )}
@@ -53,18 +54,18 @@ function GpuChart(props: { name: string; points: GpuPoint[] }) {
   return (
     <div data-testid="gpu-state" data-state="sampling">
       <div class="muted">{props.name}</div>
-      <svg data-testid="gpu-chart" viewBox={`0 0 ${w} ${h}`} width="100%" role="img" aria-label="GPU memory used over time">
+      <svg data-testid="gpu-chart" viewBox={`0 0 ${w} ${h}`} width="100%" role="img" aria-label={t("gpu.chartLabel")}>
         <rect x="0" y="0" width={w} height={h} class="chart-bg" />
         <line x1="0" x2={w} y1={y(baseline)} y2={y(baseline)} class="chart-baseline" />
         <line x1="0" x2={w} y1={y(peak)} y2={y(peak)} class="chart-peak" />
         <polyline points={line} class="chart-line" />
       </svg>
       <div class="gpu-figures">
-        <span data-testid="gpu-current">now {current} MiB</span>
-        <span data-testid="gpu-baseline">baseline {baseline} MiB</span>
-        <span data-testid="gpu-peak">peak {peak} MiB</span>
-        <span data-testid="gpu-delta">delta {peak - baseline} MiB</span>
-        <span>of {total} MiB</span>
+        <span data-testid="gpu-current">{t("gpu.now", { value: formatMib(current) })}</span>
+        <span data-testid="gpu-baseline">{t("gpu.baseline", { value: formatMib(baseline) })}</span>
+        <span data-testid="gpu-peak">{t("gpu.peak", { value: formatMib(peak) })}</span>
+        <span data-testid="gpu-delta">{t("gpu.delta", { value: formatMib(peak - baseline) })}</span>
+        <span>{t("gpu.total", { value: formatMib(total) })}</span>
       </div>
     </div>
   );
@@ -91,10 +92,10 @@ function Benchmark() {
   };
   return (
     <div class="bench">
-      <h3>Benchmark</h3>
-      <p class="muted">TTFT, latency, tokens/s and memory against the app's text model server (2 at a time, 3 batches).</p>
+      <h3>{t("bench.heading")}</h3>
+      <p class="muted">{t("bench.about")}</p>
       <button data-testid="bench-run" disabled={running} onClick={start}>
-        {running ? "Running…" : "Run benchmark"}
+        {running ? t("common.running") : t("bench.run")}
       </button>
       {running && (
         <div class="muted" data-testid="bench-progress" aria-live="polite">
@@ -105,7 +106,7 @@ function Benchmark() {
         <div data-testid="bench-result">
           <pre class="bench-summary">{run.summary}</pre>
           <button data-testid="bench-open-report" onClick={() => api.openReport(run.html).catch((e) => setError(asUiError(e)))}>
-            Open report
+            {t("bench.openReport")}
           </button>
         </div>
       )}

@@ -3,6 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type JobInfo, type UiError } from "../api";
 import { useEvent } from "../hooks";
+import { codeLabel, t } from "../i18n";
 import { ErrorNotice } from "../rejection";
 
 export function InterruptedJobs(props: { onResumed: (project: string) => void }) {
@@ -48,12 +49,9 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
 
   if (jobs.length === 0 && !error) return null;
   return (
-    <section class="card interrupted-jobs" data-testid="interrupted-jobs" aria-label="Interrupted jobs">
-      <h2>Interrupted jobs</h2>
-      <p class="muted">
-        These stopped before they finished (the app closed or crashed). What they finished is kept; resume
-        continues from there.
-      </p>
+    <section class="card interrupted-jobs" data-testid="interrupted-jobs" aria-label={t("jobs.heading")}>
+      <h2>{t("jobs.heading")}</h2>
+      <p class="muted">{t("jobs.about")}</p>
       {error && <ErrorNotice scope="jobs" error={error} onDismiss={() => setError(null)} />}
       <ul>
         {jobs.map((job) => {
@@ -61,6 +59,9 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
           return (
             <li key={job.id} data-testid={`job-${job.id}`} data-kind={job.kind}>
               <span class="job-project">{job.project_name}</span>{" "}
+              <span class="job-kind muted" data-kind={job.kind}>
+                {codeLabel("job.kind", job.kind)}
+              </span>{" "}
               <span data-testid={`job-description-${job.id}`}>{job.description}</span>{" "}
               {handle ? (
                 <>
@@ -68,19 +69,19 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
                     data-testid={`job-progress-${job.id}`}
                     max={1}
                     value={progress[handle] ?? job.fraction}
-                    aria-label="Resume progress"
+                    aria-label={t("jobs.resumeProgress")}
                   />
                   <button data-testid={`job-cancel-${job.id}`} onClick={() => api.cancelJob(handle)}>
-                    Cancel
+                    {t("common.cancel")}
                   </button>
                 </>
               ) : (
                 <>
                   <button data-testid={`job-resume-${job.id}`} onClick={() => resume(job)}>
-                    Resume
+                    {t("jobs.resume")}
                   </button>
                   <button data-testid={`job-discard-${job.id}`} onClick={() => discard(job)}>
-                    Discard
+                    {t("jobs.discard")}
                   </button>
                 </>
               )}

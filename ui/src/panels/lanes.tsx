@@ -1,5 +1,6 @@
 // Live lane occupancy and the rejection history.
 import type { CpuShareView, CrossedSignal, LaneView, RejectionRecord, UpstreamView } from "../api";
+import { codeLabel, formatClock, formatList, formatMs, formatSeconds, t, tr } from "../i18n";
 import { occupancyLine, reasonTitle } from "../rejection";
 
 function laneKey(l: LaneView): string {
@@ -14,7 +15,7 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
   const textLanes = props.lanes.filter((l) => l.lane === "text");
   return (
     <section class="panel" data-testid="lanes-panel" aria-labelledby="lanes-heading">
-      <h2 id="lanes-heading">Lanes</h2>
+      <h2 id="lanes-heading">{t("lanes.heading")}</h2>
       {props.lanes.map((l) => {
         // The first text lane (the app's default server) gets the plain test ids.
         const id = l.lane === "audio" ? "audio" : textLanes.indexOf(l) === 0 ? "text" : laneKey(l);
@@ -22,23 +23,27 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
         return (
           <div class={`lane lane-${l.lane}`} key={laneKey(l)} data-testid={`lane-${id}`}>
             <div class="lane-title">
-              {l.lane === "audio" ? "Audio lane" : "Text lane"}
+              {t(l.lane === "audio" ? "lane.audio" : "lane.text")}
               {l.server_url && <span class="lane-url"> {l.server_url}</span>}
             </div>
             <div class="lane-counts">
               <span>
-                In flight <b data-testid={`lane-${id}-in-flight`}>{l.occupancy.in_flight}</b> /{" "}
-                <span data-testid={`lane-${id}-limit`}>{l.occupancy.limit}</span>
+                {tr("lanes.inFlight", {
+                  count: <b data-testid={`lane-${id}-in-flight`}>{l.occupancy.in_flight}</b>,
+                  limit: <span data-testid={`lane-${id}-limit`}>{l.occupancy.limit}</span>,
+                })}
                 {l.occupancy.reserved > 0 && (
-                  <span class="muted" data-testid={`lane-${id}-reserved`} title="Kept for interactive work">
+                  <span class="muted" data-testid={`lane-${id}-reserved`} title={t("lanes.reservedTitle")}>
                     {" "}
-                    +{l.occupancy.reserved} interactive
+                    {t("lanes.reserved", { count: l.occupancy.reserved })}
                   </span>
                 )}
               </span>
               <span>
-                Waiting <b data-testid={`lane-${id}-waiting`}>{l.occupancy.waiting}</b> /{" "}
-                <span data-testid={`lane-${id}-wait-limit`}>{l.occupancy.wait_limit}</span>
+                {tr("lanes.waiting", {
+                  count: <b data-testid={`lane-${id}-waiting`}>{l.occupancy.waiting}</b>,
+                  limit: <span data-testid={`lane-${id}-wait-limit`}>{l.occupancy.wait_limit}</span>,
+                })}
               </span>
             </div>
             <div class="lane-meter" aria-hidden="true">
@@ -49,8 +54,16 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
               />
             </div>
             <div class="lane-totals">
-              admitted {l.admitted_total} · rejected <span data-testid={`lane-${id}-rejected`}>{rejected}</span>
-              {l.median_latency_ms !== null && <> · median {l.median_latency_ms} ms</>}
+              {tr("lanes.totals", {
+                admitted: l.admitted_total,
+                rejected: <span data-testid={`lane-${id}-rejected`}>{rejected}</span>,
+              })}
+              {l.median_latency_ms !== null && (
+                <>
+                  {" · "}
+                  {t("lanes.median", { latency: formatMs(l.median_latency_ms) })}
+                </>
+              )}
             </div>
             {l.cpu && <CpuShare cpu={l.cpu} />}
             {l.lane === "text" && l.upstreams.length > 1 && <Upstreams id={id} upstreams={l.upstreams} />}
@@ -58,16 +71,16 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
           </div>
         );
       })}
-      <h3>Rejections</h3>
+      <h3>{t("lanes.rejections")}</h3>
       {history.length === 0 ? (
         <p class="muted" data-testid="rejection-history-empty">
-          None yet.
+          {t("lanes.noRejections")}
         </p>
       ) : (
         <ol class="history" data-testid="rejection-history">
           {history.map((h, i) => (
             <li key={`${h.at_unix_ms}-${i}`} data-testid="rejection-history-item" data-reason={h.rejection.reason}>
-              <time>{new Date(h.at_unix_ms).toLocaleTimeString()}</time> <b>{reasonTitle(h.rejection.reason)}</b>
+              <time dateTime={new Date(h.at_unix_ms).toISOString()}>{formatClock(h.at_unix_ms)}</time> <b>{reasonTitle(h.rejection.reason)}</b>
               <div class="muted">{occupancyLine(h.rejection)}</div>
             </li>
           ))}
@@ -87,23 +100,32 @@ function CpuShare(props: { cpu: CpuShareView }) {
     <div class="lane-cpu" data-testid="cpu-share">
       {!cpu.batch_gives_way && (
         <div class="warning" data-testid="cpu-share-off">
-          Batch work competes with yours for the CPU (audio_lane.batch_gives_way is off).
+          {t("cpu.off")}
         </div>
       )}
       {cpu.batch.map((b) => (
         <div key={b.work} data-testid={`cpu-batch-${b.work.replace(/ /g, "-")}`} data-state={b.paused > 0 ? "paused" : "running"}>
-          Batch {b.work}: {b.paused > 0 ? "paused for your work" : cpu.batch_gives_way ? "running, gives way to yours" : "running"}
+          {t("cpu.batch", {
+            work: codeLabel("work", b.work),
+            state: b.paused > 0 ? "paused" : cpu.batch_gives_way ? "givesWay" : "running",
+          })}
         </div>
       ))}
       {paused.length > 0 && (
         <div class="muted" data-testid="cpu-paused-total">
-          Paused for your work so far: {paused.map((p) => `${p.work} ${p.paused_secs.toFixed(1)} s`).join(", ")}
+          {t("cpu.pausedTotal", {
+            list: formatList(paused.map((p) => `${codeLabel("work", p.work)} ${formatSeconds(p.paused_secs)}`)),
+          })}
         </div>
       )}
       {latest && (
         <div class="muted" data-testid="cpu-beside-latest">
-          Your last {latest.job} ({latest.took_ms} ms) ran beside batch {latest.beside.join(", ")}
-          {cpu.batch_gives_way ? ", which gave way" : ", which may have slowed it"}.
+          {t("cpu.beside", {
+            job: codeLabel("work", latest.job),
+            took: formatMs(latest.took_ms),
+            beside: formatList(latest.beside.map((w) => codeLabel("work", w))),
+            gaveWay: cpu.batch_gives_way ? "yes" : "no",
+          })}
         </div>
       )}
     </div>
@@ -113,20 +135,30 @@ function CpuShare(props: { cpu: CpuShareView }) {
 // Each upstream of a text lane that spans several: its share of the slots and its health.
 function Upstreams(props: { id: string; upstreams: UpstreamView[] }) {
   return (
-    <ul class="lane-upstreams" data-testid={`lane-${props.id}-upstreams`} aria-label="Upstreams">
+    <ul class="lane-upstreams" data-testid={`lane-${props.id}-upstreams`} aria-label={t("upstream.label")}>
       {props.upstreams.map((u, i) => (
         <li key={u.name} data-testid="lane-upstream" data-up={u.up ? "true" : "false"}>
           <span class="lane-url">{u.name}</span>{" "}
           {u.up ? (
-            <span data-testid={`lane-upstream-${i}-state`}>up</span>
+            <span data-testid={`lane-upstream-${i}-state`}>{t("upstream.up")}</span>
           ) : (
             <b class="warning" data-testid={`lane-upstream-${i}-state`}>
-              down{u.down_reason ? `: ${u.down_reason}` : ""}
-              {u.retry_in_ms !== null && ` (tried again in ${Math.ceil(u.retry_in_ms / 1000)} s)`}
+              {u.down_reason ? t("upstream.downBecause", { reason: u.down_reason }) : t("upstream.down")}
+              {u.retry_in_ms !== null && (
+                <>
+                  {" "}
+                  {t("upstream.retry", { seconds: formatSeconds(Math.ceil(u.retry_in_ms / 1000), 0) })}
+                </>
+              )}
             </b>
           )}{" "}
           · <span data-testid={`lane-upstream-${i}-in-flight`}>{u.in_flight}</span> / {u.capacity}
-          {u.recent_ttft_ms !== null && <span class="muted"> · first words in {u.recent_ttft_ms} ms</span>}
+          {u.recent_ttft_ms !== null && (
+            <span class="muted">
+              {" · "}
+              {t("upstream.ttft", { latency: formatMs(u.recent_ttft_ms) })}
+            </span>
+          )}
         </li>
       ))}
     </ul>
@@ -144,6 +176,10 @@ function Signals(props: { signals: CrossedSignal[] }) {
           data-testid="lane-signal"
           data-code={s.code}
         >
+          <b data-testid="lane-signal-title" title={codeLabel("signal.severity", s.severity)}>
+            {codeLabel("signal", s.code)}
+          </b>
+          {": "}
           {s.message_en}
         </li>
       ))}

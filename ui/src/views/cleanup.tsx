@@ -14,6 +14,7 @@ import {
 import { wordDiff } from "../diff";
 import { useEvent, useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
+import { codeLabel, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { ALL, initialState, reducer } from "./cleanup.state";
 import { formatTime } from "./transcribe";
@@ -37,7 +38,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
   const s = project.settings;
   return (
     <fieldset class="settings-box" data-testid="project-cleanup-settings">
-      <legend>Cleanup for this project</legend>
+      <legend>{t("cleanup.projectSettings")}</legend>
       <label class="toggle">
         <input
           type="checkbox"
@@ -45,18 +46,20 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           checked={s.llm_cleanup}
           onChange={(e) => save({ llm_cleanup: (e.target as HTMLInputElement).checked })}
         />
-        Use the text model (LLM cleanup)
+        {t("cleanup.useLlm")}
       </label>
       <span class="muted" data-testid="cleanup-privacy-note">
-        {s.llm_cleanup
-          ? "Segments are sent to the text model's server."
-          : "Off: rule-based cleanup only; nothing leaves this machine."}
+        {s.llm_cleanup ? t("cleanup.sent") : t("cleanup.off")}
       </span>
       {/* Always rendered, so the controls below do not move when the answer arrives. */}
       <div class="row" data-testid="text-destination" data-on-this-machine={String(destination?.on_this_machine ?? "")}>
         <span>
-          Text goes to <code data-testid="text-destination-url">{destination?.url ?? "…"}</code>
-          {destination && (destination.on_this_machine ? " (this machine)" : ` (another machine: ${destination.host})`)}
+          {tr("cleanup.textGoesTo", { url: <code data-testid="text-destination-url">{destination?.url ?? "…"}</code> })}
+          {destination && " "}
+          {destination &&
+            (destination.on_this_machine
+              ? t("cleanup.thisMachine")
+              : t("cleanup.anotherMachine", { host: destination.host }))}
         </span>
         {destination && !destination.on_this_machine && (
           <label class="toggle">
@@ -70,31 +73,31 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
                 })
               }
             />
-            Allow this project's transcript to be sent to {destination.host}
+            {t("cleanup.allowRemote", { host: destination.host })}
           </label>
         )}
       </div>
       <div class="row">
-        <label for="failure-policy">When the text lane refuses</label>
+        <label for="failure-policy">{t("cleanup.whenRefused")}</label>
         <select
           id="failure-policy"
           data-testid="setting-failure-policy"
           value={s.failure_policy}
           onChange={(e) => save({ failure_policy: (e.target as HTMLSelectElement).value as ProjectSettings["failure_policy"] })}
         >
-          <option value="reject">Show the rejection</option>
-          <option value="fallback">Fall back to rule-based cleanup</option>
-          <option value="retry">Retry (bounded)</option>
+          <option value="reject">{t("policy.reject")}</option>
+          <option value="fallback">{t("policy.fallback")}</option>
+          <option value="retry">{t("policy.retry")}</option>
         </select>
-        <label for="cleanup-mode">Mode</label>
+        <label for="cleanup-mode">{t("cleanup.mode")}</label>
         <select
           id="cleanup-mode"
           data-testid="setting-cleanup-mode"
           value={s.cleanup_mode}
           onChange={(e) => save({ cleanup_mode: (e.target as HTMLSelectElement).value as ProjectSettings["cleanup_mode"] })}
         >
-          <option value="cleanup">Clean up (keep the words)</option>
-          <option value="rewrite">Rewrite as narration</option>
+          <option value="cleanup">{t("mode.cleanup")}</option>
+          <option value="rewrite">{t("mode.rewrite")}</option>
         </select>
       </div>
       <form
@@ -105,19 +108,19 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           save({ server_url: first ?? null, upstreams: first ? more : [] });
         }}
       >
-        <label for="project-server-url" title="Several, separated by spaces, share this project's text lane">
-          Server URL(s)
+        <label for="project-server-url" title={t("cleanup.serversTitle")}>
+          {t("cleanup.servers")}
         </label>
         <input
           id="project-server-url"
           class="grow"
           data-testid="setting-server-url"
           value={serverUrl}
-          placeholder="the app's server (Settings)"
+          placeholder={t("cleanup.serversPlaceholder")}
           onInput={(e) => setServerUrl((e.target as HTMLInputElement).value)}
         />
         <button type="submit" data-testid="setting-server-url-save">
-          Use
+          {t("cleanup.use")}
         </button>
       </form>
       {error && <ErrorNotice scope="project-settings" error={error} onDismiss={() => setError(null)} />}
@@ -216,11 +219,11 @@ export function CleanupView(props: {
   const pending = project.segments.filter((s) => s.suggestion?.decision === "pending").length;
   return (
     <div class="view" data-testid="view-cleanup">
-      <h1>Clean up</h1>
+      <h1>{t("nav.cleanup")}</h1>
       <ProjectCleanupSettings project={project} onProject={props.onProject} />
       {project.segments.length === 0 ? (
         <p class="muted" data-testid="cleanup-empty">
-          Transcribe something first.
+          {t("cleanup.empty")}
         </p>
       ) : (
         <>
@@ -230,18 +233,18 @@ export function CleanupView(props: {
                 data-testid="cleanup-cancel-all"
                 onClick={() => batch && api.cancelJob(batch)}
               >
-                Stop
+                {t("cleanup.stop")}
               </button>
             ) : (
               <button data-testid="cleanup-all" onClick={cleanAll}>
-                Clean up all
+                {t("cleanup.all")}
               </button>
             )}
             <button data-testid="cleanup-accept-all" disabled={pending === 0} onClick={() => decide(null, "accepted")}>
-              Accept all ({pending})
+              {t("cleanup.acceptAll", { count: pending })}
             </button>
             <button data-testid="cleanup-reject-all" disabled={pending === 0} onClick={() => decide(null, "rejected")}>
-              Reject all
+              {t("cleanup.rejectAll")}
             </button>
           </div>
           {errors[ALL] && (
@@ -288,34 +291,34 @@ function CleanupRow(props: {
         <span class="time">{formatTime(s.start)}</span>
         {props.job ? (
           <button data-testid={`cleanup-cancel-${i}`} onClick={() => api.cancelJob(props.job!)}>
-            Cancel
+            {t("common.cancel")}
           </button>
         ) : (
           <button data-testid={`cleanup-segment-${i}`} onClick={() => props.onClean(false)}>
-            Clean up
+            {t("cleanup.segment")}
           </button>
         )}
         {sug && (
           <>
             <span class={`badge source-${sug.source}`} data-testid={`cleanup-source-${i}`}>
-              {sug.source === "llm" ? "text model" : "rule-based"}
+              {codeLabel("source", sug.source)}
             </span>
             <span class={`badge decision-${sug.decision}`} data-testid={`cleanup-status-${i}`}>
-              {sug.decision}
+              {codeLabel("decision", sug.decision)}
             </span>
             <button
               data-testid={`cleanup-accept-${i}`}
               disabled={sug.decision === "accepted"}
               onClick={() => props.onDecide("accepted")}
             >
-              Accept
+              {t("cleanup.accept")}
             </button>
             <button
               data-testid={`cleanup-reject-${i}`}
               disabled={sug.decision === "rejected"}
               onClick={() => props.onDecide("rejected")}
             >
-              Reject
+              {t("cleanup.reject")}
             </button>
           </>
         )}
@@ -326,7 +329,7 @@ function CleanupRow(props: {
         </div>
         {props.streaming !== undefined ? (
           <div class="streaming" data-testid={`cleanup-streaming-${i}`} aria-live="polite">
-            {props.streaming || <span class="muted">waiting for the text model…</span>}
+            {props.streaming || <span class="muted">{t("cleanup.waiting")}</span>}
           </div>
         ) : sug ? (
           <div>
@@ -337,7 +340,7 @@ function CleanupRow(props: {
             {sug.note && <div class="muted">{sug.note}</div>}
           </div>
         ) : (
-          <div class="muted">Not cleaned yet.</div>
+          <div class="muted">{t("cleanup.notYet")}</div>
         )}
       </div>
       {props.error && (

@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, type Project, type TextDestination } from "../api";
 import { useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
+import { tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 
 export function VoiceConsent(props: { project: Project; voice: string | null; onProject: (p: Project) => void }) {
@@ -28,8 +29,10 @@ export function VoiceConsent(props: { project: Project; voice: string | null; on
           checked={destination.allowed}
           onChange={(e) => allow((e.target as HTMLInputElement).checked)}
         />
-        Allow this project's text and voice clips to be sent to the cloning server at{" "}
-        <code data-testid="voice-destination-url">{destination.url}</code> (another machine: {destination.host})
+        {tr("consent.voice", {
+          url: <code data-testid="voice-destination-url">{destination.url}</code>,
+          host: destination.host,
+        })}
       </label>
       {error && <ErrorNotice scope="voice-consent" error={error} onDismiss={() => setError(null)} />}
     </div>

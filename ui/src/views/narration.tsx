@@ -6,7 +6,8 @@ import { useEffect, useReducer } from "preact/hooks";
 import { api, asUiError, type FailurePolicy, type NarrationMode, type NarrationSummary, type Project, type SegmentState } from "../api";
 import { chooseSaveCopyPath } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
-import { ErrorNotice } from "../rejection";
+import { formatNumber, formatSeconds, languageName, t, tr } from "../i18n";
+import { ErrorNotice, reasonLabel } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
 import { speakerColor, speakerName } from "./speakers";
@@ -17,19 +18,19 @@ import { initialState, narrationOptions, reducer, type Side } from "./narration.
 function describe(state: SegmentState): string {
   switch (state.state) {
     case "waiting":
-      return "waiting";
+      return t("state.waiting");
     case "text_refused":
-      return "text refused";
+      return t("state.text_refused");
     case "text_done":
-      return "text done";
+      return t("state.text_done");
     case "speech_refused":
-      return "speech refused";
+      return t("state.speech_refused");
     case "synthesized":
-      return "synthesized";
+      return t("state.synthesized");
     case "fitted":
-      return "fitted";
+      return t("state.fitted");
     case "overflow":
-      return `overflow ${state.secs.toFixed(2)} s`;
+      return t("state.overflow", { seconds: formatSeconds(state.secs, 2) });
   }
 }
 
@@ -97,32 +98,32 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   if (project.segments.length === 0) {
     return (
       <div class="view" data-testid="view-narration">
-        <h1>Narration</h1>
+        <h1>{t("nav.narration")}</h1>
         <p class="muted" data-testid="narration-empty">
-          Transcribe the project's audio first: narration works segment by segment.
+          {t("narration.empty")}
         </p>
       </div>
     );
   }
   return (
     <div class="view" data-testid="view-narration">
-      <h1>Narration</h1>
+      <h1>{t("nav.narration")}</h1>
       <div class="row">
-        <label for="narration-mode">Text</label>
+        <label for="narration-mode">{t("narration.text")}</label>
         <select
           id="narration-mode"
           data-testid="narration-mode"
           value={mode}
           onChange={(e) => dispatch({ type: "mode", mode: (e.target as HTMLSelectElement).value as NarrationMode })}
         >
-          <option value="cleanup">Clean up</option>
-          <option value="rewrite">Rewrite as narration</option>
-          <option value="translate">Translate</option>
+          <option value="cleanup">{t("narration.mode.cleanup")}</option>
+          <option value="rewrite">{t("narration.mode.rewrite")}</option>
+          <option value="translate">{t("narration.mode.translate")}</option>
         </select>
         {mode === "translate" && (
           <select
             data-testid="narration-language"
-            aria-label="Language"
+            aria-label={t("narration.language")}
             value={language}
             onChange={(e) => dispatch({ type: "language", language: (e.target as HTMLSelectElement).value })}
           >
@@ -130,35 +131,35 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               .filter((l) => l.code !== (project.language ?? "en"))
               .map((l) => (
                 <option key={l.code} value={l.code}>
-                  {l.name}
+                  {languageName(l.code, l.name)}
                 </option>
               ))}
           </select>
         )}
-        <label for="narration-voice">Voice</label>
+        <label for="narration-voice">{t("narration.voice")}</label>
         <select
           id="narration-voice"
           data-testid="narration-voice"
           value={voice}
           onChange={(e) => dispatch({ type: "voice", voice: (e.target as HTMLSelectElement).value })}
         >
-          <option value="">The project's voice</option>
+          <option value="">{t("narration.projectVoice")}</option>
           {voices.map((v) => (
             <option key={v.id} value={v.id}>
               {v.name} [{v.id}]
             </option>
           ))}
         </select>
-        <label for="narration-policy">When refused</label>
+        <label for="narration-policy">{t("narration.whenRefused")}</label>
         <select
           id="narration-policy"
           data-testid="narration-policy"
           value={policy}
           onChange={(e) => dispatch({ type: "policy", policy: (e.target as HTMLSelectElement).value as FailurePolicy })}
         >
-          <option value="reject">Flag the segment</option>
-          <option value="fallback">Clean it by the rules</option>
-          <option value="retry">Retry (bounded)</option>
+          <option value="reject">{t("narration.policy.reject")}</option>
+          <option value="fallback">{t("narration.policy.fallback")}</option>
+          <option value="retry">{t("narration.policy.retry")}</option>
         </select>
         <label>
           <input
@@ -167,14 +168,14 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
             checked={mix}
             onChange={(e) => dispatch({ type: "mix", mix: (e.target as HTMLInputElement).checked })}
           />{" "}
-          Mix over the original
+          {t("narration.mix")}
         </label>
         <button data-testid="narration-start" disabled={busy} onClick={start}>
-          Narrate
+          {t("narration.start")}
         </button>
         {busy && (
           <button data-testid="narration-cancel" onClick={narration.cancel}>
-            Cancel
+            {t("common.cancel")}
           </button>
         )}
       </div>
@@ -195,7 +196,11 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                 }
               >
                 <option value="">
-                  {v.source === "chosen" ? "Default voice" : `${v.source === "profile" ? "Their voice profile" : "Default"}: ${v.voice}`}
+                  {v.source === "chosen"
+                    ? t("narration.defaultVoice")
+                    : v.source === "profile"
+                      ? t("narration.profileVoice", { voice: v.voice })
+                      : t("narration.defaultIs", { voice: v.voice })}
                 </option>
                 {voices.map((voice) => (
                   <option key={voice.id} value={voice.id}>
@@ -204,7 +209,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                 ))}
               </select>
               <span class="muted" data-testid={`narration-speaker-current-${v.speaker}`}>
-                now: {v.voice}
+                {t("narration.now", { voice: v.voice })}
               </span>
             </div>
           ))}
@@ -213,15 +218,14 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       <VoiceConsent project={project} voice={voice === "" ? project.settings.voice : voice} onProject={props.onProject} />
       {view && !view.llm && (
         <p class="muted" data-testid="narration-llm-off">
-          LLM cleanup is off for this project: the rules clean the text and nothing leaves the machine. Rewriting
-          and translating need the text model (turn it on in Clean up).
+          {t("narration.llmOff")}
         </p>
       )}
       {progress && (
         <div class="row" data-testid="narration-running">
           <progress data-testid="narration-progress" max={Math.max(progress.of, 1)} value={progress.done} />
           <span>
-            {progress.done} of {progress.of} segments
+            {t("narration.progress", { done: progress.done, of: progress.of })}
           </span>
         </div>
       )}
@@ -229,10 +233,19 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       {player.error && <ErrorNotice scope="narration-play" error={player.error} onDismiss={player.clearError} />}
       {summary && (
         <p class={summary.refused.length > 0 ? "notice warn" : "ok"} data-testid="narration-summary">
-          {summary.narrated} of {summary.segments} segments narrated ({summary.worked_on} redone, {summary.unchanged}{" "}
-          unchanged) in {summary.timings.total_secs.toFixed(1)} s
-          {summary.refused.length > 0 && ` · ${summary.refused.length} refused`}
-          {summary.overflowed.length > 0 && ` · ${summary.overflowed.length} over their slot`}
+          {[
+            t("narration.summary", {
+              narrated: summary.narrated,
+              segments: summary.segments,
+              redone: summary.worked_on,
+              unchanged: summary.unchanged,
+              seconds: formatSeconds(summary.timings.total_secs),
+            }),
+            summary.refused.length > 0 && t("narration.refused", { count: summary.refused.length }),
+            summary.overflowed.length > 0 && t("narration.overflowed", { count: summary.overflowed.length }),
+          ]
+            .filter((part) => !!part)
+            .join(" · ")}
         </p>
       )}
       {view?.narration?.voice_note && (
@@ -243,8 +256,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       {project.source_audio && (
         <>
           <div class="row">
-            <span>Click a segment to play</span>
-            <div class="segmented" role="radiogroup" aria-label="Play">
+            <span>{t("narration.clickToPlay")}</span>
+            <div class="segmented" role="radiogroup" aria-label={t("narration.play")}>
               {(["original", "narration"] as Side[]).map((s) => (
                 <label key={s}>
                   <input
@@ -255,7 +268,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                     disabled={s === "narration" && !output}
                     onChange={() => dispatch({ type: "side", side: s })}
                   />{" "}
-                  {s === "original" ? "A: original" : "B: narration"}
+                  {s === "original" ? t("narration.sideOriginal") : t("narration.sideNarration")}
                 </label>
               ))}
             </div>
@@ -307,29 +320,34 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                 </span>
                 {(state.state === "text_refused" || state.state === "speech_refused") && (
                   <span class="error-text" data-testid={`narration-reason-${i}`} title={state.message}>
-                    {state.reason}: {state.message}
+                    {reasonLabel(state.reason)}: {state.message}
                   </span>
                 )}
                 <span class="grow" />
                 {n?.take && (
                   <span class="muted" data-testid={`narration-fit-${i}`}>
-                    {n.take.natural_secs.toFixed(1)} s → {n.take.secs.toFixed(1)} s at {n.take.rate.toFixed(2)}×
+                    {t("narration.fit", {
+                      natural: formatSeconds(n.take.natural_secs),
+                      secs: formatSeconds(n.take.secs),
+                      rate: formatNumber(n.take.rate, 2),
+                    })}
                   </span>
                 )}
                 <button data-testid={`narration-play-original-${i}`} onClick={() => playSegment(i, "original")}>
-                  ▶ A
+                  {t("narration.playA")}
                 </button>
                 <button
                   data-testid={`narration-play-take-${i}`}
                   disabled={!output || !n?.take}
                   onClick={() => playSegment(i, "narration")}
                 >
-                  ▶ B
+                  {t("narration.playB")}
                 </button>
                 <button
                   data-testid={`narration-rerun-${i}`}
                   disabled={busy || !view?.narration}
-                  title="Narrate this segment again"
+                  title={t("narration.rerun")}
+                  aria-label={t("narration.rerun")}
                   onClick={() => run((job) => api.narrateSegment(project.id, i, job))}
                 >
                   ↻
@@ -350,23 +368,23 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       </ol>
       {output && (
         <div class="output" data-testid="narration-output">
-          <h2>Narration</h2>
+          <h2>{t("narration.output")}</h2>
           <div class="row">
             <button
               data-testid="narration-play-all"
               onClick={() => player.play("all", output.wav, 0, output.duration_secs)}
             >
-              ▶ Play narration
+              {t("narration.playAll")}
             </button>
             {output.mix && (
               <button
                 data-testid="narration-play-mix"
                 onClick={() => player.play("mix", output.mix ?? "", 0, output.duration_secs)}
               >
-                ▶ Play mix
+                {t("narration.playMix")}
               </button>
             )}
-            {player.playing && <span data-testid="narration-playing">Playing…</span>}
+            {player.playing && <span data-testid="narration-playing">{t("narration.playing")}</span>}
             <button
               data-testid="narration-export"
               onClick={() =>
@@ -376,7 +394,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                 })
               }
             >
-              Export WAV…
+              {t("narration.export")}
             </button>
           </div>
           <ul data-testid="narration-files">
@@ -390,7 +408,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           </ul>
           {exported && (
             <p class="ok" data-testid="narration-exported">
-              Saved <code>{exported}</code>
+              {tr("common.savedPath", { path: <code>{exported}</code> })}
             </p>
           )}
         </div>

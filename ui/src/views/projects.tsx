@@ -1,6 +1,7 @@
 // Create, open, rename and delete projects.
 import { useState } from "preact/hooks";
 import { api, asUiError, type Project, type ProjectEntry, type UiError } from "../api";
+import { formatDateTime, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 
 export function ProjectsView(props: {
@@ -40,28 +41,27 @@ export function ProjectsView(props: {
 
   return (
     <div class="view" data-testid="view-projects">
-      <h1>Projects</h1>
+      <h1>{t("nav.projects")}</h1>
       <p class="muted">
-        Each project is a folder under <code data-testid="projects-dir">{props.projectsDir}</code> with its audio,
-        transcript, cleanups and synthesized speech.
+        {tr("projects.about", { dir: <code data-testid="projects-dir">{props.projectsDir}</code> })}
       </p>
       <form class="row" onSubmit={create}>
-        <label for="project-name">New project</label>
+        <label for="project-name">{t("projects.new")}</label>
         <input
           id="project-name"
           data-testid="project-name-input"
           value={name}
-          placeholder="Episode 12"
+          placeholder={t("projects.placeholder")}
           onInput={(e) => setName((e.target as HTMLInputElement).value)}
         />
         <button type="submit" data-testid="project-create" disabled={name.trim() === ""}>
-          Create
+          {t("common.create")}
         </button>
       </form>
       {error && <ErrorNotice scope="projects" error={error} onDismiss={() => setError(null)} />}
       {props.entries.length === 0 ? (
         <p class="muted" data-testid="project-list-empty">
-          No projects yet.
+          {t("projects.empty")}
         </p>
       ) : (
         <ul class="project-list" data-testid="project-list">
@@ -90,7 +90,7 @@ export function ProjectsView(props: {
                     }}
                   >
                     <label class="sr-only" for={`rename-${entry.id}`}>
-                      New name
+                      {t("common.newName")}
                     </label>
                     <input
                       id={`rename-${entry.id}`}
@@ -99,10 +99,10 @@ export function ProjectsView(props: {
                       onInput={(e) => setNewName((e.target as HTMLInputElement).value)}
                     />
                     <button type="submit" data-testid="project-rename-save">
-                      Save
+                      {t("common.save")}
                     </button>
                     <button type="button" class="quiet" data-testid="project-rename-cancel" onClick={() => setRenaming(null)}>
-                      Cancel
+                      {t("common.cancel")}
                     </button>
                   </form>
                 ) : (
@@ -111,15 +111,14 @@ export function ProjectsView(props: {
                       {entry.name}
                     </span>
                     <span class="muted">
-                      {entry.segments} segment{entry.segments === 1 ? "" : "s"} ·{" "}
-                      {new Date(entry.modified_unix_ms).toLocaleString()}
+                      {t("projects.summary", { count: entry.segments, modified: formatDateTime(entry.modified_unix_ms) })}
                     </span>
                     <span class="actions">
                       <button
                         data-testid={`project-open-${entry.id}`}
                         onClick={() => run(async () => props.onOpen(await api.openProject(entry.id)))}
                       >
-                        Open
+                        {t("common.open")}
                       </button>
                       <button
                         data-testid={`project-rename-${entry.id}`}
@@ -128,7 +127,7 @@ export function ProjectsView(props: {
                           setNewName(entry.name);
                         }}
                       >
-                        Rename
+                        {t("common.rename")}
                       </button>
                       {confirmDelete === entry.id ? (
                         <>
@@ -143,15 +142,15 @@ export function ProjectsView(props: {
                               })
                             }
                           >
-                            Delete “{entry.name}” and its files
+                            {t("projects.deleteConfirm", { name: entry.name })}
                           </button>
                           <button class="quiet" data-testid="project-delete-cancel" onClick={() => setConfirmDelete(null)}>
-                            Keep
+                            {t("projects.keep")}
                           </button>
                         </>
                       ) : (
                         <button data-testid={`project-delete-${entry.id}`} onClick={() => setConfirmDelete(entry.id)}>
-                          Delete
+                          {t("common.delete")}
                         </button>
                       )}
                     </span>

@@ -3,11 +3,52 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type AppInfo, type ModelView, type ServerInfo, type Settings, type UiError } from "../api";
 import { useEvent } from "../hooks";
+import {
+  languageChoice,
+  LOCALE_NAMES,
+  LOCALES,
+  setLanguage,
+  systemLocale,
+  formatNumber,
+  formatPercent,
+  t,
+  tr,
+  type Locale,
+  type MessageKey,
+} from "../i18n";
 import { ErrorNotice } from "../rejection";
+
+/** The window's language: the system's, or one chosen here (kept on this machine). */
+function LanguageChoice() {
+  const [choice, setChoice] = useState(languageChoice());
+  return (
+    <div class="row">
+      <label for="setting-language">{t("settings.language")}</label>
+      <select
+        id="setting-language"
+        data-testid="setting-language"
+        value={choice}
+        onChange={(e) => {
+          const value = (e.target as HTMLSelectElement).value as "system" | Locale;
+          setChoice(value);
+          setLanguage(value);
+        }}
+      >
+        <option value="system">{t("settings.languageSystem", { language: LOCALE_NAMES[systemLocale()] })}</option>
+        {LOCALES.map((l) => (
+          <option key={l} value={l} lang={l}>
+            {LOCALE_NAMES[l]}
+          </option>
+        ))}
+        <option value="pseudo">{LOCALE_NAMES.pseudo}</option>
+      </select>
+    </div>
+  );
+}
 
 function NumberField(props: {
   id: string;
-  label: string;
+  label: MessageKey;
   value: number;
   step?: number;
   min?: number;
@@ -15,7 +56,7 @@ function NumberField(props: {
 }) {
   return (
     <label class="field" for={props.id}>
-      <span>{props.label}</span>
+      <span>{t(props.label)}</span>
       <input
         id={props.id}
         data-testid={props.id}
@@ -36,17 +77,22 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
   const [testing, setTesting] = useState(false);
   const [error, setError] = useState<UiError | null>(null);
   const [saved, setSaved] = useState(false);
-  const [installing, setInstalling] = useState<{ name: string; job: string; step: string } | null>(null);
+  // The model being installed: its job, and the step and progress last reported (null: starting).
+  const [installing, setInstalling] = useState<{
+    name: string;
+    job: string;
+    step: { step: string; progress: number } | null;
+  } | null>(null);
 
   useEvent("job-progress", (p) => {
     setInstalling((i) =>
-      i && i.job === p.job ? { ...i, step: `${p.step ?? ""} (${Math.round(p.progress * 100)}%)` } : i,
+      i && i.job === p.job ? { ...i, step: { step: p.step ?? "", progress: p.progress } } : i,
     );
   });
 
   const install = async (name: string) => {
     const job = jobId("install");
-    setInstalling({ name, job, step: "starting" });
+    setInstalling({ name, job, step: null });
     setError(null);
     try {
       await api.installModel(name, job);
@@ -63,7 +109,14 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
     api.models().then(setModels, (e) => setError(asUiError(e)));
   }, []);
 
-  if (!settings) return <div class="view" data-testid="view-settings">Loading…</div>;
+  if (!settings)
+    return (
+      <div class="view" data-testid="view-settings">
+        <h1>{t("nav.settings")}</h1>
+        <LanguageChoice />
+        {t("common.loading")}
+      </div>
+    );
   const lane = settings.text_lane;
   const setLane = (change: Partial<Settings["text_lane"]>) => {
     setSaved(false);
@@ -101,11 +154,12 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
 
   return (
     <form class="view" data-testid="view-settings" onSubmit={save}>
-      <h1>Settings</h1>
+      <h1>{t("nav.settings")}</h1>
+      <LanguageChoice />
       <fieldset class="settings-box">
-        <legend>Text model server</legend>
+        <legend>{t("settings.server")}</legend>
         <div class="row">
-          <label for="settings-server-url">Server URL</label>
+          <label for="settings-server-url">{t("settings.serverUrl")}</label>
           <input
             id="settings-server-url"
             class="grow"
@@ -117,17 +171,18 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
             }}
           />
           <button type="button" data-testid="settings-test-connection" onClick={test} disabled={testing}>
-            {testing ? "Testing…" : "Test connection"}
+            {testing ? t("settings.testing") : t("settings.test")}
           </button>
         </div>
         {server && (
           <div class="ok" data-testid="settings-connection-result">
-            Connected: {server.models.length} model{server.models.length === 1 ? "" : "s"}
-            {server.context_tokens !== null && `, context ${server.context_tokens} tokens`}.
+            {server.context_tokens !== null
+              ? t("settings.connectedContext", { count: server.models.length, tokens: server.context_tokens })
+              : t("settings.connected", { count: server.models.length })}
           </div>
         )}
         <div class="row">
-          <label for="settings-model">Model</label>
+          <label for="settings-model">{t("settings.model")}</label>
           <select
             id="settings-model"
             data-testid="settings-model"
@@ -137,7 +192,7 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
               setSettings({ ...settings, llm: { ...settings.llm, model: v === "" ? null : v } });
             }}
           >
-            <option value="">The server's first model</option>
+            <option value="">{t("settings.firstModel")}</option>
             {settings.llm.model && !server?.models.some((m) => m.id === settings.llm.model) && (
               <option value={settings.llm.model}>{settings.llm.model}</option>
             )}
@@ -148,94 +203,101 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
             ))}
           </select>
         </div>
-        <p class="muted">API keys are read from HEADROOM_API_KEY and never written by the app.</p>
+        <p class="muted">{t("settings.apiKeys")}</p>
       </fieldset>
       <fieldset class="settings-box">
-        <legend>Text lane (admission control)</legend>
+        <legend>{t("settings.textLane")}</legend>
         <div class="grid">
-          <NumberField id="settings-max-in-flight" label="In flight" min={1} value={lane.max_in_flight} onChange={(v) => setLane({ max_in_flight: v })} />
-          <NumberField id="settings-max-waiting" label="Wait slots" value={lane.max_waiting} onChange={(v) => setLane({ max_waiting: v })} />
+          <NumberField id="settings-max-in-flight" label="settings.inFlight" min={1} value={lane.max_in_flight} onChange={(v) => setLane({ max_in_flight: v })} />
+          <NumberField id="settings-max-waiting" label="settings.waitSlots" value={lane.max_waiting} onChange={(v) => setLane({ max_waiting: v })} />
           <NumberField
             id="settings-context-tokens"
-            label="Context tokens (0: ask the server)"
+            label="settings.contextTokens"
             value={lane.context_tokens ?? 0}
             onChange={(v) => setLane({ context_tokens: v > 0 ? v : null })}
           />
-          <NumberField id="settings-max-input-chars" label="Max input characters" min={1} value={lane.max_input_chars} onChange={(v) => setLane({ max_input_chars: v })} />
-          <NumberField id="settings-queue-wait" label="Queue wait (s)" step={0.5} value={lane.queue_wait_secs} onChange={(v) => setLane({ queue_wait_secs: v })} />
-          <NumberField id="settings-first-chunk" label="First words within (s)" step={0.5} value={lane.first_chunk_secs} onChange={(v) => setLane({ first_chunk_secs: v })} />
-          <NumberField id="settings-total" label="Whole request within (s)" step={1} value={lane.total_secs} onChange={(v) => setLane({ total_secs: v })} />
+          <NumberField id="settings-max-input-chars" label="settings.maxInput" min={1} value={lane.max_input_chars} onChange={(v) => setLane({ max_input_chars: v })} />
+          <NumberField id="settings-queue-wait" label="settings.queueWait" step={0.5} value={lane.queue_wait_secs} onChange={(v) => setLane({ queue_wait_secs: v })} />
+          <NumberField id="settings-first-chunk" label="settings.firstChunk" step={0.5} value={lane.first_chunk_secs} onChange={(v) => setLane({ first_chunk_secs: v })} />
+          <NumberField id="settings-total" label="settings.total" step={1} value={lane.total_secs} onChange={(v) => setLane({ total_secs: v })} />
           <NumberField
             id="settings-audio-headroom"
-            label="GPU memory kept for audio, MiB (0: off)"
+            label="settings.audioHeadroom"
             step={256}
             value={lane.audio_headroom_mib ?? 0}
             onChange={(v) => setLane({ audio_headroom_mib: v > 0 ? v : null })}
           />
           <label class="field" for="settings-yield">
-            <span>While interactive audio runs</span>
+            <span>{t("settings.yield")}</span>
             <select
               id="settings-yield"
               data-testid="settings-yield"
               value={lane.yield_to_audio}
               onChange={(e) => setLane({ yield_to_audio: (e.target as HTMLSelectElement).value as Settings["text_lane"]["yield_to_audio"] })}
             >
-              <option value="none">Keep running (none)</option>
-              <option value="gate">Admit nothing new (gate)</option>
-              <option value="preempt">Stop text requests (preempt)</option>
+              <option value="none">{t("yield.none")}</option>
+              <option value="gate">{t("yield.gate")}</option>
+              <option value="preempt">{t("yield.preempt")}</option>
             </select>
           </label>
         </div>
       </fieldset>
       <fieldset class="settings-box">
-        <legend>Audio lane</legend>
+        <legend>{t("settings.audioLane")}</legend>
         <div class="grid">
-          <NumberField id="settings-audio-in-flight" label="Heavy jobs at once" min={1} value={settings.audio_lane.max_in_flight} onChange={(v) => setAudio({ max_in_flight: v })} />
+          <NumberField id="settings-audio-in-flight" label="settings.heavyJobs" min={1} value={settings.audio_lane.max_in_flight} onChange={(v) => setAudio({ max_in_flight: v })} />
           <NumberField
             id="settings-audio-interactive-reserve"
-            label="Extra for interactive work"
+            label="settings.interactiveReserve"
             value={settings.audio_lane.interactive_reserve}
             onChange={(v) => setAudio({ interactive_reserve: v })}
           />
-          <NumberField id="settings-audio-waiting" label="Wait slots" value={settings.audio_lane.max_waiting} onChange={(v) => setAudio({ max_waiting: v })} />
+          <NumberField id="settings-audio-waiting" label="settings.waitSlots" value={settings.audio_lane.max_waiting} onChange={(v) => setAudio({ max_waiting: v })} />
           <NumberField
             id="settings-model-idle"
-            label="Unload idle speech models after (s, 0 = never)"
+            label="settings.modelIdle"
             step={30}
             value={settings.audio_lane.model_idle_secs}
             onChange={(v) => setAudio({ model_idle_secs: v })}
           />
         </div>
-        <p class="muted">Audio lane limits apply after a restart; the idle time applies at once.</p>
+        <p class="muted">{t("settings.audioNote")}</p>
       </fieldset>
       <div class="row">
         <button type="submit" data-testid="settings-save">
-          Save settings
+          {t("settings.save")}
         </button>
         {saved && (
           <span class="ok" data-testid="settings-saved">
-            Saved{props.info?.config_path && ` to ${props.info.config_path}`}.
+            {props.info?.config_path ? t("settings.savedTo", { path: props.info.config_path }) : t("settings.saved")}
           </span>
         )}
       </div>
       {error && <ErrorNotice scope="settings" error={error} onDismiss={() => setError(null)} />}
       <fieldset class="settings-box">
-        <legend>Speech models</legend>
+        <legend>{t("settings.models")}</legend>
         <ul class="models" data-testid="models-list">
           {models.map((m) => (
             <li key={m.name} data-testid={`model-${m.name}`} data-state={m.status.state}>
-              <b>{m.name}</b> — {m.description} ({(m.bytes / 1e6).toFixed(0)} MB):{" "}
+              {tr("settings.modelLine", { name: <b>{m.name}</b>, description: m.description, size: formatNumber(m.bytes / 1e6, 0) })}{" "}
               {m.status.state === "installed" ? (
-                <span class="ok">installed</span>
+                <span class="ok">{t("model.installed")}</span>
               ) : (
                 <span>
                   {m.status.state === "missing" ? (
-                    "not installed"
+                    t("model.missing")
                   ) : (
-                    <span class="error-text">damaged ({m.status.detail})</span>
+                    <span class="error-text">{t("model.damaged", { detail: m.status.detail })}</span>
                   )}{" "}
                   {installing?.name === m.name ? (
-                    <span data-testid={`model-installing-${m.name}`}>{installing.step}</span>
+                    <span data-testid={`model-installing-${m.name}`}>
+                      {installing.step === null
+                        ? t("settings.installStarting")
+                        : t("settings.installStep", {
+                            step: installing.step.step,
+                            percent: formatPercent(installing.step.progress),
+                          })}
+                    </span>
                   ) : (
                     <button
                       type="button"
@@ -243,7 +305,7 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
                       disabled={installing !== null}
                       onClick={() => install(m.name)}
                     >
-                      Install
+                      {t("settings.install")}
                     </button>
                   )}
                 </span>
@@ -253,15 +315,18 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
         </ul>
         {props.info && (
           <p class="muted">
-            Models: <code>{props.info.models_dir}</code> · Projects: <code>{props.info.projects_dir}</code>
+            {tr("settings.dirs", {
+              models: <code>{props.info.models_dir}</code>,
+              projects: <code>{props.info.projects_dir}</code>,
+            })}
           </p>
         )}
         {props.info && (
           <p class="muted" data-testid="settings-window-rendering">
             {props.info.window_rendering === "software"
-              ? "The window is drawn on the CPU, so no GL driver loads in the app and the GPU stays with the models."
-              : "The window is drawn with the GPU (WebKit's defaults)."}{" "}
-            <code>HEADROOM_WINDOW_RENDERING=software|gpu</code> chooses, read when the app starts.
+              ? t("settings.renderSoftware")
+              : t("settings.renderGpu")}{" "}
+            {tr("settings.renderChoose", { variable: <code>HEADROOM_WINDOW_RENDERING=software|gpu</code> })}
           </p>
         )}
       </fieldset>

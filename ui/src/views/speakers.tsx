@@ -7,6 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, type Project, type Speaker, type UiError, type VoiceProfile } from "../api";
 import { useJob } from "../hooks";
 import { editProject } from "../project";
+import { formatNumber, formatSeconds, t } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { SPEAKER_COLORS } from "../waveform";
 
@@ -14,7 +15,7 @@ import { SPEAKER_COLORS } from "../waveform";
 export function displayName(speaker: Speaker): string {
   if (speaker.name) return speaker.name;
   const n = speaker.id.match(/^S(\d+)$/);
-  return n ? `Speaker ${n[1]}` : speaker.id;
+  return n ? t("speakers.default", { n: n[1] }) : speaker.id;
 }
 
 /** A speaker's name by id, for segments. */
@@ -62,7 +63,8 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
   const [drafts, setDrafts] = useState<Record<string, string>>({});
   const [mergeFrom, setMergeFrom] = useState("");
   const [mergeInto, setMergeInto] = useState("");
-  const [made, setMade] = useState<string | null>(null);
+  // The profile last made from a speaker (shown in the language of the moment).
+  const [made, setMade] = useState<{ name: string; turns: number; seconds: number } | null>(null);
   const [error, setError] = useState<UiError | null>(null);
   const making = useJob("speaker-profile");
   const speakers = project.speakers ?? [];
@@ -89,8 +91,8 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
 
   if (speakers.length === 0) return null;
   return (
-    <section class="speakers-panel" data-testid="speakers-panel" aria-label="Speakers">
-      <h2>Speakers ({speakers.length})</h2>
+    <section class="speakers-panel" data-testid="speakers-panel" aria-label={t("transcribe.speakers")}>
+      <h2>{t("speakers.heading", { count: speakers.length })}</h2>
       {speakers.map((s) => (
         <div class="speaker-row" key={s.id} data-testid={`speaker-${s.id}`}>
           <span class="swatch" style={{ background: speakerColor(project, s.id) }} aria-hidden="true" />
@@ -98,8 +100,15 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
             {displayName(s)}
           </span>
           <span class="muted" data-testid={`speaker-seconds-${s.id}`}>
-            {s.id} · {s.seconds.toFixed(1)} s
-            {s.similarity !== null && s.similarity !== undefined && ` · recognised (${s.similarity.toFixed(2)})`}
+            {[
+              s.id,
+              formatSeconds(s.seconds),
+              s.similarity !== null &&
+                s.similarity !== undefined &&
+                t("speakers.recognised", { similarity: formatNumber(s.similarity, 2) }),
+            ]
+              .filter((part) => !!part)
+              .join(" · ")}
           </span>
           <span class="grow" />
           <form
@@ -114,7 +123,7 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
           >
             <input
               data-testid={`speaker-rename-${s.id}`}
-              aria-label={`Name of ${displayName(s)}`}
+              aria-label={t("speakers.nameOf", { name: displayName(s) })}
               placeholder={displayName(s)}
               value={drafts[s.id] ?? s.name ?? ""}
               onInput={(e) => {
@@ -123,10 +132,10 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
               }}
             />
             <button type="submit" data-testid={`speaker-rename-save-${s.id}`}>
-              Rename
+              {t("common.rename")}
             </button>
           </form>
-          <label for={`speaker-profile-${s.id}`}>This is</label>
+          <label for={`speaker-profile-${s.id}`}>{t("speakers.thisIs")}</label>
           <select
             id={`speaker-profile-${s.id}`}
             data-testid={`speaker-profile-${s.id}`}
@@ -136,7 +145,7 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
               edit(() => api.attachSpeaker(project.id, s.id, profile === "" ? null : profile, speakers));
             }}
           >
-            <option value="">— no voice profile —</option>
+            <option value="">{t("speakers.noProfile")}</option>
             {profiles.map((p) => (
               <option key={p.id} value={p.id}>
                 {p.name}
@@ -146,7 +155,7 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
           <button
             data-testid={`speaker-create-profile-${s.id}`}
             disabled={making.running !== null}
-            title="Make a voice profile from this speaker's longest turns"
+            title={t("speakers.makeTitle")}
             onClick={async () => {
               setError(null);
               setMade(null);
@@ -156,28 +165,26 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
                 );
                 props.onProject(result.project);
                 setProfiles(await api.voiceProfiles());
-                setMade(
-                  `Voice profile “${result.voice.name}” made from ${result.segments.length} turns (${result.seconds.toFixed(1)} s)`,
-                );
+                setMade({ name: result.voice.name, turns: result.segments.length, seconds: result.seconds });
               } catch (e) {
                 setError(asUiError(e));
               }
             }}
           >
-            Make voice profile
+            {t("speakers.make")}
           </button>
         </div>
       ))}
       {speakers.length > 1 && (
         <div class="row" data-testid="speaker-merge-row">
-          <label for="speaker-merge-from">Merge</label>
+          <label for="speaker-merge-from">{t("speakers.merge")}</label>
           <SpeakerChoice
             id="speaker-merge-from"
             speakers={speakers}
             value={mergeFrom}
             onChange={setMergeFrom}
           />
-          <label for="speaker-merge-into">into</label>
+          <label for="speaker-merge-into">{t("speakers.into")}</label>
           <SpeakerChoice
             id="speaker-merge-into"
             speakers={speakers}
@@ -189,14 +196,14 @@ export function SpeakersPanel(props: { project: Project; onProject: (p: Project)
             disabled={mergeFrom === "" || mergeFrom === mergeInto}
             onClick={() => edit(() => api.mergeSpeakers(project.id, mergeFrom, mergeInto, speakers))}
           >
-            Merge
+            {t("speakers.merge")}
           </button>
-          <span class="muted">The transcript before the merge is kept under Earlier versions.</span>
+          <span class="muted">{t("speakers.mergeNote")}</span>
         </div>
       )}
       {made && (
         <p class="ok" data-testid="speaker-profile-made">
-          {made}
+          {t("speakers.made", { name: made.name, count: made.turns, seconds: formatSeconds(made.seconds) })}
         </p>
       )}
       {error && <ErrorNotice scope="speakers" error={error} onDismiss={() => setError(null)} />}

@@ -5,6 +5,7 @@ import { api, asUiError, jobId, type Project, type Voice } from "../api";
 import { chooseSaveCopyPath } from "../files";
 import { useJob, useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
+import { formatNumber, formatSeconds, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { VoiceConsent } from "./consent";
 
@@ -35,9 +36,9 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
   const takes = [...project.speech].reverse();
   return (
     <div class="view" data-testid="view-synthesize">
-      <h1>Synthesize</h1>
+      <h1>{t("nav.synthesize")}</h1>
       <div class="row">
-        <label for="voice">Voice</label>
+        <label for="voice">{t("synth.voice")}</label>
         <select
           id="voice"
           data-testid="synth-voice"
@@ -51,7 +52,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
             });
           }}
         >
-          <option value="">Default (espeak-ng)</option>
+          <option value="">{t("synth.defaultVoiceOption")}</option>
           {voices.map((v) => (
             <option key={v.id} value={v.id}>
               {v.name} [{v.id}]
@@ -59,23 +60,23 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
           ))}
         </select>
         <button data-testid="synth-all" disabled={job !== null || project.segments.length === 0} onClick={() => speak(null)}>
-          Speak all
+          {t("synth.all")}
         </button>
         {job && (
           <button data-testid="synth-cancel" onClick={synthesis.cancel}>
-            Cancel
+            {t("common.cancel")}
           </button>
         )}
-        {job && <span data-testid="synth-running">Synthesizing…</span>}
+        {job && <span data-testid="synth-running">{t("synth.running")}</span>}
       </div>
       <VoiceConsent project={project} voice={project.settings.voice} onProject={props.onProject} />
-      <p class="muted">Accepted cleanups are spoken instead of the raw transcript.</p>
+      <p class="muted">{t("synth.acceptedNote")}</p>
       {error && <ErrorNotice scope="synthesize" error={error} onDismiss={() => setError(null)} />}
       <ol class="segments">
         {project.segments.map((_, i) => (
           <li key={i} class="row" data-testid={`synth-row-${i}`}>
             <button data-testid={`synth-segment-${i}`} disabled={job !== null} onClick={() => speak(i)}>
-              Speak
+              {t("synth.speak")}
             </button>
             <span class="grow" data-testid={`synth-text-${i}`}>
               {speechText(i)}
@@ -83,37 +84,47 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
           </li>
         ))}
       </ol>
-      <h2>Takes</h2>
+      <h2>{t("synth.takes")}</h2>
       {takes.length === 0 ? (
         <p class="muted" data-testid="synth-takes-empty">
-          Nothing synthesized yet.
+          {t("synth.noTakes")}
         </p>
       ) : (
         <ul class="takes" data-testid="synth-takes">
-          {takes.map((t, n) => (
-            <li key={t.file} data-testid={`synth-take-${n}`} data-file={t.file}>
+          {takes.map((take, n) => (
+            <li key={take.file} data-testid={`synth-take-${n}`} data-file={take.file}>
               <div class="row">
-                <code>{t.file}</code>
+                <code>{take.file}</code>
                 <span class="muted">
-                  {t.duration_secs.toFixed(1)} s · {t.segment === null ? "all" : `segment ${t.segment + 1}`} ·{" "}
-                  {t.voice ?? "default voice"}
-                  {t.voice_method && ` · ${t.voice_method}`}
+                  {[
+                    formatSeconds(take.duration_secs),
+                    take.segment === null ? t("synth.takeAll") : t("synth.takeSegment", { n: take.segment + 1 }),
+                    take.voice ?? t("synth.defaultVoice"),
+                    take.voice_method,
+                  ]
+                    .filter((part) => !!part)
+                    .join(" · ")}
                 </span>
-                {t.similarity !== null && t.default_similarity !== null && (
+                {take.similarity !== null && take.default_similarity !== null && (
                   <span data-testid={`synth-similarity-${n}`}>
-                    similarity {t.similarity.toFixed(3)} (search's embedder) ·{" "}
-                    {t.similarity_independent === null
-                      ? "independent: – (headroom models install resemblyzer)"
-                      : `${t.similarity_independent.toFixed(3)} (independent: Resemblyzer)`}{" "}
-                    (default voice {t.default_similarity.toFixed(3)}
-                    {t.default_similarity_independent !== null && ` · ${t.default_similarity_independent.toFixed(3)}`})
+                    {t("synth.similarity", {
+                      search: formatNumber(take.similarity, 3),
+                      independent:
+                        take.similarity_independent === null
+                          ? t("synth.noIndependent")
+                          : t("sim.independent", { value: formatNumber(take.similarity_independent, 3) }),
+                      default: [take.default_similarity, take.default_similarity_independent]
+                        .filter((v): v is number => v !== null)
+                        .map((v) => formatNumber(v, 3))
+                        .join(" · "),
+                    })}
                   </span>
                 )}
                 <button
                   data-testid={`synth-play-${n}`}
-                  onClick={() => guard(() => api.play(project.id, t.file, jobId("play")))}
+                  onClick={() => guard(() => api.play(project.id, take.file, jobId("play")))}
                 >
-                  ▶ Play
+                  {t("synth.play")}
                 </button>
               </div>
               <form
@@ -121,39 +132,39 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                 onSubmit={(e) => {
                   e.preventDefault();
                   guard(async () => {
-                    const path = await api.saveCopy(project.id, t.file, saveTo[t.file] ?? "");
-                    setSaved((s) => ({ ...s, [t.file]: path }));
+                    const path = await api.saveCopy(project.id, take.file, saveTo[take.file] ?? "");
+                    setSaved((s) => ({ ...s, [take.file]: path }));
                   });
                 }}
               >
-                <label for={`save-${n}`}>Save WAV as</label>
+                <label for={`save-${n}`}>{t("synth.saveAs")}</label>
                 <input
                   id={`save-${n}`}
                   class="grow"
                   data-testid={`synth-save-path-${n}`}
-                  placeholder="exports/narration.wav (in the project), or Choose…"
-                  value={saveTo[t.file] ?? ""}
-                  onInput={(e) => setSaveTo((s) => ({ ...s, [t.file]: (e.target as HTMLInputElement).value }))}
+                  placeholder={t("synth.savePlaceholder")}
+                  value={saveTo[take.file] ?? ""}
+                  onInput={(e) => setSaveTo((s) => ({ ...s, [take.file]: (e.target as HTMLInputElement).value }))}
                 />
                 <button
                   type="button"
                   data-testid={`synth-save-browse-${n}`}
                   onClick={() =>
                     guard(async () => {
-                      const chosen = await chooseSaveCopyPath(t.file, "take.wav");
-                      if (chosen) setSaveTo((s) => ({ ...s, [t.file]: chosen }));
+                      const chosen = await chooseSaveCopyPath(take.file, "take.wav");
+                      if (chosen) setSaveTo((s) => ({ ...s, [take.file]: chosen }));
                     })
                   }
                 >
-                  Choose…
+                  {t("synth.choose")}
                 </button>
                 <button type="submit" data-testid={`synth-save-${n}`}>
-                  Save
+                  {t("common.save")}
                 </button>
               </form>
-              {saved[t.file] && (
+              {saved[take.file] && (
                 <p class="ok" data-testid={`synth-saved-${n}`}>
-                  Saved <code>{saved[t.file]}</code>
+                  {tr("common.savedPath", { path: <code>{saved[take.file]}</code> })}
                 </p>
               )}
             </li>

@@ -5,6 +5,7 @@ import { api, asUiError, type Project, type Segment, type UiError, type VersionI
 import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
 import { editProject, saveProjectSettings } from "../project";
+import { formatDateTime, formatPercent, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { SpeakerLanes, usePlayer, Waveform } from "../waveform";
 import { displayName, speakerColor, speakerName, SpeakersPanel } from "./speakers";
@@ -119,7 +120,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
 
   return (
     <div class="view" data-testid="view-transcribe">
-      <h1>Transcribe</h1>
+      <h1>{t("nav.transcribe")}</h1>
       <div class="drop-zone" data-testid="drop-zone">
         <form
           class="row"
@@ -128,40 +129,44 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
             transcribe(path);
           }}
         >
-          <label for="audio-path">Audio file</label>
+          <label for="audio-path">{t("transcribe.audioFile")}</label>
           <input
             id="audio-path"
             class="grow"
             data-testid="transcribe-path"
             value={path}
-            placeholder="/path/to/recording.flac — or drop a file on the window"
+            placeholder={t("transcribe.placeholder")}
             onInput={(e) => setPath((e.target as HTMLInputElement).value)}
           />
           <BrowseAudio testid="transcribe-browse" onChosen={setPath} />
-          <label for="transcribe-speakers">Speakers</label>
+          <label for="transcribe-speakers">{t("transcribe.speakers")}</label>
           <select
             id="transcribe-speakers"
             data-testid="transcribe-speakers"
             value={project.settings.speakers}
             disabled={job !== null}
-            title="Find who speaks when (needs the speaker embedder and voice activity models)"
+            title={t("transcribe.speakersTitle")}
             onChange={(e) => chooseSpeakers((e.target as HTMLSelectElement).value)}
           >
             {SPEAKER_CHOICES.map((c) => (
               <option key={c} value={c}>
-                {c === "off" ? "Off" : c === "auto" ? "Find automatically" : `${c} speakers`}
+                {c === "off"
+                  ? t("transcribe.speakersOff")
+                  : c === "auto"
+                    ? t("transcribe.speakersAuto")
+                    : t("transcribe.speakersCount", { count: Number(c) })}
               </option>
             ))}
           </select>
           <button type="submit" data-testid="transcribe-start" disabled={job !== null || path.trim() === ""}>
-            Transcribe
+            {t("transcribe.start")}
           </button>
         </form>
         <div class="row">
           {recording === null ? (
             <>
               <button data-testid="record-start" onClick={record} disabled={job !== null}>
-                ● Record
+                {t("common.record")}
               </button>
               <label class="check">
                 <input
@@ -170,20 +175,20 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                   checked={live}
                   onChange={(e) => dispatch({ type: "live", live: (e.target as HTMLInputElement).checked })}
                 />
-                Transcribe while recording
+                {t("transcribe.live")}
               </label>
             </>
           ) : (
             <button data-testid="record-stop" onClick={recorder.cancel}>
-              ■ Stop recording
+              {t("transcribe.stopRecording")}
             </button>
           )}
           {level !== null && (
-            <meter data-testid="record-level" min={-60} max={0} value={level} aria-label="Input level">
-              {level.toFixed(0)} dBFS
+            <meter data-testid="record-level" min={-60} max={0} value={level} aria-label={t("transcribe.inputLevel")}>
+              {t("unit.dbfs", { value: level.toFixed(0) })}
             </meter>
           )}
-          <span class="muted">WAV, MP3, FLAC, OGG and M4A; speech models run on this machine.</span>
+          <span class="muted">{t("transcribe.formats")}</span>
         </div>
         {(recording !== null || liveFinals.length > 0) && live && (
           <div class="live-transcript" data-testid="live-transcript" aria-live="polite">
@@ -198,17 +203,19 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               </p>
             )}
             {recording !== null && liveFinals.length === 0 && !livePartial && (
-              <p class="muted" data-testid="live-waiting">Listening…</p>
+              <p class="muted" data-testid="live-waiting">
+                {t("transcribe.listening")}
+              </p>
             )}
           </div>
         )}
       </div>
       {job !== null && (
         <div class="row" data-testid="transcribe-running">
-          <progress data-testid="transcribe-progress" max={1} value={progress} aria-label="Transcription progress" />
-          <span>{Math.round(progress * 100)}%</span>
+          <progress data-testid="transcribe-progress" max={1} value={progress} aria-label={t("transcribe.progress")} />
+          <span>{formatPercent(progress)}</span>
           <button data-testid="transcribe-cancel" onClick={transcription.cancel}>
-            Cancel
+            {t("common.cancel")}
           </button>
         </div>
       )}
@@ -224,13 +231,19 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
         <>
           <div class="row">
             <span data-testid="transcript-summary">
-              {project.segments.length} segments · {formatTime(project.duration_secs)}
-              {project.language && ` · ${project.language}`}
-              {(project.speakers ?? []).length > 0 && ` · ${(project.speakers ?? []).length} speakers`}
-              {project.source_audio && ` · ${project.source_audio}`}
+              {[
+                t("transcribe.segments", { count: project.segments.length }),
+                formatTime(project.duration_secs),
+                project.language,
+                (project.speakers ?? []).length > 0 &&
+                  t("transcribe.speakersCount", { count: (project.speakers ?? []).length }),
+                project.source_audio,
+              ]
+                .filter((part) => !!part)
+                .join(" · ")}
             </span>
             <span class="grow" />
-            <label for="export-format">Export as</label>
+            <label for="export-format">{t("transcribe.exportAs")}</label>
             <select
               id="export-format"
               data-testid="export-format"
@@ -252,12 +265,12 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                 }
               }}
             >
-              Export
+              {t("transcribe.export")}
             </button>
           </div>
           {exported && (
             <p class="ok" data-testid="export-result">
-              Saved <code>{exported}</code>
+              {tr("common.savedPath", { path: <code>{exported}</code> })}
             </p>
           )}
           <div class={(project.speakers ?? []).length > 0 ? "with-lanes" : undefined}>
@@ -343,12 +356,12 @@ function Versions(props: { project: Project; onProject: (p: Project) => void }) 
   if (versions.length === 0 && !error) return null;
   return (
     <details class="versions" data-testid="versions">
-      <summary>Earlier versions ({versions.length})</summary>
+      <summary>{t("versions.summary", { count: versions.length })}</summary>
       <ul>
         {versions.map((v) => (
           <li key={v.id} class="row" data-testid={`version-${v.id}`}>
             <span class="grow">
-              {new Date(v.saved_unix_ms).toLocaleString()} · {v.segments} segments · {v.reason}
+              {t("versions.line", { saved: formatDateTime(v.saved_unix_ms), count: v.segments, reason: v.reason })}
             </span>
             <button
               data-testid={`version-restore-${v.id}`}
@@ -361,7 +374,7 @@ function Versions(props: { project: Project; onProject: (p: Project) => void }) 
                 }
               }}
             >
-              Restore
+              {t("versions.restore")}
             </button>
           </li>
         ))}
@@ -402,24 +415,24 @@ function SegmentSpeaker(props: {
             {s.speaker && (
               <span class="swatch" style={{ background: speakerColor(project, s.speaker) }} aria-hidden="true" />
             )}
-            {name ?? "No speaker"}
+            {name ?? t("segment.noSpeaker")}
           </span>
           <select
             data-testid={`segment-speaker-${i}`}
-            aria-label={`Speaker of segment ${i + 1}`}
+            aria-label={t("segment.speakerOf", { n: i + 1 })}
             value={s.speaker ?? ""}
             onChange={(e) => {
               const v = (e.target as HTMLSelectElement).value;
               edit(() => api.setSegmentSpeaker(project.id, i, v === "" ? null : v, s));
             }}
           >
-            <option value="">No speaker</option>
+            <option value="">{t("segment.noSpeaker")}</option>
             {(project.speakers ?? []).map((sp) => (
               <option key={sp.id} value={sp.id}>
                 {displayName(sp)}
               </option>
             ))}
-            <option value="new">New speaker</option>
+            <option value="new">{t("segment.newSpeaker")}</option>
           </select>
         </>
       )}
@@ -429,19 +442,19 @@ function SegmentSpeaker(props: {
         aria-expanded={splitting}
         onClick={() => setSplitting(!splitting)}
       >
-        Split…
+        {t("segment.split")}
       </button>
       {splitting && (
         <div class="split-panel" data-testid={`segment-split-panel-${i}`}>
           {(project.speakers ?? []).length > 0 && (
             <label>
-              New part spoken by{" "}
+              {t("segment.newPartBy")}{" "}
               <select
                 data-testid={`segment-split-speaker-${i}`}
                 value={newSpeaker}
                 onChange={(e) => setNewSpeaker((e.target as HTMLSelectElement).value)}
               >
-                <option value="">{name ?? "the same speaker"}</option>
+                <option value="">{name ?? t("segment.sameSpeaker")}</option>
                 {(project.speakers ?? [])
                   .filter((sp) => sp.id !== s.speaker)
                   .map((sp) => (
@@ -449,17 +462,20 @@ function SegmentSpeaker(props: {
                       {displayName(sp)}
                     </option>
                   ))}
-                <option value="new">New speaker</option>
+                <option value="new">{t("segment.newSpeaker")}</option>
               </select>
             </label>
           )}
-          <span class="muted"> Split before:</span>
+          <span class="muted">
+            {" "}
+            {t("segment.splitBefore")}
+          </span>
           <div class="split-words">
             {words.slice(1).map((w, k) => (
               <button
                 key={k}
                 data-testid={`segment-split-at-${i}-${k + 1}`}
-                title={`Split before “${w}”`}
+                title={t("segment.splitBeforeWord", { word: w })}
                 onClick={() =>
                   edit(() =>
                     api.splitSegment(

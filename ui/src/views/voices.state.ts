@@ -3,6 +3,7 @@
 // one place that says what each does. (Running jobs are tracked by `useJob`, the view's last
 // error by `useGuarded`.)
 import type { ClipAdded, ClipReport, Health, MatchProgress, Settings, VoiceProfile, VoiceTakeView } from "../api";
+import { t } from "../i18n";
 
 export type State = {
   voices: VoiceProfile[];
@@ -43,7 +44,8 @@ export const initialState: State = {
   refused: null,
   budget: 160,
   progress: null,
-  line: "This is how I sound in Headroom.",
+  // The test line, in the language of the window when it opened.
+  line: t("voices.sampleLine"),
   take: null,
   transcripts: {},
   settings: null,

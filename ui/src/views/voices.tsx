@@ -6,11 +6,9 @@ import { useEffect, useReducer } from "preact/hooks";
 import { api, asUiError, jobId, type ClipReport, type VoiceProfile } from "../api";
 import { BrowseAudio } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
+import { codeLabel, formatNumber, formatPercent, formatSeconds, t } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { initialState, reducer, selectedVoice, type Field } from "./voices.state";
-
-/** What to do when a score has no independent judge's number. */
-const INDEPENDENT_HINT = "No independent score: install Resemblyzer's embedder with `headroom models install resemblyzer`.";
 
 /** A similarity by the search's embedder (the bar), and by the independent one (Resemblyzer's,
  * which the voice match never searched against) beside it. */
@@ -27,11 +25,12 @@ function Bar(props: { label: string; value: number; independent: number | null; 
       <span class="bar">
         <span class="bar-fill" style={{ width: `${width}%` }} />
       </span>
-      <span title="cosine similarity by the speaker embedder the voice match searched against">
-        {props.value.toFixed(3)} (search's embedder)
-      </span>
-      <span class="muted" title="cosine similarity by Resemblyzer's embedder, which the search never used">
-        · {props.independent === null ? "independent: –" : `${props.independent.toFixed(3)} (independent: Resemblyzer)`}
+      <span title={t("sim.searchTitle")}>{t("sim.search", { value: formatNumber(props.value, 3) })}</span>
+      <span class="muted" title={t("sim.independentTitle")}>
+        {"· "}
+        {props.independent === null
+          ? t("sim.noIndependent")
+          : t("sim.independent", { value: formatNumber(props.independent, 3) })}
       </span>
     </div>
   );
@@ -42,13 +41,18 @@ function Report(props: { report: ClipReport; testid: string }) {
   return (
     <div data-testid={props.testid}>
       <span class="muted">
-        {r.seconds.toFixed(1)} s · speech {r.speech_dbfs.toFixed(0)} dBFS · SNR {r.snr_db.toFixed(0)} dB · clipped{" "}
-        {(r.clipped_fraction * 100).toFixed(2)}% · silence {(r.silence_fraction * 100).toFixed(0)}%
+        {t("voices.report", {
+          seconds: formatSeconds(r.seconds),
+          speech: formatNumber(r.speech_dbfs, 0),
+          snr: formatNumber(r.snr_db, 0),
+          clipped: formatPercent(r.clipped_fraction, 2),
+          silence: formatPercent(r.silence_fraction, 0),
+        })}
       </span>
       <ul>
         {r.findings.map((f) => (
           <li key={f.check} class={f.severity === "refused" ? "error" : "warning"} data-testid={`finding-${f.check}`}>
-            {f.severity === "refused" ? "Refused" : "Warning"}: {f.advice}
+            {t("voices.finding", { severity: codeLabel("severity", f.severity), advice: f.advice })}
           </li>
         ))}
       </ul>
@@ -86,7 +90,7 @@ export function VoicesView() {
 
   return (
     <div class="view" data-testid="view-voices">
-      <h1>Voices</h1>
+      <h1>{t("nav.voices")}</h1>
       {error && <ErrorNotice scope="voices" error={error} onDismiss={() => setError(null)} />}
       <form
         class="row"
@@ -99,15 +103,15 @@ export function VoicesView() {
           });
         }}
       >
-        <label for="voice-name">New voice</label>
+        <label for="voice-name">{t("voices.new")}</label>
         <input id="voice-name" data-testid="voice-name" value={newName} onInput={typed("newName")} />
         <button type="submit" data-testid="voice-create" disabled={newName.trim() === ""}>
-          Create
+          {t("common.create")}
         </button>
       </form>
       {voices.length === 0 ? (
         <p class="muted" data-testid="voices-empty">
-          No voices yet. Create one, then add 5–30 s clips of one person speaking.
+          {t("voices.empty")}
         </p>
       ) : (
         <ul class="voices" data-testid="voice-list">
@@ -118,7 +122,7 @@ export function VoicesView() {
                 class={v.id === selected ? "nav active" : "nav"}
                 onClick={() => dispatch({ type: "selected", id: v.id })}
               >
-                {v.name} ({v.clips.length} clips)
+                {t("voices.item", { name: v.name, count: v.clips.length })}
               </button>
             </li>
           ))}
@@ -139,12 +143,12 @@ export function VoicesView() {
           >
             <input
               data-testid="voice-rename-input"
-              placeholder="New name"
+              placeholder={t("common.newName")}
               value={rename}
               onInput={typed("rename")}
             />
             <button type="submit" data-testid="voice-rename" disabled={rename.trim() === ""}>
-              Rename
+              {t("common.rename")}
             </button>
           </form>
           <div class="row">
@@ -158,10 +162,10 @@ export function VoicesView() {
                 })
               }
             >
-              Delete voice
+              {t("voices.delete")}
             </button>
           </div>
-          <h3>Reference clips</h3>
+          <h3>{t("voices.clips")}</h3>
           <form
             class="row"
             onSubmit={(e) => {
@@ -172,18 +176,18 @@ export function VoicesView() {
               });
             }}
           >
-            <label for="voice-clip-path">Clip</label>
+            <label for="voice-clip-path">{t("voices.clip")}</label>
             <input
               id="voice-clip-path"
               class="grow"
               data-testid="voice-clip-path"
-              placeholder="/path/to/reference.wav (5–30 s of one person speaking)"
+              placeholder={t("voices.clipPlaceholder")}
               value={clipPath}
               onInput={typed("clipPath")}
             />
             <BrowseAudio testid="voice-clip-browse" onChosen={(value) => dispatch({ type: "typed", field: "clipPath", value })} />
             <button type="submit" data-testid="voice-clip-add" disabled={adding.running !== null || clipPath.trim() === ""}>
-              {adding.running ? "Checking…" : "Add clip"}
+              {adding.running ? t("common.checking") : t("voices.addClip")}
             </button>
             {recorder.running === null ? (
               <button
@@ -199,17 +203,17 @@ export function VoicesView() {
                   })
                 }
               >
-                ● Record
+                {t("common.record")}
               </button>
             ) : (
               <button type="button" data-testid="voice-record-stop" onClick={recorder.cancel}>
-                ■ Stop {level !== null && `(${level.toFixed(0)} dBFS)`}
+                {level !== null ? t("voices.stopLevel", { level: formatNumber(level, 0) }) : t("voices.stop")}
               </button>
             )}
           </form>
           {refused && (
             <div class="notice error" data-testid="voice-clip-refused">
-              The clip was not added.
+              {t("voices.notAdded")}
               <Report report={refused} testid="voice-clip-refused-report" />
             </div>
           )}
@@ -219,13 +223,13 @@ export function VoicesView() {
                 <div class="row">
                   <code>{c.id}</code>
                   <button data-testid={`voice-clip-play-${c.id}`} onClick={() => guard(() => api.playVoiceFile(voice.id, c.file, jobId("play")))}>
-                    ▶ Reference (A)
+                    {t("voices.playReference")}
                   </button>
                   <button
                     data-testid={`voice-clip-remove-${c.id}`}
                     onClick={() => guard(async () => replace(await api.removeVoiceClip(voice.id, c.id)))}
                   >
-                    Remove
+                    {t("voices.remove")}
                   </button>
                 </div>
                 <Report report={c.report} testid={`voice-clip-report-${c.id}`} />
@@ -243,20 +247,17 @@ export function VoicesView() {
                     onInput={(e) => dispatch({ type: "transcript-typed", clip: c.id, value: (e.target as HTMLInputElement).value })}
                   />
                   <button type="submit" data-testid={`voice-clip-transcript-save-${c.id}`}>
-                    Save transcript
+                    {t("voices.saveTranscript")}
                   </button>
                 </form>
               </li>
             ))}
           </ol>
 
-          <h3>Voice match (approximate)</h3>
-          <p class="muted">
-            No cloning server needed: the embedded voices are searched for the one closest to these clips, judged on
-            sentences the search never used. It is an approximation, not a clone.
-          </p>
+          <h3>{t("voices.match")}</h3>
+          <p class="muted">{t("voices.matchAbout")}</p>
           <div class="row">
-            <label for="voice-budget">Budget (takes)</label>
+            <label for="voice-budget">{t("voices.budget")}</label>
             <input
               id="voice-budget"
               type="number"
@@ -275,43 +276,48 @@ export function VoicesView() {
                 })
               }
             >
-              Find voice match
+              {t("voices.find")}
             </button>
             {matching.running && (
               <button data-testid="voice-match-cancel" onClick={matching.cancel}>
-                Cancel
+                {t("common.cancel")}
               </button>
             )}
           </div>
           {matching.running && progress && (
             <div data-testid="voice-match-progress">
-              <progress max={progress.total} value={progress.evaluations} /> {progress.stage}: {progress.evaluations} /{" "}
-              {progress.total} takes, best {progress.best_similarity.toFixed(3)}
+              <progress max={progress.total} value={progress.evaluations} />{" "}
+              {t("voices.progress", {
+                stage: codeLabel("match.stage", progress.stage),
+                done: progress.evaluations,
+                total: progress.total,
+                best: formatNumber(progress.best_similarity, 3),
+              })}
             </div>
           )}
           {current ? (
             <div data-testid="voice-match-result">
               <Bar
-                label="Default voice"
+                label={t("voices.simDefault")}
                 value={current.default_held_out.similarity}
                 independent={current.default_held_out.similarity_independent}
                 testid="voice-sim-default"
               />
               <Bar
-                label={`Best shipped style (${current.outcome.best_shipped})`}
+                label={t("voices.simShipped", { style: current.outcome.best_shipped })}
                 value={current.outcome.best_shipped_held_out.similarity}
                 independent={current.outcome.best_shipped_held_out.similarity_independent}
                 testid="voice-sim-shipped"
               />
               <Bar
-                label="Voice match (held out)"
+                label={t("voices.simMatch")}
                 value={current.outcome.held_out.similarity}
                 independent={current.outcome.held_out.similarity_independent}
                 testid="voice-sim-match"
               />
               {current.espeak && (
                 <Bar
-                  label={`espeak-ng match (${current.espeak[0].voice}, pitch ${current.espeak[0].pitch})`}
+                  label={t("voices.simEspeak", { voice: current.espeak[0].voice, pitch: current.espeak[0].pitch })}
                   value={current.espeak[1].similarity}
                   independent={current.espeak[1].similarity_independent}
                   testid="voice-sim-espeak"
@@ -319,25 +325,31 @@ export function VoicesView() {
               )}
               {current.outcome.held_out.similarity_independent === null && (
                 <p class="muted" data-testid="voice-independent-hint">
-                  {INDEPENDENT_HINT}
+                  {t("voices.independentHint")}
                 </p>
               )}
               <p class="muted">
-                On the search sentence {current.outcome.search.similarity.toFixed(3)} (search's embedder)
-                {current.outcome.search.similarity_independent !== null &&
-                  ` · ${current.outcome.search.similarity_independent.toFixed(3)} (independent: Resemblyzer)`}{" "}
-                · word error rate{" "}
-                {current.outcome.held_out.word_error_rate.toFixed(2)} · {current.outcome.evaluations} takes in{" "}
-                {current.outcome.seconds.toFixed(0)} s
+                {[
+                  t("voices.onSearch", { value: formatNumber(current.outcome.search.similarity, 3) }),
+                  current.outcome.search.similarity_independent !== null &&
+                    t("sim.independent", { value: formatNumber(current.outcome.search.similarity_independent, 3) }),
+                  t("voices.wer", { wer: formatNumber(current.outcome.held_out.word_error_rate, 2) }),
+                  t("voices.takesIn", {
+                    count: current.outcome.evaluations,
+                    seconds: formatSeconds(current.outcome.seconds, 0),
+                  }),
+                ]
+                  .filter((part) => !!part)
+                  .join(" · ")}
               </p>
             </div>
           ) : (
             <p class="muted" data-testid="voice-match-none">
-              {voice.matched ? "The match is out of date: the clips changed." : "No match yet."}
+              {voice.matched ? t("voices.outOfDate") : t("voices.noMatch")}
             </p>
           )}
 
-          <h3>Try the voice</h3>
+          <h3>{t("voices.try")}</h3>
           <form
             class="row"
             onSubmit={(e) => {
@@ -347,33 +359,33 @@ export function VoicesView() {
           >
             <input class="grow" data-testid="voice-line" value={line} onInput={typed("line")} />
             <button type="submit" data-testid="voice-speak" disabled={speaking.running !== null}>
-              {speaking.running ? "Speaking…" : "Speak"}
+              {speaking.running ? t("voices.speaking") : t("synth.speak")}
             </button>
           </form>
           {take && (
             <div data-testid="voice-take">
               <p data-testid="voice-take-method">{take.method}</p>
               <Bar
-                label="This take"
+                label={t("voices.thisTake")}
                 value={take.closeness.similarity}
                 independent={take.closeness.similarity_independent}
                 testid="voice-take-similarity"
               />
               <Bar
-                label={`Default voice (${take.default_voice})`}
+                label={t("voices.defaultVoiceOf", { voice: take.default_voice })}
                 value={take.closeness.default_similarity}
                 independent={take.closeness.default_similarity_independent}
                 testid="voice-take-default"
               />
-              {take.closeness.similarity_independent === null && <p class="muted">{INDEPENDENT_HINT}</p>}
+              {take.closeness.similarity_independent === null && <p class="muted">{t("voices.independentHint")}</p>}
               <div class="row">
                 {voice.clips[0] && (
                   <button data-testid="voice-ab-reference" onClick={() => guard(() => api.playVoiceFile(voice.id, voice.clips[0].file, jobId("play")))}>
-                    ▶ A: reference
+                    {t("voices.abReference")}
                   </button>
                 )}
                 <button data-testid="voice-ab-take" onClick={() => guard(() => api.playVoiceFile(voice.id, take.file, jobId("play")))}>
-                  ▶ B: take
+                  {t("voices.abTake")}
                 </button>
               </div>
             </div>
@@ -381,8 +393,8 @@ export function VoicesView() {
         </section>
       )}
 
-      <h2>Cloning server</h2>
-      <p class="muted">Real cloning runs on your own server (Chatterbox-TTS-API, the XTTS API server, or an OpenAI-style speech server).</p>
+      <h2>{t("voices.cloning")}</h2>
+      <p class="muted">{t("voices.cloningAbout")}</p>
       {settings && (
         <form
           class="row"
@@ -404,14 +416,14 @@ export function VoicesView() {
               })
             }
           >
-            <option value="chatterbox">Chatterbox-TTS-API</option>
-            <option value="xtts">XTTS API server</option>
-            <option value="openai">OpenAI-style speech server</option>
+            <option value="chatterbox">{t("cloning.chatterbox")}</option>
+            <option value="xtts">{t("cloning.xtts")}</option>
+            <option value="openai">{t("cloning.openai")}</option>
           </select>
           <input
             class="grow"
             data-testid="cloning-url"
-            placeholder="http://127.0.0.1:4123 (empty: no cloning server)"
+            placeholder={t("voices.cloningPlaceholder")}
             value={settings.cloning.url}
             onInput={(e) =>
               dispatch({
@@ -421,10 +433,10 @@ export function VoicesView() {
             }
           />
           <button type="submit" data-testid="cloning-save">
-            Save
+            {t("common.save")}
           </button>
           <button type="button" data-testid="cloning-test" onClick={() => guard(async () => dispatch({ type: "health", health: await api.cloningHealth() }))}>
-            Test
+            {t("voices.test")}
           </button>
         </form>
       )}
