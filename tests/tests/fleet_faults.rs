@@ -216,3 +216,41 @@ async fn four_requests_fill_two_upstreams_of_two_and_a_fifth_is_refused_at_once(
     b.until_open_streams(0).await;
     assert!(lane.snapshot().upstreams.iter().all(|u| u.in_flight == 0));
 }
+
+#[tokio::test]
+async fn a_failed_probe_while_the_others_are_full_is_refused_as_a_full_lane() {
+    let a = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let b = FakeUpstream::start(Behavior::HangAfter(1), 4096).await;
+    let (lane, _) = fleet(&[a.base_url(), b.base_url()]);
+    // a fails once: down, and tried again as soon as its backoff ends.
+    a.push(Behavior::Status {
+        status: 500,
+        body: "boom".into(),
+        retry_after: None,
+    });
+    let mut held = Vec::new();
+    let mut s = lane.submit(ask("hold")).await.unwrap();
+    while s.next().await.unwrap().unwrap().text().is_none() {}
+    held.push(s);
+    assert!(!lane.snapshot().upstreams[0].up);
+    let mut s = lane.submit(ask("hold")).await.unwrap();
+    while s.next().await.unwrap().unwrap().text().is_none() {}
+    held.push(s);
+    assert_eq!(lane.snapshot().upstreams[1].in_flight, 2, "b is full");
+    // a answers its health check, so the next request goes to it, and fails again: with b
+    // full there is nowhere else, and the refusal is the full lane, not a's failure.
+    lane.check_health().await;
+    assert!(lane.snapshot().upstreams[0].up);
+    a.push(Behavior::Status {
+        status: 500,
+        body: "boom".into(),
+        retry_after: None,
+    });
+    let refused = lane.submit(ask("third")).await.err().unwrap();
+    assert_eq!(refused.reason, RejectReason::TextLaneFull, "{refused:?}");
+    assert!(
+        refused.detail.as_deref().unwrap_or("").contains("down"),
+        "{refused:?}"
+    );
+    drop(held);
+}

@@ -365,8 +365,13 @@ impl TextLane {
                 Err(NoUpstream::AllTried) => {
                     return Err(last.expect("every upstream tried means one was tried"))
                 }
+                // The others are full: a busy answer keeps its Retry-After; a failed probe of
+                // a down upstream is not why this request is refused, the full lane is.
                 Err(NoUpstream::Full { down }) => {
-                    return Err(last.unwrap_or_else(|| self.fleet_full_rejection(&down)))
+                    return Err(match last {
+                        Some(r) if r.reason == RejectReason::UpstreamBusy => r,
+                        _ => self.fleet_full_rejection(&down),
+                    })
                 }
             };
             tried.push(slot.index());
