@@ -82,18 +82,130 @@ async fn uploads_over_the_limit_get_413_and_bad_requests_clear_400s() {
         "missing_file"
     );
 
+    // A speech request's bad options are refused before anything is synthesized (these
+    // services have no models), each naming what is accepted.
     let speech = format!("{}/audio/speech", server.base_url());
-    let resp = http
-        .post(&speech)
-        .json(&serde_json::json!({"model": "tts-1", "input": "hi", "voice": "alloy", "response_format": "mp3"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 400);
-    assert_eq!(
-        resp.json::<Value>().await.unwrap()["error"]["code"],
-        "invalid_response_format"
+    for (options, code, accepted) in [
+        (
+            serde_json::json!({"response_format": "ogg"}),
+            "invalid_response_format",
+            "use mp3, opus, flac, wav or pcm",
+        ),
+        (
+            serde_json::json!({"response_format": "aac"}),
+            "response_format_unavailable",
+            "aac is not available: ",
+        ),
+        (
+            serde_json::json!({"speed": 0.1}),
+            "invalid_speed",
+            "outside 0.25 to 4",
+        ),
+        (
+            serde_json::json!({"speed": 4.5, "response_format": "mp3"}),
+            "invalid_speed",
+            "outside 0.25 to 4",
+        ),
+        (
+            serde_json::json!({"instructions": "Whisper it."}),
+            "instructions_not_supported",
+            "the voice \"alloy\" cannot follow instructions",
+        ),
+    ] {
+        let mut body = serde_json::json!({"model": "tts-1", "input": "hi", "voice": "alloy"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(options.as_object().unwrap().clone());
+        let resp = http.post(&speech).json(&body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{options}");
+        let error = &resp.json::<Value>().await.unwrap()["error"];
+        assert_eq!(error["code"], code, "{options}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(accepted), "{options}: {message}");
+    }
+}
+
+#[tokio::test]
+async fn the_openai_python_client_speaks_kokoro_in_every_format_ffprobe_reads() {
+    require_models();
+    let server = headroom_tests::serve(&services()).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/python/openai_speech_formats_check.py"
     );
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .arg(server.base_url())
+        .arg(scratch.path())
+        .output()
+        .await
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each file as ffprobe reads it: codec, rate (Kokoro speaks at 24 kHz; Opus is 48 kHz),
+    // mono, and the sentence's length.
+    for (format, content_type, codec, rate) in [
+        ("mp3", "audio/mpeg", "mp3", 24_000),
+        ("opus", "audio/ogg", "opus", 48_000),
+        ("flac", "audio/flac", "flac", 24_000),
+        ("wav", "audio/wav", "pcm_s16le", 24_000),
+    ] {
+        let file = &seen[format];
+        assert_eq!(file["content_type"], content_type, "{format}: {file}");
+        assert_eq!(file["codec"], codec, "{format}: {file}");
+        assert_eq!(file["sample_rate"], rate, "{format}: {file}");
+        assert_eq!(file["channels"], 1, "{format}: {file}");
+        let duration = file["duration"].as_f64().unwrap();
+        assert!(duration > 1.5 && duration < 8.0, "{format}: {file}");
+    }
+    assert_eq!(seen["opus"]["format"], "ogg");
+    // The lossless formats hold the same take.
+    let (flac, wav) = (&seen["flac"]["duration"], &seen["wav"]["duration"]);
+    assert!(
+        (flac.as_f64().unwrap() - wav.as_f64().unwrap()).abs() < 0.01,
+        "{flac} {wav}"
+    );
+    // pcm: 24 kHz 16-bit mono without a header, as long as the WAV's take.
+    let pcm = &seen["pcm"];
+    assert_eq!(pcm["content_type"], "audio/pcm");
+    assert_eq!(pcm["starts_with_riff"], false);
+    let bytes = pcm["bytes"].as_u64().unwrap();
+    assert_eq!(bytes % 2, 0);
+    let pcm_secs = bytes as f64 / 2.0 / 24_000.0;
+    assert!(
+        (pcm_secs - wav.as_f64().unwrap()).abs() < 0.05,
+        "{pcm_secs} {wav}"
+    );
+    // Twice the speed (Kokoro's own): about half as long.
+    let fast_secs = seen["pcm_fast"]["bytes"].as_u64().unwrap() as f64 / 2.0 / 24_000.0;
+    let ratio = fast_secs / pcm_secs;
+    assert!(ratio > 0.35 && ratio < 0.7, "speed 2: {ratio}");
+    // Bad values: 400 with what is accepted.
+    for (case, code, accepted) in [
+        (
+            "bad_format",
+            "invalid_response_format",
+            "mp3, opus, flac, wav or pcm",
+        ),
+        (
+            "aac",
+            "response_format_unavailable",
+            "use mp3, opus, flac, wav or pcm",
+        ),
+        ("bad_speed", "invalid_speed", "0.25 to 4"),
+        ("instructions", "instructions_not_supported", "alloy"),
+    ] {
+        let refused = &seen[case];
+        assert_eq!(refused["status"], 400, "{case}: {refused}");
+        assert_eq!(refused["code"], code, "{case}: {refused}");
+        let message = refused["message"].as_str().unwrap();
+        assert!(message.contains(accepted), "{case}: {message}");
+    }
 }
 
 #[tokio::test]

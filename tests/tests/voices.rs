@@ -472,11 +472,45 @@ async fn the_speech_endpoint_speaks_a_voice_profile_by_name() {
         .parse()
         .unwrap();
     assert!(similarity > 0.9, "{similarity}");
-    assert_eq!(&resp.bytes().await.unwrap()[..4], b"RIFF");
+    // OpenAI's default format, mp3, for a profile's take too.
+    assert_eq!(resp.headers()["content-type"], "audio/mpeg");
+    let mp3 = resp.bytes().await.unwrap();
+    let take = headroom_speech::audio::decode_bytes(
+        mp3.to_vec(),
+        Some("mp3"),
+        std::path::Path::new("take.mp3"),
+        headroom_speech::audio::DecodeLimits::default(),
+    )
+    .unwrap();
+    assert!(take.duration_secs() > 0.0);
     assert_eq!(
         fake.seen().last().unwrap().fields["input"],
         "Read this as Petra."
     );
+    // Another format and a speed: the take time-stretched, encoded, with its headers.
+    let resp = http
+        .post(&speech)
+        .json(
+            &serde_json::json!({"input": "Read this as Petra.", "voice": "Petra",
+                                  "response_format": "flac", "speed": 2.0}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "audio/flac");
+    assert!(resp.headers().contains_key("x-headroom-voice-method"));
+    let flac = resp.bytes().await.unwrap();
+    assert_eq!(&flac[..4], b"fLaC");
+    let fast = headroom_speech::audio::decode_bytes(
+        flac.to_vec(),
+        Some("flac"),
+        std::path::Path::new("take.flac"),
+        headroom_speech::audio::DecodeLimits::default(),
+    )
+    .unwrap();
+    let ratio = fast.duration_secs() / take.duration_secs();
+    assert!((0.4..0.6).contains(&ratio), "speed 2: {ratio}");
     // A profile with nothing to speak with is a clear 400; OpenAI's names still get the default.
     Voices::new(services.clone())
         .library()

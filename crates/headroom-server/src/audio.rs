@@ -18,8 +18,9 @@ use headroom_services::voice_work::VoiceWorkError;
 use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{Speaker, TranscribeOptions, Transcript};
-use headroom_speech::audio::wav_bytes;
+use headroom_speech::audio::{encode, Audio, SpeechFormat, UnknownFormat};
 use headroom_speech::models::{self, DEFAULT_MODEL};
+use headroom_speech::tts;
 use serde::Deserialize;
 use serde_json::json;
 use std::path::PathBuf;
@@ -526,6 +527,75 @@ struct SpeechRequest {
     voice: Option<String>,
     #[serde(default)]
     response_format: Option<String>,
+    #[serde(default)]
+    speed: Option<f64>,
+    #[serde(default)]
+    instructions: Option<String>,
+}
+
+/// `response_format`: OpenAI's names, mp3 when absent; an unknown name or one without an
+/// encoder here (aac) is a 400 with the formats that are answered.
+fn speech_format(requested: Option<&str>) -> Result<SpeechFormat, HttpError> {
+    let Some(requested) = requested else {
+        return Ok(SpeechFormat::default());
+    };
+    let format: SpeechFormat = requested.parse().map_err(|e: UnknownFormat| {
+        HttpError::bad_request(
+            "invalid_response_format",
+            format!("{e}; use {}", SpeechFormat::available_list()),
+        )
+    })?;
+    if let Some(reason) = format.unavailable() {
+        return Err(HttpError::bad_request(
+            "response_format_unavailable",
+            format!(
+                "{format} is not available: {reason}; use {}",
+                SpeechFormat::available_list()
+            ),
+        ));
+    }
+    Ok(format)
+}
+
+/// `speed`: 1 when absent, else within OpenAI's 0.25 to 4.0.
+fn speech_speed(requested: Option<f64>) -> Result<f32, HttpError> {
+    let speed = requested.unwrap_or(1.0);
+    let (low, high) = (*tts::SPEEDS.start(), *tts::SPEEDS.end());
+    if !speed.is_finite() || !tts::SPEEDS.contains(&(speed as f32)) {
+        return Err(HttpError::bad_request(
+            "invalid_speed",
+            format!("speed {speed} is outside {low} to {high} (1 is the voice's own pace)"),
+        ));
+    }
+    Ok(speed as f32)
+}
+
+/// `instructions`: no voice here follows free-text instructions (tone, accent, pace in
+/// words), so a request with any is refused rather than spoken as if they were followed.
+fn refuse_instructions(instructions: Option<&str>, voice: Option<&str>) -> Result<(), HttpError> {
+    if instructions.is_none_or(|i| i.trim().is_empty()) {
+        return Ok(());
+    }
+    let voice = voice.map_or("the default voice".to_string(), |v| {
+        format!("the voice {v:?}")
+    });
+    Err(HttpError::bad_request(
+        "instructions_not_supported",
+        format!(
+            "{voice} cannot follow instructions: none of Headroom's voices (Kokoro, Piper, \
+             espeak-ng, voice profiles) takes free-text instructions; send the request without \
+             `instructions` (use `speed` for pace, a voice or Kokoro style for character)"
+        ),
+    ))
+}
+
+/// `audio` at `speed` (time-stretched, same pitch) in `format`, off the async threads.
+async fn encoded(audio: Audio, speed: f32, format: SpeechFormat) -> Result<Vec<u8>, HttpError> {
+    let job = tokio::task::spawn_blocking(move || encode(&tts::stretched(audio, speed), format));
+    match job.await {
+        Ok(bytes) => bytes.map_err(HttpError::Encode),
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 async fn speech(
@@ -548,12 +618,8 @@ async fn speech(
         HttpError::bad_request("invalid_request", format!("not a speech request: {e}"))
     })?;
     drop(buffered);
-    if let Some(format) = request.response_format.as_deref().filter(|f| *f != "wav") {
-        return Err(HttpError::bad_request(
-            "invalid_response_format",
-            format!("response_format {format:?} is not supported; use wav"),
-        ));
-    }
+    let format = speech_format(request.response_format.as_deref())?;
+    let speed = speech_speed(request.speed)?;
     if request.input.chars().count() > MAX_SPEECH_CHARS {
         return Err(HttpError::bad_request(
             "input_too_long",
@@ -561,6 +627,7 @@ async fn speech(
         ));
     }
     let voice = request.voice.filter(|v| !v.trim().is_empty());
+    refuse_instructions(request.instructions.as_deref(), voice.as_deref())?;
     let cancel = CancellationToken::new();
     let _guard = cancel.clone().drop_guard();
     // A voice profile's name: cloned through the configured server, else its voice match.
@@ -571,33 +638,31 @@ async fn speech(
                 .speak(name, request.input, cancel)
                 .await
                 .map_err(HttpError::from)?;
-            return Ok((
-                [
-                    (header::CONTENT_TYPE, "audio/wav".to_string()),
-                    (
-                        header::HeaderName::from_static("x-headroom-voice-method"),
-                        take.method.label(),
-                    ),
-                    (
-                        header::HeaderName::from_static("x-headroom-similarity"),
-                        format!("{:.3}", take.closeness.similarity),
-                    ),
-                    (
-                        header::HeaderName::from_static("x-headroom-default-similarity"),
-                        format!("{:.3}", take.closeness.default_similarity),
-                    ),
-                    // By the independent embedder (Resemblyzer's), which the voice match never
-                    // searched against; "none" when it is not installed.
-                    (
-                        header::HeaderName::from_static("x-headroom-similarity-independent"),
-                        take.closeness
-                            .similarity_independent
-                            .map_or("none".into(), |s| format!("{s:.3}")),
-                    ),
-                ],
-                wav_bytes(&take.audio),
-            )
-                .into_response());
+            let headers = [
+                (header::CONTENT_TYPE, format.content_type().to_string()),
+                (
+                    header::HeaderName::from_static("x-headroom-voice-method"),
+                    take.method.label(),
+                ),
+                (
+                    header::HeaderName::from_static("x-headroom-similarity"),
+                    format!("{:.3}", take.closeness.similarity),
+                ),
+                (
+                    header::HeaderName::from_static("x-headroom-default-similarity"),
+                    format!("{:.3}", take.closeness.default_similarity),
+                ),
+                // By the independent embedder (Resemblyzer's), which the voice match never
+                // searched against; "none" when it is not installed.
+                (
+                    header::HeaderName::from_static("x-headroom-similarity-independent"),
+                    take.closeness
+                        .similarity_independent
+                        .map_or("none".into(), |s| format!("{s:.3}")),
+                ),
+            ];
+            let bytes = encoded(take.audio, speed, format).await?;
+            return Ok((headers, bytes).into_response());
         }
     }
     // Any other voice: OpenAI's names mapped, Kokoro's and Piper's by id, else espeak-ng's.
@@ -606,14 +671,61 @@ async fn speech(
         .services
         .speech_for_voice(voice.as_deref())
         .map_err(VoiceWorkError::from)?;
+    // The engine's own speed where it has one (Kokoro's), else a time-stretch of its take.
+    let speech = if speed == 1.0 {
+        speech
+    } else {
+        let engine = Arc::new(tts::AtSpeed::new(speech.synthesizer().clone(), speed));
+        Arc::new(speech.with_synthesizer(engine))
+    };
     let audio = speech.synthesize(request.input, voice, cancel).await?;
-    Ok(([(header::CONTENT_TYPE, "audio/wav")], wav_bytes(&audio)).into_response())
+    let bytes = encoded(audio, 1.0, format).await?;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], bytes).into_response())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use headroom_speech::asr::Segment;
+
+    fn refusal(e: HttpError) -> (&'static str, String) {
+        (e.code(), e.to_string())
+    }
+
+    #[test]
+    fn speech_options_take_openais_values_and_refuse_others_naming_the_accepted_ones() {
+        assert_eq!(speech_format(None).unwrap(), SpeechFormat::Mp3);
+        for name in ["mp3", "opus", "flac", "wav", "pcm"] {
+            assert_eq!(speech_format(Some(name)).unwrap().name(), name);
+        }
+        let (code, message) = refusal(speech_format(Some("ogg")).unwrap_err());
+        assert_eq!(code, "invalid_response_format");
+        assert!(
+            message.contains("use mp3, opus, flac, wav or pcm"),
+            "{message}"
+        );
+        let (code, message) = refusal(speech_format(Some("aac")).unwrap_err());
+        assert_eq!(code, "response_format_unavailable");
+        assert!(message.starts_with("aac is not available: "), "{message}");
+
+        assert_eq!(speech_speed(None).unwrap(), 1.0);
+        assert_eq!(speech_speed(Some(0.25)).unwrap(), 0.25);
+        assert_eq!(speech_speed(Some(4.0)).unwrap(), 4.0);
+        for bad in [0.2, 4.1, f64::NAN, -1.0] {
+            let (code, message) = refusal(speech_speed(Some(bad)).unwrap_err());
+            assert_eq!(code, "invalid_speed");
+            assert!(message.contains("0.25 to 4"), "{message}");
+        }
+
+        assert!(refuse_instructions(None, Some("alloy")).is_ok());
+        assert!(refuse_instructions(Some("  "), Some("alloy")).is_ok());
+        let (code, message) =
+            refusal(refuse_instructions(Some("Be cheerful."), Some("kokoro")).unwrap_err());
+        assert_eq!(code, "instructions_not_supported");
+        assert!(message.contains("the voice \"kokoro\""), "{message}");
+        let (_, message) = refusal(refuse_instructions(Some("Be cheerful."), None).unwrap_err());
+        assert!(message.contains("the default voice"), "{message}");
+    }
 
     #[test]
     fn data_urls_of_audio_decode_and_anything_else_is_refused() {

@@ -37,6 +37,9 @@ pub enum HttpError {
     /// The text model's server could not answer a pass-through call.
     #[error("{message}")]
     Upstream { message: String },
+    /// Speech that could not be encoded in the asked format.
+    #[error(transparent)]
+    Encode(headroom_speech::audio::EncodeError),
     /// A speech job failed.
     #[error(transparent)]
     Speech(SpeechError),
@@ -145,6 +148,10 @@ impl HttpError {
             HttpError::BadRequest { code, .. } => (S::BAD_REQUEST, INVALID, code),
             HttpError::UploadTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, INVALID, "file_too_large"),
             HttpError::Storage { .. } => (S::INTERNAL_SERVER_ERROR, SERVER, "upload_not_stored"),
+            HttpError::Encode(headroom_speech::audio::EncodeError::Unavailable { .. }) => {
+                (S::BAD_REQUEST, INVALID, "response_format_unavailable")
+            }
+            HttpError::Encode(_) => (S::INTERNAL_SERVER_ERROR, SERVER, "encode_failed"),
             HttpError::Upstream { .. } => (
                 S::BAD_GATEWAY,
                 SERVER,

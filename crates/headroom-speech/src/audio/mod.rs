@@ -2,6 +2,7 @@
 
 mod decode;
 mod device;
+pub mod encode;
 pub mod mel;
 mod recording;
 mod resample;
@@ -12,6 +13,7 @@ mod wav;
 
 pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};
 pub use device::{input_devices, play, record, record_to};
+pub use encode::{encode, EncodeError, SpeechFormat, UnknownFormat};
 pub use recording::{partial_path, repair_partial, WavRecorder};
 pub use resample::{resample, StreamResampler};
 pub use wav::{wav_bytes, write_wav};

@@ -267,6 +267,17 @@ impl Synthesizer for Kokoro {
         voice: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<Audio, TtsError> {
+        self.synthesize_at_speed(text, voice, 1.0, cancel)
+    }
+
+    /// Kokoro's own speed (its duration predictor's), not a time-stretch.
+    fn synthesize_at_speed(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        speed: f32,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
         let name = match voice {
             None | Some("kokoro") => DEFAULT_STYLE,
             Some(v) => v.strip_prefix("kokoro-").unwrap_or(v),
@@ -276,7 +287,7 @@ impl Synthesizer for Kokoro {
                 voice: voice.unwrap_or(name).to_string(),
             });
         }
-        self.speak(text, &Style::shipped(name), 1.0, cancel)
+        self.speak(text, &Style::shipped(name), speed, cancel)
     }
 }
 

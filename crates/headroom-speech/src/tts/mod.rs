@@ -55,6 +55,75 @@ pub trait Synthesizer: Send + Sync {
         voice: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<Audio, TtsError>;
+
+    /// Synthesizes at `speed` (1 is the voice's own pace, 2 twice as fast), at the same pitch.
+    /// Engines with a speed of their own use it; this default time-stretches the take (WSOLA).
+    fn synthesize_at_speed(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        speed: f32,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        let audio = self.synthesize(text, voice, cancel)?;
+        Ok(stretched(audio, speed))
+    }
+}
+
+/// The speeds speech may be asked for, as OpenAI's speech endpoint takes them.
+pub const SPEEDS: std::ops::RangeInclusive<f32> = 0.25..=4.0;
+
+/// `audio` played `speed` times as fast, at the same pitch (unchanged at speed 1).
+pub fn stretched(audio: Audio, speed: f32) -> Audio {
+    if (speed - 1.0).abs() < 1e-6 {
+        audio
+    } else {
+        crate::audio::stretch::time_stretch(&audio, f64::from(speed))
+    }
+}
+
+/// An engine that speaks at a set speed: its [`Synthesizer::synthesize`] is the engine's
+/// [`Synthesizer::synthesize_at_speed`].
+pub struct AtSpeed {
+    engine: std::sync::Arc<dyn Synthesizer>,
+    speed: f32,
+}
+
+impl AtSpeed {
+    pub fn new(engine: std::sync::Arc<dyn Synthesizer>, speed: f32) -> Self {
+        AtSpeed { engine, speed }
+    }
+}
+
+impl Synthesizer for AtSpeed {
+    fn name(&self) -> &str {
+        self.engine.name()
+    }
+
+    fn voices(&self) -> Result<Vec<Voice>, TtsError> {
+        self.engine.voices()
+    }
+
+    fn synthesize(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        self.engine
+            .synthesize_at_speed(text, voice, self.speed, cancel)
+    }
+
+    fn synthesize_at_speed(
+        &self,
+        text: &str,
+        voice: Option<&str>,
+        speed: f32,
+        cancel: &CancellationToken,
+    ) -> Result<Audio, TtsError> {
+        self.engine
+            .synthesize_at_speed(text, voice, self.speed * speed, cancel)
+    }
 }
 
 /// Splits text into sentences (keeping their punctuation), so long text is synthesized
@@ -133,6 +202,43 @@ pub fn join_clips(clips: &[Audio], pause_ms: u32) -> Audio {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One second of a 200 Hz tone at 16 kHz, whatever the text.
+    struct Tone;
+
+    impl Synthesizer for Tone {
+        fn name(&self) -> &str {
+            "tone"
+        }
+        fn voices(&self) -> Result<Vec<Voice>, TtsError> {
+            Ok(Vec::new())
+        }
+        fn synthesize(
+            &self,
+            _text: &str,
+            _voice: Option<&str>,
+            _cancel: &CancellationToken,
+        ) -> Result<Audio, TtsError> {
+            Ok(Audio {
+                samples: (0..16_000)
+                    .map(|i| (i as f32 * 200.0 * std::f32::consts::TAU / 16_000.0).sin() * 0.5)
+                    .collect(),
+                sample_rate: 16_000,
+            })
+        }
+    }
+
+    #[test]
+    fn at_speed_time_stretches_an_engine_without_a_speed_of_its_own() {
+        let cancel = CancellationToken::new();
+        for (speed, samples) in [(1.0, 16_000), (2.0, 8_000), (0.5, 32_000), (4.0, 4_000)] {
+            let engine = AtSpeed::new(std::sync::Arc::new(Tone), speed);
+            let audio = engine.synthesize("hi", None, &cancel).unwrap();
+            assert_eq!(audio.samples.len(), samples, "speed {speed}");
+            assert_eq!(audio.sample_rate, 16_000);
+        }
+        assert!(SPEEDS.contains(&0.25) && SPEEDS.contains(&4.0) && !SPEEDS.contains(&4.01));
+    }
 
     #[test]
     fn sentences_split_at_terminal_punctuation() {

@@ -1,0 +1,562 @@
+//! Encoding speech into the formats OpenAI's speech endpoint answers in (`response_format`):
+//! MP3 (LAME, through `mp3lame-encoder`), Opus in an Ogg container (libopus through `opus`,
+//! pages by `ogg`), FLAC (`flacenc`), WAV and raw PCM. AAC has no encoder here: see
+//! [`SpeechFormat::unavailable`].
+
+use super::{resample, wav_bytes, Audio, AudioError};
+use std::fmt;
+use std::str::FromStr;
+
+/// The rate of `pcm` answers, as OpenAI defines them (24 kHz 16-bit signed little-endian mono).
+pub const PCM_SAMPLE_RATE: u32 = 24_000;
+/// Opus is encoded at 48 kHz, the rate its granule positions count in.
+pub const OPUS_SAMPLE_RATE: u32 = 48_000;
+/// MP3 at a rate LAME does not take is resampled to this one.
+pub const MP3_FALLBACK_RATE: u32 = 24_000;
+/// The rates MP3 (MPEG-1, 2 and 2.5 Layer III) has.
+const MP3_RATES: [u32; 9] = [
+    8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000,
+];
+/// Constant bit rates: ample for one voice.
+const MP3_KBPS: mp3lame_encoder::Bitrate = mp3lame_encoder::Bitrate::Kbps64;
+const OPUS_BITS_PER_SECOND: i32 = 32_000;
+/// 20 ms at 48 kHz, Opus's usual frame.
+const OPUS_FRAME: usize = 960;
+/// The Ogg stream's serial number (one logical stream per file).
+const OGG_SERIAL: u32 = 0x4844_524d;
+
+/// An audio format `/v1/audio/speech` may be asked for, by OpenAI's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SpeechFormat {
+    #[default]
+    Mp3,
+    Opus,
+    Aac,
+    Flac,
+    Wav,
+    Pcm,
+}
+
+impl SpeechFormat {
+    /// Every format by OpenAI's name, in OpenAI's order.
+    pub const ALL: [SpeechFormat; 6] = [
+        SpeechFormat::Mp3,
+        SpeechFormat::Opus,
+        SpeechFormat::Aac,
+        SpeechFormat::Flac,
+        SpeechFormat::Wav,
+        SpeechFormat::Pcm,
+    ];
+
+    /// OpenAI's name for it (`response_format`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SpeechFormat::Mp3 => "mp3",
+            SpeechFormat::Opus => "opus",
+            SpeechFormat::Aac => "aac",
+            SpeechFormat::Flac => "flac",
+            SpeechFormat::Wav => "wav",
+            SpeechFormat::Pcm => "pcm",
+        }
+    }
+
+    /// The media type of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            SpeechFormat::Mp3 => "audio/mpeg",
+            SpeechFormat::Opus => "audio/ogg",
+            SpeechFormat::Aac => "audio/aac",
+            SpeechFormat::Flac => "audio/flac",
+            SpeechFormat::Wav => "audio/wav",
+            SpeechFormat::Pcm => "audio/pcm",
+        }
+    }
+
+    /// The usual file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            SpeechFormat::Mp3 => "mp3",
+            SpeechFormat::Opus => "opus",
+            SpeechFormat::Aac => "aac",
+            SpeechFormat::Flac => "flac",
+            SpeechFormat::Wav => "wav",
+            SpeechFormat::Pcm => "pcm",
+        }
+    }
+
+    /// Why this format cannot be produced here, if it cannot.
+    ///
+    /// AAC: the one maintained AAC encoder with Rust bindings, Fraunhofer's FDK AAC (crate
+    /// `fdk-aac`), is under a licence that is not open source (it grants no patent licence and
+    /// allows use only where patent licences authorize it), which this MIT/Apache-2.0
+    /// application cannot pass on to every user; the pure-Rust AAC encoders are young and
+    /// experimental. No encoder is written by hand instead.
+    pub fn unavailable(self) -> Option<&'static str> {
+        match self {
+            SpeechFormat::Aac => Some(
+                "no AAC encoder under an open-source licence is bundled (Fraunhofer's FDK AAC \
+                 is not open source and grants no patent licence)",
+            ),
+            _ => None,
+        }
+    }
+
+    /// The formats that can be produced, by name, for messages ("mp3, opus, flac, wav or pcm").
+    pub fn available_list() -> String {
+        let names: Vec<&str> = SpeechFormat::ALL
+            .iter()
+            .filter(|f| f.unavailable().is_none())
+            .map(|f| f.name())
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+}
+
+impl fmt::Display for SpeechFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A `response_format` that is none of OpenAI's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("response_format {given:?} is not one of mp3, opus, aac, flac, wav or pcm")]
+pub struct UnknownFormat {
+    pub given: String,
+}
+
+impl FromStr for SpeechFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SpeechFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| UnknownFormat {
+                given: s.to_string(),
+            })
+    }
+}
+
+/// Why audio could not be encoded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EncodeError {
+    #[error("{format} is not available: {reason}")]
+    Unavailable {
+        format: SpeechFormat,
+        reason: &'static str,
+    },
+    #[error("there is no audio to encode")]
+    Empty,
+    #[error("cannot prepare the audio for {format}: {source}")]
+    Resample {
+        format: SpeechFormat,
+        source: AudioError,
+    },
+    #[error("the {format} encoder failed: {detail}")]
+    Encoder {
+        format: SpeechFormat,
+        detail: String,
+    },
+}
+
+/// `audio` (mono) as a file in `format`: MP3 at its own rate when MP3 has it (else 24 kHz),
+/// 64 kb/s; Ogg Opus at 48 kHz, 32 kb/s; FLAC and WAV 16-bit at its own rate; PCM 24 kHz
+/// 16-bit signed little-endian, no header.
+pub fn encode(audio: &Audio, format: SpeechFormat) -> Result<Vec<u8>, EncodeError> {
+    if let Some(reason) = format.unavailable() {
+        return Err(EncodeError::Unavailable { format, reason });
+    }
+    if audio.sample_rate == 0 {
+        return Err(EncodeError::Empty);
+    }
+    match format {
+        SpeechFormat::Mp3 => mp3(audio),
+        SpeechFormat::Opus => opus(audio),
+        SpeechFormat::Flac => flac(audio),
+        SpeechFormat::Wav => Ok(wav_bytes(audio)),
+        SpeechFormat::Pcm => {
+            let samples = at_rate(audio, PCM_SAMPLE_RATE, format)?;
+            Ok(samples
+                .iter()
+                .flat_map(|&s| to_i16(s).to_le_bytes())
+                .collect())
+        }
+        SpeechFormat::Aac => unreachable!("refused above"),
+    }
+}
+
+fn to_i16(s: f32) -> i16 {
+    (s.clamp(-1.0, 1.0) * i16::MAX as f32).round() as i16
+}
+
+fn at_rate(audio: &Audio, rate: u32, format: SpeechFormat) -> Result<Vec<f32>, EncodeError> {
+    resample(&audio.samples, audio.sample_rate, rate)
+        .map_err(|source| EncodeError::Resample { format, source })
+}
+
+fn mp3(audio: &Audio) -> Result<Vec<u8>, EncodeError> {
+    use mp3lame_encoder::{Builder, FlushGap, Mode, MonoPcm, Quality};
+    let format = SpeechFormat::Mp3;
+    let failed = |detail: String| EncodeError::Encoder { format, detail };
+    let rate = if MP3_RATES.contains(&audio.sample_rate) {
+        audio.sample_rate
+    } else {
+        MP3_FALLBACK_RATE
+    };
+    let samples = at_rate(audio, rate, format)?;
+    let samples: Vec<i16> = samples.iter().map(|&s| to_i16(s)).collect();
+    let mut builder = Builder::new().ok_or_else(|| failed("LAME could not start".into()))?;
+    let setup = |e: mp3lame_encoder::BuildError| failed(format!("setting it up: {e}"));
+    builder.set_num_channels(1).map_err(setup)?;
+    builder.set_sample_rate(rate).map_err(setup)?;
+    // The same rate out: LAME would otherwise pick a lower one for a low bit rate.
+    builder
+        .set_output_sample_rate(std::num::NonZeroU32::new(rate))
+        .map_err(setup)?;
+    builder.set_mode(Mode::Mono).map_err(setup)?;
+    builder.set_brate(MP3_KBPS).map_err(setup)?;
+    builder.set_quality(Quality::Good).map_err(setup)?;
+    let mut encoder = builder.build().map_err(setup)?;
+    let mut out = Vec::new();
+    // LAME works in chunks; each gets room for its worst case.
+    for chunk in samples.chunks(1 << 16) {
+        out.reserve(mp3lame_encoder::max_required_buffer_size(chunk.len()));
+        encoder
+            .encode_to_vec(MonoPcm(chunk), &mut out)
+            .map_err(|e| failed(e.to_string()))?;
+    }
+    out.reserve(7200);
+    encoder
+        .flush_to_vec::<FlushGap>(&mut out)
+        .map_err(|e| failed(e.to_string()))?;
+    // LAME opened the stream with a placeholder frame for its tag (the Info header with the
+    // frame count and the encoder's delay and padding, so players trim them and know the
+    // length): the tag overwrites it, as LAME's own front end does.
+    let mut tag = Vec::with_capacity(encoder.lame_tag_size());
+    if let Some(n) = encoder.lame_tag_encode_to_vec(&mut tag) {
+        if let Some(placeholder) = out.get_mut(..n.get()) {
+            placeholder.copy_from_slice(&tag);
+        }
+    }
+    Ok(out)
+}
+
+/// The Ogg Opus identification header (RFC 7845 §5.1): one channel, no gain, mapping family 0.
+fn opus_head(pre_skip: u16, input_rate: u32) -> Vec<u8> {
+    let mut head = b"OpusHead".to_vec();
+    head.push(1); // version
+    head.push(1); // channels
+    head.extend_from_slice(&pre_skip.to_le_bytes());
+    head.extend_from_slice(&input_rate.to_le_bytes());
+    head.extend_from_slice(&0i16.to_le_bytes()); // output gain
+    head.push(0); // channel mapping family
+    head
+}
+
+/// The Ogg Opus comment header (RFC 7845 §5.2): the vendor string, no comments.
+fn opus_tags(vendor: &str) -> Vec<u8> {
+    let mut tags = b"OpusTags".to_vec();
+    tags.extend_from_slice(&(vendor.len() as u32).to_le_bytes());
+    tags.extend_from_slice(vendor.as_bytes());
+    tags.extend_from_slice(&0u32.to_le_bytes());
+    tags
+}
+
+fn opus(audio: &Audio) -> Result<Vec<u8>, EncodeError> {
+    use ogg::writing::{PacketWriteEndInfo, PacketWriter};
+    let format = SpeechFormat::Opus;
+    let failed = |detail: String| EncodeError::Encoder { format, detail };
+    let opus_failed = |e: opus::Error| failed(e.to_string());
+    let samples = at_rate(audio, OPUS_SAMPLE_RATE, format)?;
+    let mut encoder = opus::Encoder::new(
+        OPUS_SAMPLE_RATE,
+        opus::Channels::Mono,
+        opus::Application::Audio,
+    )
+    .map_err(opus_failed)?;
+    encoder
+        .set_bitrate(opus::Bitrate::Bits(OPUS_BITS_PER_SECOND))
+        .map_err(opus_failed)?;
+    encoder
+        .set_signal(opus::Signal::Voice)
+        .map_err(opus_failed)?;
+    let pre_skip = encoder.get_lookahead().map_err(opus_failed)?;
+    let pre_skip = u16::try_from(pre_skip).map_err(|_| failed(format!("lookahead {pre_skip}")))?;
+    let mut writer = PacketWriter::new(Vec::new());
+    let io = |e: std::io::Error| failed(format!("writing the Ogg stream: {e}"));
+    writer
+        .write_packet(
+            opus_head(pre_skip, audio.sample_rate),
+            OGG_SERIAL,
+            PacketWriteEndInfo::EndPage,
+            0,
+        )
+        .map_err(io)?;
+    writer
+        .write_packet(
+            opus_tags(&format!("Headroom ({})", opus::version())),
+            OGG_SERIAL,
+            PacketWriteEndInfo::EndPage,
+            0,
+        )
+        .map_err(io)?;
+    // The encoder runs `pre_skip` samples behind: feed that much silence after the end so the
+    // last real samples come out; the final granule position trims it away again.
+    let end = pre_skip as u64 + samples.len() as u64;
+    let mut padded = samples;
+    padded.resize((end as usize).div_ceil(OPUS_FRAME).max(1) * OPUS_FRAME, 0.0);
+    let frames = padded.len() / OPUS_FRAME;
+    let mut packet = vec![0u8; 4000];
+    for (i, frame) in padded.chunks(OPUS_FRAME).enumerate() {
+        let n = encoder
+            .encode_float(frame, &mut packet)
+            .map_err(opus_failed)?;
+        let last = i + 1 == frames;
+        let (info, granule) = if last {
+            (PacketWriteEndInfo::EndStream, end)
+        } else {
+            (
+                PacketWriteEndInfo::NormalPacket,
+                ((i + 1) * OPUS_FRAME) as u64,
+            )
+        };
+        writer
+            .write_packet(packet[..n].to_vec(), OGG_SERIAL, info, granule)
+            .map_err(io)?;
+    }
+    Ok(writer.into_inner())
+}
+
+fn flac(audio: &Audio) -> Result<Vec<u8>, EncodeError> {
+    use flacenc::component::BitRepr;
+    use flacenc::error::Verify;
+    let format = SpeechFormat::Flac;
+    let failed = |detail: String| EncodeError::Encoder { format, detail };
+    let samples: Vec<i32> = audio.samples.iter().map(|&s| to_i16(s) as i32).collect();
+    let config = flacenc::config::Encoder::default()
+        .into_verified()
+        .map_err(|(_, e)| failed(format!("{e:?}")))?;
+    let source =
+        flacenc::source::MemSource::from_samples(&samples, 1, 16, audio.sample_rate as usize);
+    let mut stream = flacenc::encode_with_fixed_block_size(&config, source, config.block_size)
+        .map_err(|e| failed(format!("{e:?}")))?;
+    // The minimum block size excludes the last block (RFC 9639 §8.2); flacenc counts it, and
+    // readers such as symphonia then refuse the fixed-size stream.
+    let info = stream.stream_info_mut();
+    let largest = info.max_block_size();
+    info.set_block_sizes(largest, largest)
+        .map_err(|e| failed(format!("{e:?}")))?;
+    let mut sink = flacenc::bitsink::ByteSink::new();
+    stream
+        .write(&mut sink)
+        .map_err(|e| failed(format!("{e:?}")))?;
+    Ok(sink.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audio::{decode_bytes, DecodeLimits};
+    use std::path::Path;
+
+    /// A voice-like test signal: a 150 Hz tone with harmonics, rising and falling.
+    fn voice(rate: u32, secs: f64) -> Audio {
+        let n = (rate as f64 * secs) as usize;
+        let samples = (0..n)
+            .map(|i| {
+                let t = i as f64 / rate as f64;
+                let envelope = (std::f64::consts::PI * t / secs).sin();
+                let f = 150.0;
+                let s = (2.0 * std::f64::consts::PI * f * t).sin()
+                    + 0.5 * (2.0 * std::f64::consts::PI * 2.0 * f * t).sin()
+                    + 0.25 * (2.0 * std::f64::consts::PI * 3.0 * f * t).sin();
+                (0.4 * envelope * s) as f32
+            })
+            .collect();
+        Audio {
+            samples,
+            sample_rate: rate,
+        }
+    }
+
+    fn decoded(bytes: Vec<u8>, extension: &str) -> Audio {
+        decode_bytes(
+            bytes,
+            Some(extension),
+            Path::new(&format!("test.{extension}")),
+            DecodeLimits::default(),
+        )
+        .unwrap()
+    }
+
+    /// The correlation of `b` with `a` at their best alignment within `max_lag` samples.
+    fn best_correlation(a: &[f32], b: &[f32], max_lag: usize) -> f64 {
+        (0..=max_lag)
+            .map(|lag| {
+                let n = a.len().min(b.len().saturating_sub(lag));
+                let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
+                for i in 0..n {
+                    let (x, y) = (a[i] as f64, b[i + lag] as f64);
+                    ab += x * y;
+                    aa += x * x;
+                    bb += y * y;
+                }
+                ab / (aa.sqrt() * bb.sqrt()).max(1e-12)
+            })
+            .fold(f64::MIN, f64::max)
+    }
+
+    #[test]
+    fn formats_parse_by_openais_names_and_mp3_is_the_default() {
+        for f in SpeechFormat::ALL {
+            assert_eq!(f.name().parse::<SpeechFormat>().unwrap(), f);
+            assert_eq!(f.to_string(), f.name());
+        }
+        assert_eq!(SpeechFormat::default(), SpeechFormat::Mp3);
+        assert_eq!(
+            " FLAC ".parse::<SpeechFormat>().unwrap(),
+            SpeechFormat::Flac
+        );
+        let e = "ogg".parse::<SpeechFormat>().unwrap_err();
+        assert!(
+            e.to_string().contains("mp3, opus, aac, flac, wav or pcm"),
+            "{e}"
+        );
+        assert_eq!(SpeechFormat::Opus.content_type(), "audio/ogg");
+        assert_eq!(SpeechFormat::Mp3.content_type(), "audio/mpeg");
+        assert_eq!(SpeechFormat::Pcm.extension(), "pcm");
+        assert_eq!(
+            SpeechFormat::available_list(),
+            "mp3, opus, flac, wav or pcm"
+        );
+    }
+
+    #[test]
+    fn aac_is_refused_with_its_reason() {
+        let e = encode(&voice(24_000, 0.5), SpeechFormat::Aac).unwrap_err();
+        assert!(e.to_string().starts_with("aac is not available: "), "{e}");
+    }
+
+    #[test]
+    fn encode_mp3_decodes_back_to_the_same_sound_at_the_same_rate() {
+        let audio = voice(24_000, 1.0);
+        let bytes = encode(&audio, SpeechFormat::Mp3).unwrap();
+        // An MPEG-2 Layer III frame header (sync, version 2, layer III).
+        assert_eq!((bytes[0], bytes[1] & 0xfe), (0xff, 0xf2));
+        // LAME's Info tag (frame count, delay and padding) in the first frame.
+        assert!(bytes[..64].windows(4).any(|w| w == b"Info"));
+        let back = decoded(bytes, "mp3");
+        assert_eq!(back.sample_rate, 24_000);
+        assert!(
+            (back.duration_secs() - 1.0).abs() < 0.1,
+            "{}",
+            back.duration_secs()
+        );
+        let c = best_correlation(&audio.samples, &back.samples, 3000);
+        assert!(c > 0.9, "correlation {c}");
+    }
+
+    #[test]
+    fn encode_mp3_resamples_a_rate_mp3_lacks() {
+        let back = decoded(
+            encode(&voice(16_500, 0.5), SpeechFormat::Mp3).unwrap(),
+            "mp3",
+        );
+        assert_eq!(back.sample_rate, MP3_FALLBACK_RATE);
+        assert!((back.duration_secs() - 0.5).abs() < 0.1);
+    }
+
+    #[test]
+    fn encode_flac_is_lossless_at_16_bits() {
+        let audio = voice(22_050, 0.7);
+        let bytes = encode(&audio, SpeechFormat::Flac).unwrap();
+        assert_eq!(&bytes[..4], b"fLaC");
+        let back = decoded(bytes, "flac");
+        assert_eq!(back.sample_rate, 22_050);
+        assert_eq!(back.samples.len(), audio.samples.len());
+        let worst = audio
+            .samples
+            .iter()
+            .zip(&back.samples)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 2.0 / 32768.0, "worst error {worst}");
+    }
+
+    #[test]
+    fn encode_opus_is_an_ogg_opus_stream_that_libopus_decodes() {
+        let audio = voice(24_000, 1.0);
+        let bytes = encode(&audio, SpeechFormat::Opus).unwrap();
+        let mut reader = ogg::PacketReader::new(std::io::Cursor::new(bytes));
+        let head = reader.read_packet_expected().unwrap();
+        assert_eq!(&head.data[..8], b"OpusHead");
+        let pre_skip = u16::from_le_bytes([head.data[10], head.data[11]]) as usize;
+        assert_eq!(
+            u32::from_le_bytes(head.data[12..16].try_into().unwrap()),
+            24_000
+        );
+        let tags = reader.read_packet_expected().unwrap();
+        assert_eq!(&tags.data[..8], b"OpusTags");
+        let mut decoder = opus::Decoder::new(48_000, opus::Channels::Mono).unwrap();
+        let mut pcm = Vec::new();
+        let mut frame = vec![0f32; 5760];
+        let mut granule = 0;
+        while let Some(packet) = reader.read_packet().unwrap() {
+            let n = decoder
+                .decode_float(&packet.data, &mut frame, false)
+                .unwrap();
+            pcm.extend_from_slice(&frame[..n]);
+            granule = packet.absgp_page();
+            if packet.last_in_stream() {
+                break;
+            }
+        }
+        // The final granule position: pre-skip plus exactly the input's 48 kHz samples.
+        assert_eq!(granule as usize, pre_skip + 48_000);
+        let pcm = &pcm[pre_skip..pre_skip + 48_000];
+        let reference = resample(&audio.samples, 24_000, 48_000).unwrap();
+        let c = best_correlation(&reference, pcm, 0);
+        assert!(c > 0.9, "correlation {c}");
+    }
+
+    #[test]
+    fn encode_pcm_is_24khz_16bit_little_endian_without_a_header() {
+        let audio = voice(22_050, 1.0);
+        let bytes = encode(&audio, SpeechFormat::Pcm).unwrap();
+        assert_eq!(bytes.len(), 2 * 24_000);
+        let direct = encode(&voice(24_000, 1.0), SpeechFormat::Pcm).unwrap();
+        let first = voice(24_000, 1.0).samples[1000];
+        assert_eq!(
+            i16::from_le_bytes([direct[2000], direct[2001]]),
+            to_i16(first)
+        );
+    }
+
+    #[test]
+    fn encode_wav_keeps_the_rate() {
+        let back = decoded(
+            encode(&voice(24_000, 0.5), SpeechFormat::Wav).unwrap(),
+            "wav",
+        );
+        assert_eq!(back.sample_rate, 24_000);
+        assert_eq!(back.samples.len(), 12_000);
+    }
+
+    #[test]
+    fn encode_takes_silence_and_a_very_short_take() {
+        for f in SpeechFormat::ALL
+            .into_iter()
+            .filter(|f| f.unavailable().is_none())
+        {
+            let silent = Audio {
+                samples: vec![0.0; 100],
+                sample_rate: 24_000,
+            };
+            assert!(!encode(&silent, f).unwrap().is_empty(), "{f}");
+        }
+    }
+}
