@@ -1,0 +1,778 @@
+//! What every scenario shares: the app's window driven through WebDriver ([`Desktop`]), the
+//! scratch folders, the servers and the app's settings ([`World`]), made once for the run, and
+//! the measurements the scenarios take ([`Measurements`]).
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use headroom_tests::llama::LlamaServer;
+use headroom_tests::microphone::SpeakingMicrophone;
+use headroom_workstation::jobs::JobKind;
+use headroom_workstation::projects::{ProjectError, ProjectStore};
+use hyper_util::client::legacy::connect::HttpConnector;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+pub const WAIT: Duration = Duration::from_secs(60);
+/// Transcription of the sample and first model load on a 2-core machine in a debug build.
+pub const LONG_WAIT: Duration = Duration::from_secs(240);
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Stops a child with SIGTERM (SIGKILL would orphan WebKitWebDriver and the app) and reaps it.
+pub struct Terminated(Child);
+
+impl Drop for Terminated {
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn require_tool(name: &str) -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!("{name} is not installed; scripts/install-test-deps installs the UI test tools")
+    })
+}
+
+/// A private X display for the app.
+pub fn start_xvfb() -> (Terminated, String) {
+    require_tool("Xvfb");
+    for n in 0..50 {
+        let display = 90 + (std::process::id() % 400) + n;
+        if Path::new(&format!("/tmp/.X11-unix/X{display}")).exists() {
+            continue;
+        }
+        let child = Command::new("Xvfb")
+            .arg(format!(":{display}"))
+            .args(["-screen", "0", "1440x1000x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb starts");
+        let mut child = Terminated(child);
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{display}"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if socket.exists() {
+                return (child, format!(":{display}"));
+            }
+            if let Ok(Some(_)) = child.0.try_wait() {
+                break; // Display taken: try the next one.
+            }
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+    panic!("Xvfb did not start");
+}
+
+pub struct Desktop {
+    pub client: Client,
+    _driver: Terminated,
+    _xvfb: Terminated,
+    pub screenshots: PathBuf,
+    pub cold_start_ms: u128,
+}
+
+impl Desktop {
+    pub async fn start(env: &[(&str, &Path)]) -> Desktop {
+        require_tool("WebKitWebDriver");
+        let driver_bin = require_tool("tauri-driver");
+        let (xvfb, display) = start_xvfb();
+        let port = free_port();
+        let native_port = free_port();
+        let mut cmd = Command::new(driver_bin);
+        cmd.args(["--port", &port.to_string()])
+            .args(["--native-port", &native_port.to_string()])
+            .env("DISPLAY", &display)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let driver = Terminated(cmd.spawn().expect("tauri-driver starts"));
+        let app = PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop"));
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "tauri:options".into(),
+            serde_json::json!({ "application": app }),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        let client = loop {
+            match ClientBuilder::new(HttpConnector::new())
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(c) => break c,
+                Err(_) if started.elapsed() < Duration::from_secs(60) => retry_pause().await,
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("body[data-ready='true']"))
+            .await
+            .expect("the window becomes interactive");
+        let cold_start_ms = started.elapsed().as_millis();
+        let screenshots = repo_root().join("target/ui-screenshots");
+        std::fs::create_dir_all(&screenshots).unwrap();
+        Desktop {
+            client,
+            _driver: driver,
+            _xvfb: xvfb,
+            screenshots,
+            cold_start_ms,
+        }
+    }
+
+    pub async fn find(&self, testid: &str) -> Element {
+        self.find_within(testid, WAIT).await
+    }
+
+    pub async fn find_within(&self, testid: &str, wait: Duration) -> Element {
+        match self
+            .client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(&format!("[data-testid='{testid}']")))
+            .await
+        {
+            Ok(e) => e,
+            Err(e) => {
+                self.failure_screenshot().await;
+                panic!("no element {testid} within {wait:?}: {e}")
+            }
+        }
+    }
+
+    /// The window as it was when a step failed, for the CI log's reader.
+    pub async fn failure_screenshot(&self) {
+        if let Ok(png) = self.client.screenshot().await {
+            let path = self.screenshots.join("failure.png");
+            let _ = std::fs::write(&path, png);
+            eprintln!("screenshot of the failure: {}", path.display());
+        }
+    }
+
+    pub async fn click(&self, testid: &str) {
+        self.find(testid)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {testid}: {e}"));
+    }
+
+    pub async fn type_into(&self, testid: &str, text: &str) {
+        let field = self.find(testid).await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    /// The element's text content (WebKitWebDriver's visible-text algorithm misses some
+    /// styled elements; the screenshots show what is on screen).
+    pub async fn text(&self, testid: &str) -> String {
+        content(&self.find(testid).await).await
+    }
+
+    /// Waits until the element's text satisfies `ok`.
+    pub async fn until_text(
+        &self,
+        testid: &str,
+        wait: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + wait;
+        loop {
+            let text = match self
+                .client
+                .find(Locator::Css(&format!("[data-testid='{testid}']")))
+                .await
+            {
+                Ok(e) => content(&e).await,
+                Err(_) => String::new(),
+            };
+            if ok(&text) {
+                return text;
+            }
+            if Instant::now() >= deadline {
+                self.failure_screenshot().await;
+                panic!("{testid} never matched; last text {text:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until no element has this test id.
+    pub async fn until_gone(&self, testid: &str, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        while !self.gone(testid).await {
+            if Instant::now() >= deadline {
+                self.failure_screenshot().await;
+                panic!("{testid} never went away");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn gone(&self, testid: &str) -> bool {
+        self.client
+            .find(Locator::Css(&format!("[data-testid='{testid}']")))
+            .await
+            .is_err()
+    }
+
+    /// Ends the WebDriver session (the app exits), then stops tauri-driver and Xvfb.
+    pub async fn close(self) {
+        let Desktop {
+            client,
+            _driver,
+            _xvfb,
+            ..
+        } = self;
+        let _ = client.close().await;
+    }
+
+    /// A round trip of `resident_models` (the Memory panel's poll) through the web view's IPC,
+    /// timed from this test (the WebDriver request included: a window whose main thread is
+    /// busy does not start the script either) and in the page; with whether a model was being
+    /// loaded when the app answered.
+    pub async fn memory_round_trip(&self) -> RoundTrip {
+        let started = Instant::now();
+        let answer = self
+            .client
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                   const t0 = performance.now();
+                   window.__TAURI_INTERNALS__.invoke("resident_models").then(
+                     (v) => done({ ms: performance.now() - t0, loading: v.models.some((m) => m.loading) }),
+                     (e) => done({ ms: -1, error: String(e) }));"#,
+                vec![],
+            )
+            .await
+            .expect("the round trip's script runs");
+        let total_ms = started.elapsed().as_secs_f64() * 1000.0;
+        assert!(
+            answer["error"].is_null(),
+            "resident_models failed: {answer}"
+        );
+        RoundTrip {
+            total_ms,
+            in_page_ms: answer["ms"].as_f64().unwrap(),
+            loading: answer["loading"].as_bool().unwrap(),
+        }
+    }
+
+    /// A UI interaction: clicks `element` and waits until an element matching `css` is shown
+    /// (or, with `shown` false, no longer is), then for the frame that draws it. Timed in the
+    /// window, from the input event (the earliest mousedown, click, input or change it gets;
+    /// its timestamp is when the event was made) to that frame, and from this test, WebDriver
+    /// requests included.
+    pub async fn interaction(
+        &self,
+        what: &str,
+        element: &Element,
+        css: &str,
+        shown: bool,
+    ) -> Interaction {
+        self.client
+            .execute(
+                r#"window.__headroomInput = null;
+                   if (!window.__headroomListening) {
+                     window.__headroomListening = true;
+                     for (const type of ["mousedown", "click", "input", "change"]) {
+                       document.addEventListener(type, (e) => {
+                         const at = window.__headroomInput;
+                         if (at === null || e.timeStamp < at) window.__headroomInput = e.timeStamp;
+                       }, { capture: true });
+                     }
+                   }"#,
+                vec![],
+            )
+            .await
+            .expect("the input listener is set");
+        let started = Instant::now();
+        element.click().await.expect("the click is delivered");
+        let reached = self
+            .client
+            .execute_async(
+                r#"const [css, shown, done] = arguments;
+                   const deadline = performance.now() + 10000;
+                   const check = () => {
+                     if ((document.querySelector(css) !== null) === shown) {
+                       return requestAnimationFrame(() =>
+                         done({ at: performance.now(), input: window.__headroomInput }));
+                     }
+                     if (performance.now() > deadline) return done({ at: null });
+                     setTimeout(check, 1);
+                   };
+                   check();"#,
+                vec![css.into(), shown.into()],
+            )
+            .await
+            .expect("the wait's script runs");
+        let total_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let at = reached["at"].as_f64();
+        assert!(at.is_some(), "{what}: {css} never shown={shown}");
+        let input = reached["input"].as_f64();
+        assert!(input.is_some(), "{what}: the window got no input event");
+        Interaction {
+            what: what.to_string(),
+            in_window_ms: at.unwrap() - input.unwrap(),
+            total_ms,
+            loading_after: false,
+        }
+    }
+
+    /// Chooses `voice` in the Synthesize view once its list, which arrives after the view
+    /// opens, offers it.
+    pub async fn choose_synth_voice(&self, voice: &str, wait: Duration) {
+        let option = format!("[data-testid='synth-voice'] option[value='{voice}']");
+        self.client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(&option))
+            .await
+            .unwrap_or_else(|e| panic!("the Synthesize view does not offer {voice}: {e}"));
+        self.find("synth-voice")
+            .await
+            .select_by_value(voice)
+            .await
+            .unwrap();
+    }
+
+    pub async fn screenshot(&self, name: &str) {
+        // Let the last state change paint before the capture.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let png = self.client.screenshot().await.expect("screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG");
+        std::fs::write(self.screenshots.join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+/// One command round trip (see [`Desktop::memory_round_trip`]).
+pub struct RoundTrip {
+    pub total_ms: f64,
+    pub in_page_ms: f64,
+    pub loading: bool,
+}
+
+/// One UI interaction (see [`Desktop::interaction`]).
+pub struct Interaction {
+    pub what: String,
+    pub in_window_ms: f64,
+    pub total_ms: f64,
+    /// Whether a model was still loading after it.
+    pub loading_after: bool,
+}
+
+/// How fast the window answered while work ran: command round trips and UI interactions.
+#[derive(Default)]
+pub struct Responsiveness {
+    pub round_trips: Vec<RoundTrip>,
+    pub interactions: Vec<Interaction>,
+}
+
+/// The window answers a command and an interaction within this while work runs.
+pub const RESPONSIVE_MS: f64 = 100.0;
+
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+impl Responsiveness {
+    pub fn summary(&self) -> serde_json::Value {
+        let mut totals: Vec<f64> = self.round_trips.iter().map(|r| r.total_ms).collect();
+        let mut in_page: Vec<f64> = self.round_trips.iter().map(|r| r.in_page_ms).collect();
+        let while_loading: Vec<f64> = self
+            .round_trips
+            .iter()
+            .filter(|r| r.loading)
+            .map(|r| r.total_ms)
+            .collect();
+        let stats = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            let at = |q: f64| {
+                v.get(((v.len() as f64 - 1.0) * q).round() as usize)
+                    .copied()
+            };
+            serde_json::json!({ "n": v.len(), "p50": at(0.5), "p95": at(0.95), "max": v.last() })
+        };
+        serde_json::json!({
+            "command_round_trip_ms": stats(&mut totals),
+            "command_round_trip_in_page_ms": stats(&mut in_page),
+            "round_trips_while_a_model_loaded": while_loading.len(),
+            "round_trip_while_loading_max_ms": while_loading.iter().copied().reduce(f64::max),
+            "interactions": self.interactions.iter().map(|i| {
+                serde_json::json!({
+                    "what": i.what,
+                    "in_window_ms": i.in_window_ms,
+                    "from_test_ms": i.total_ms,
+                    "model_loading_after": i.loading_after,
+                })
+            }).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Fails when the window took longer than [`RESPONSIVE_MS`] to answer: any command round
+    /// trip (timed in the page: a command waiting on a lock, or a main thread busy with one,
+    /// shows there) or interaction (from its input event to the frame that shows its result);
+    /// or, timed from this test with the WebDriver requests included (tauri-driver and
+    /// WebKitWebDriver, which share the two cores with the work), at the median.
+    pub fn check(&self, during: &str) {
+        let mut slow: Vec<String> = self
+            .round_trips
+            .iter()
+            .filter(|r| r.in_page_ms > RESPONSIVE_MS)
+            .map(|r| format!("round trip {:.0} ms (loading: {})", r.in_page_ms, r.loading))
+            .chain(
+                self.interactions
+                    .iter()
+                    .filter(|i| i.in_window_ms > RESPONSIVE_MS)
+                    .map(|i| format!("{} {:.0} ms", i.what, i.in_window_ms)),
+            )
+            .collect();
+        let from_test = [
+            (
+                "round trips",
+                self.round_trips.iter().map(|r| r.total_ms).collect(),
+            ),
+            (
+                "interactions",
+                self.interactions.iter().map(|i| i.total_ms).collect(),
+            ),
+        ];
+        for (what, times) in from_test {
+            let median = median(times);
+            if median > RESPONSIVE_MS {
+                slow.push(format!("{what} from the test: median {median:.0} ms"));
+            }
+        }
+        assert!(
+            slow.is_empty(),
+            "the window answered slower than {RESPONSIVE_MS} ms {during}: {slow:?}; {}",
+            self.summary()
+        );
+    }
+}
+
+pub async fn content(e: &Element) -> String {
+    e.prop("textContent")
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Between attempts to reach tauri-driver (the attempt itself is the condition waited on).
+pub async fn retry_pause() {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// The app's process and its web view processes (the app's descendants), the app first.
+pub fn app_process_tree(app: &Path) -> Vec<u32> {
+    let app = app.canonicalize().unwrap();
+    let mut parents = Vec::new();
+    let mut app_pid = None;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after_name.split(' ').nth(1).unwrap().parse().unwrap();
+        parents.push((pid, ppid));
+        if std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .as_deref()
+            == Some(app.as_path())
+        {
+            app_pid = Some(pid);
+        }
+    }
+    let mut tree = vec![app_pid.expect("the app process is running")];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    tree
+}
+
+/// The resident memory of the app and its web view processes, in KiB.
+pub fn app_tree_rss_kib(tree: &[u32]) -> (u64, u64) {
+    // A web view process that exited since the tree was listed counts as nothing.
+    let rss = |pid: u32| headroom_gpu::process_resident_bytes(pid).unwrap_or(0) / 1024;
+    (rss(tree[0]), tree.iter().map(|p| rss(*p)).sum())
+}
+
+/// The GL driver files mapped into a process: Mesa's DRI/gallium drivers and the LLVM they
+/// bring, or another vendor's GL driver.
+pub fn gl_driver_mappings(pid: u32) -> Vec<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut found: Vec<String> = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .filter(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            name.contains("_dri.so")
+                || name.starts_with("libgallium")
+                || name.starts_with("libLLVM")
+                || name.starts_with("libnvidia-glcore")
+        })
+        .map(str::to_string)
+        .collect();
+    found.dedup();
+    found
+}
+
+/// The scratch folders, the servers and the app's configuration, shared by every scenario and
+/// made once; with what one scenario leaves for those that need it.
+pub struct World {
+    pub home: PathBuf,
+    pub projects: PathBuf,
+    pub voices_dir: PathBuf,
+    pub config: PathBuf,
+    models: PathBuf,
+    app: PathBuf,
+    /// The app's default server (the first session's configuration): a fake that holds every
+    /// request until released, so a flood keeps both text slots busy; it also proves that
+    /// cleanup off sends nothing.
+    pub fake: FakeUpstream,
+    pub release: Arc<Notify>,
+    /// The real text server the cleanup, the narration, Settings and the benchmark use.
+    pub llama: LlamaServer,
+    /// A microphone that speaks the interview sample (ALSA's file plugin over the null device):
+    /// recording works with no sound card and hears real speech.
+    microphone: SpeakingMicrophone,
+    pub measurements: Measurements,
+    /// The text of segment 1 as the text model cleaned it and the user accepted it.
+    pub cleaned: Option<String>,
+    /// The two-speaker conversation as transcribed.
+    pub conversation: Option<ConversationTurns>,
+    /// What the second session was started with.
+    pub second: Option<SecondSession>,
+}
+
+/// The two-speaker conversation: the speaker of the second turn, and that turn's segment.
+pub struct ConversationTurns {
+    pub second_id: &'static str,
+    pub turn: usize,
+}
+
+/// The second session's planted jobs, and the text server's prompt count before it started.
+pub struct SecondSession {
+    pub cleanup_job: String,
+    pub speak_job: String,
+    pub prompts_before: f64,
+}
+
+/// Cold start, idle memory and the window's responsiveness, written to
+/// `target/ui-measurements.json` when the first session ends.
+#[derive(Default)]
+pub struct Measurements {
+    cold_start_ms: Option<u128>,
+    idle_rss_kib: Option<(u64, u64)>,
+    /// The app's process and its web view processes, the app first.
+    pub app_tree: Vec<u32>,
+    /// The window idle, for comparison with it busy: what the measurement itself costs (the
+    /// WebDriver requests through tauri-driver and WebKitWebDriver).
+    pub idle: Responsiveness,
+    pub during_load: Option<Responsiveness>,
+    pub during_batch: Option<Responsiveness>,
+}
+
+impl Measurements {
+    pub fn to_json(&self) -> serde_json::Value {
+        let summary = |r: &Option<Responsiveness>| r.as_ref().map(Responsiveness::summary);
+        serde_json::json!({
+            "cold_start_to_interactive_ms": self.cold_start_ms,
+            "idle_rss_app_kib": self.idle_rss_kib.map(|(app, _)| app),
+            "idle_rss_with_webview_kib": self.idle_rss_kib.map(|(_, tree)| tree),
+            "responsiveness_idle": self.idle.summary(),
+            "responsiveness_while_a_model_loads": summary(&self.during_load),
+            "responsiveness_while_batch_work_runs": summary(&self.during_batch),
+        })
+    }
+
+    /// Prints the figures, and writes them to `target/ui-measurements.json` when the
+    /// scenarios that measure the window busy ran (a run of a few keeps the last full one's).
+    pub fn write(&self) {
+        let measurements = self.to_json();
+        eprintln!("desktop measurements: {measurements}");
+        if self.during_load.is_none() || self.during_batch.is_none() {
+            eprintln!("not written to target/ui-measurements.json: the suite ran in part");
+            return;
+        }
+        std::fs::write(
+            repo_root().join("target/ui-measurements.json"),
+            serde_json::to_vec_pretty(&measurements).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+impl World {
+    pub async fn new() -> World {
+        let home = std::env::temp_dir().join(format!("headroom-ui-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let projects = home.join("projects");
+        std::fs::create_dir_all(&projects).unwrap();
+        let voices_dir = home.join("voices");
+        let release = Arc::new(Notify::new());
+        let fake = FakeUpstream::start(Behavior::HoldHeaders(release.clone()), 4096).await;
+        let llama = LlamaServer::start().await;
+        let config = home.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[llm]\nurl = \"{}\"\n\n[text_lane]\nmax_in_flight = 2\nmax_waiting = 0\n",
+                fake.base_url()
+            ),
+        )
+        .unwrap();
+        let models = std::env::var_os("HEADROOM_MODELS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(headroom_speech::models::default_models_dir);
+        let microphone = headroom_tests::microphone::speaking_microphone(
+            &home.join("microphone"),
+            &repo_root().join("samples/interview.flac"),
+            // Silence after the speech: the recording (at most 600 s) goes on past the file's end.
+            5.0,
+        );
+        World {
+            home,
+            projects,
+            voices_dir,
+            config,
+            models,
+            app: PathBuf::from(env!("CARGO_BIN_EXE_headroom-desktop")),
+            fake,
+            release,
+            llama,
+            microphone,
+            measurements: Measurements::default(),
+            cleaned: None,
+            conversation: None,
+            second: None,
+        }
+    }
+
+    /// The first session: the app on the fake text server, with the speaking microphone.
+    /// Measures its cold start and its idle memory.
+    pub async fn first_session(&mut self) -> Desktop {
+        let ui = Desktop::start(&[
+            ("HEADROOM_PROJECTS_DIR", &self.projects),
+            ("HEADROOM_VOICES_DIR", &self.voices_dir),
+            ("HEADROOM_CONFIG", &self.config),
+            ("HEADROOM_MODELS_DIR", &self.models),
+            ("ALSA_CONFIG_PATH", &self.microphone.config),
+            ("HOME", &self.home),
+        ])
+        .await;
+        let tree = app_process_tree(&self.app);
+        self.measurements.idle_rss_kib = Some(app_tree_rss_kib(&tree));
+        self.measurements.app_tree = tree;
+        self.measurements.cold_start_ms = Some(ui.cold_start_ms);
+        ui
+    }
+
+    /// A second session on a replayed GPU trace (this machine has no GPU), whose cloning
+    /// server is on another machine (TEST-NET: nothing answers there) with a password in its
+    /// URL; with two jobs a crash interrupted, left in the interview project as a killed app
+    /// leaves them (one cleanup, one synthesis), and its segments' suggestions cleared.
+    pub async fn second_session(&mut self) -> Desktop {
+        let trace = self.home.join("gpu-trace.json");
+        std::fs::write(
+            &trace,
+            r#"{"total_mib": 24576, "used_mib": [8000, 12000, 16000, 21000, 22000]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            &self.config,
+            format!(
+                "[llm]\nurl = \"{}\"\n\n[text_lane]\naudio_headroom_mib = 4096\n\n\
+                 [cloning]\nurl = \"http://alice:s3cret-pw@192.0.2.1:4123\"\n",
+                self.llama.base_url()
+            ),
+        )
+        .unwrap();
+        let store = self.store();
+        let planted = |kind| {
+            let job = store.start_job("interview", kind).unwrap();
+            job.id().to_string() // dropped without end(): interrupted
+        };
+        let cleanup_job = planted(JobKind::Cleanup {
+            rules_only: true,
+            accept: false,
+        });
+        let speak_job = planted(JobKind::Synthesize { segment: Some(0) });
+        store
+            .update("interview", |p| {
+                p.segments.iter_mut().for_each(|s| s.suggestion = None);
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        let prompts_before = self.llama.metric("llamacpp:prompt_tokens_total").await;
+        self.second = Some(SecondSession {
+            cleanup_job,
+            speak_job,
+            prompts_before,
+        });
+        Desktop::start(&[
+            ("HEADROOM_PROJECTS_DIR", &self.projects),
+            ("HEADROOM_VOICES_DIR", &self.voices_dir),
+            ("HEADROOM_CONFIG", &self.config),
+            ("HEADROOM_MODELS_DIR", &self.models),
+            ("HEADROOM_GPU_REPLAY", &trace),
+            ("HOME", &self.home),
+        ])
+        .await
+    }
+
+    /// The projects folder as the app's core reads it.
+    pub fn store(&self) -> ProjectStore {
+        ProjectStore::new(&self.projects)
+    }
+}
