@@ -1,3 +1,8 @@
+//! `headroom transcribe`: one file to stdout or a file, or many files (and folders) to one
+//! transcript each in a folder (see [`batch`]).
+
+mod batch;
+
 use crate::progress::Progress;
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
 use anyhow::Context;
@@ -5,7 +10,7 @@ use clap::Args;
 use headroom_base::fsutil::write_atomic;
 use headroom_core::admission::Priority;
 use headroom_services::speech::{
-    AudioInput, KnownVoice, SpeakerRequest, SpeechError, Transcription,
+    AudioInput, KnownVoice, SpeakerRequest, SpeechError, SpeechService, Transcription,
 };
 use headroom_services::Services;
 use headroom_speech::asr::diarize::SpeakerCount;
@@ -14,15 +19,18 @@ use headroom_speech::asr::whisper::Precision;
 use headroom_speech::asr::{AsrError, DecodingGuards, TranscribeOptions, Transcript};
 use headroom_speech::models::DEFAULT_MODEL;
 use headroom_speech::remote::RemoteTranscriber;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
 pub struct TranscribeArgs {
-    /// Audio file: WAV, MP3, FLAC, OGG Vorbis or AAC/M4A.
-    file: PathBuf,
+    /// Audio files (WAV, MP3, FLAC, OGG Vorbis or AAC/M4A) or folders of them. One file goes
+    /// to stdout or --out FILE; several, or a folder (its audio files, not its subfolders),
+    /// give one transcript each in the folder --out names, skipping those already current.
+    #[arg(required = true, value_name = "FILE|FOLDER")]
+    inputs: Vec<PathBuf>,
     /// Model (see `headroom models list`).
     #[arg(long, default_value = DEFAULT_MODEL)]
     model: String,
@@ -57,8 +65,9 @@ pub struct TranscribeArgs {
     /// How the model's weights are held: int8 (faster, the default) or float32.
     #[arg(long, default_value = "int8")]
     precision: Precision,
-    /// Write here (atomically) instead of to stdout.
-    #[arg(long)]
+    /// Write here (atomically) instead of to stdout. With several inputs or a folder: the
+    /// folder to write one transcript per input into (created if missing).
+    #[arg(long, value_name = "FILE|FOLDER")]
     out: Option<PathBuf>,
     /// Who spoke when: `auto` estimates the number of speakers, a number (1 to 10) finds
     /// exactly that many. Segments are split where the speaker changes and every export
@@ -75,6 +84,10 @@ pub struct TranscribeArgs {
     server_url: Option<String>,
 }
 
+/// Exit status when some inputs of a batch could not be transcribed (the others were); 4 is
+/// `plan`'s "does not fit".
+pub const EXIT_SOME_FAILED: u8 = 5;
+
 pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let speech = match &args.server_url {
         Some(url) => {
@@ -85,89 +98,181 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
         }
         None => services.speech().clone(),
     };
-    let input = AudioInput::from_file(&args.file)?;
-    let mut known = Vec::new();
-    for given in &args.known_speaker {
-        let Some((name, file)) = given
-            .split_once('=')
-            .filter(|(n, f)| !n.trim().is_empty() && !f.is_empty())
-        else {
-            anyhow::bail!("--known-speaker takes NAME=FILE, not {given:?}");
-        };
-        known.push(KnownVoice::Recording {
-            name: name.trim().to_string(),
-            audio: AudioInput::from_file(file.as_ref())?,
-        });
+    match batch::destination(&args.inputs, args.out.as_deref())? {
+        batch::Destination::One { file, out } => {
+            let input = AudioInput::from_file(&file)?;
+            let job = JobSettings::new(&args, speech)?;
+            transcribe_one(&args, &job, input, &file, out.as_deref()).await
+        }
+        batch::Destination::Folder { inputs, folder } => {
+            let job = JobSettings::new(&args, speech)?;
+            batch::run(&args, &job, &inputs, &folder).await
+        }
     }
-    let speakers = match (args.speakers, known.is_empty()) {
-        (None, true) => None,
-        (count, _) => Some(SpeakerRequest {
-            known,
-            ..SpeakerRequest::new(count.unwrap_or(SpeakerCount::Auto))
-        }),
-    };
+}
+
+/// What every input of one command is transcribed with.
+struct JobSettings {
+    speech: Arc<SpeechService>,
+    options: TranscribeOptions,
+    speakers: Option<SpeakerRequest>,
+}
+
+impl JobSettings {
+    fn new(args: &TranscribeArgs, speech: Arc<SpeechService>) -> anyhow::Result<JobSettings> {
+        let mut known = Vec::new();
+        for (name, file) in known_speakers(args)? {
+            known.push(KnownVoice::Recording {
+                name: name.to_string(),
+                audio: AudioInput::from_file(file)?,
+            });
+        }
+        let speakers = match (args.speakers, known.is_empty()) {
+            (None, true) => None,
+            (count, _) => Some(SpeakerRequest {
+                known,
+                ..SpeakerRequest::new(count.unwrap_or(SpeakerCount::Auto))
+            }),
+        };
+        let options = TranscribeOptions {
+            language: args.language.clone(),
+            beam_size: args.beam,
+            initial_prompt: args.prompt.clone(),
+            word_timestamps: args.words,
+            guards: if args.no_guards {
+                DecodingGuards::off()
+            } else {
+                DecodingGuards {
+                    best_of: args.best_of.into(),
+                    ..DecodingGuards::default()
+                }
+            },
+            skip_silence: !args.keep_silence,
+            precision: args.precision,
+            ..TranscribeOptions::default()
+        };
+        Ok(JobSettings {
+            speech,
+            options,
+            speakers,
+        })
+    }
+
+    /// Transcribes `input` on the audio lane at `priority`, showing progress and the outcome as
+    /// `lines` says. `Ok(None)`: cancelled (the progress line says so).
+    async fn transcribe(
+        &self,
+        args: &TranscribeArgs,
+        input: AudioInput,
+        priority: Priority,
+        lines: StderrLines<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Transcript>, SpeechError> {
+        let shown = Arc::new(Progress::new(lines.progress));
+        let progress = {
+            let shown = shown.clone();
+            Arc::new(move |fraction: f32| shown.update(fraction))
+        };
+        let started = std::time::Instant::now();
+        let job = Transcription {
+            speakers: self.speakers.clone(),
+            priority,
+            progress,
+            ..Transcription::new(input, &args.model, self.options.clone())
+        };
+        let transcript = match self.speech.transcribe_with(job, cancel.clone()).await {
+            Ok(t) => t.transcript,
+            Err(SpeechError::Asr(AsrError::Cancelled)) => {
+                shown.finish(lines.cancelled);
+                return Ok(None);
+            }
+            // A job stopped by Ctrl-C may end in another error (the decoder's, the lane's):
+            // it is still the cancellation.
+            Err(e) if cancel.is_cancelled() => {
+                tracing::debug!(error = %e, "the cancelled job ended so");
+                shown.finish(lines.cancelled);
+                return Ok(None);
+            }
+            Err(e) => {
+                shown.finish(lines.failed);
+                return Err(e);
+            }
+        };
+        let elapsed = started.elapsed().as_secs_f64();
+        shown.finish(&format!(
+            "{}transcribed {:.1} s of audio in {:.1} s ({}, language {})",
+            lines.done_prefix,
+            transcript.duration,
+            elapsed,
+            args.model,
+            transcript.language.as_deref().unwrap_or("unknown")
+        ));
+        if args.speakers.is_some() || !args.known_speaker.is_empty() {
+            eprintln!("{}", speakers_found(&transcript));
+        }
+        Ok(Some(transcript))
+    }
+}
+
+/// What one transcription shows on stderr besides the speakers found.
+struct StderrLines<'a> {
+    /// Before the live percentage.
+    progress: String,
+    /// Before "transcribed 12.3 s of audio in …".
+    done_prefix: &'a str,
+    /// The line that ends a cancelled transcription.
+    cancelled: &'a str,
+    /// The line that ends a failed one (its error is shown by the caller).
+    failed: &'a str,
+}
+
+/// The --known-speaker values as (name, file), or which one is not NAME=FILE.
+fn known_speakers(args: &TranscribeArgs) -> anyhow::Result<Vec<(&str, &Path)>> {
+    args.known_speaker
+        .iter()
+        .map(|given| {
+            given
+                .split_once('=')
+                .filter(|(n, f)| !n.trim().is_empty() && !f.is_empty())
+                .map(|(name, file)| (name.trim(), Path::new(file)))
+                .ok_or_else(|| anyhow::anyhow!("--known-speaker takes NAME=FILE, not {given:?}"))
+        })
+        .collect()
+}
+
+/// The transcript as the export format and --words ask.
+fn rendered(args: &TranscribeArgs, transcript: &Transcript) -> String {
+    if args.words {
+        render_words(transcript, args.format)
+    } else {
+        render(transcript, args.format)
+    }
+}
+
+/// One file, interactively (a person waits on it), to `out` or stdout.
+async fn transcribe_one(
+    args: &TranscribeArgs,
+    job: &JobSettings,
+    input: AudioInput,
+    file: &Path,
+    out: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
-    let shown = Arc::new(Progress::new(format!(
-        "transcribing {}",
-        args.file.display()
-    )));
-    let progress = {
-        let shown = shown.clone();
-        Arc::new(move |fraction: f32| shown.update(fraction))
+    let lines = StderrLines {
+        progress: format!("transcribing {}", file.display()),
+        done_prefix: "",
+        cancelled: "headroom: transcription cancelled; nothing was written",
+        failed: "",
     };
-    let started = std::time::Instant::now();
-    let options = TranscribeOptions {
-        language: args.language.clone(),
-        beam_size: args.beam,
-        initial_prompt: args.prompt.clone(),
-        word_timestamps: args.words,
-        guards: if args.no_guards {
-            DecodingGuards::off()
-        } else {
-            DecodingGuards {
-                best_of: args.best_of.into(),
-                ..DecodingGuards::default()
-            }
-        },
-        skip_silence: !args.keep_silence,
-        precision: args.precision,
-        audio_only_windows: false,
+    let Some(transcript) = job
+        .transcribe(args, input, Priority::Interactive, lines, &cancel)
+        .await?
+    else {
+        return Ok(ExitCode::from(EXIT_CANCELLED));
     };
-    let job = Transcription {
-        speakers,
-        priority: Priority::Interactive,
-        progress,
-        ..Transcription::new(input, &args.model, options)
-    };
-    let transcript = match speech.transcribe_with(job, cancel).await {
-        Ok(t) => t.transcript,
-        Err(SpeechError::Asr(AsrError::Cancelled)) => {
-            shown.finish("headroom: transcription cancelled; nothing was written");
-            return Ok(ExitCode::from(EXIT_CANCELLED));
-        }
-        Err(e) => {
-            shown.finish("");
-            return Err(e.into());
-        }
-    };
-    let elapsed = started.elapsed().as_secs_f64();
-    shown.finish(&format!(
-        "transcribed {:.1} s of audio in {:.1} s ({}, language {})",
-        transcript.duration,
-        elapsed,
-        args.model,
-        transcript.language.as_deref().unwrap_or("unknown")
-    ));
-    if args.speakers.is_some() || !args.known_speaker.is_empty() {
-        eprintln!("{}", speakers_found(&transcript));
-    }
-    let text = if args.words {
-        render_words(&transcript, args.format)
-    } else {
-        render(&transcript, args.format)
-    };
-    match &args.out {
+    let text = rendered(args, &transcript);
+    match out {
         Some(path) => write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => print!("{text}"),
