@@ -25,6 +25,7 @@ mod bench_voices;
 mod cleanup;
 mod doctor;
 mod gpu;
+mod mcp;
 mod memory;
 mod models;
 mod narrate;
@@ -109,6 +110,11 @@ enum Command {
     /// in the chosen voice, fit each take to its segment's time, and write the narration WAV
     /// (optionally mixed over the original) with subtitles.
     Narrate(narrate::NarrateArgs),
+    /// Serve the Model Context Protocol on stdin/stdout for agents: tools to transcribe a file,
+    /// speak text to a file, list voices, and list, read, clean up or narrate projects, on the
+    /// same lanes and admission as the app (batch priority unless a call asks for
+    /// interactive), with progress notifications and cancellation.
+    Mcp(mcp::McpArgs),
 }
 
 /// Text-lane limits shared by the commands that use the lane.
@@ -218,6 +224,7 @@ fn main() -> ExitCode {
             Command::Project(cmd) => project::run(cmd, shared.clone()).await,
             Command::Voice(cmd) => voice::run(cmd, shared.clone()).await,
             Command::Narrate(args) => narrate::run(args, shared.clone()).await,
+            Command::Mcp(args) => mcp::run(args, shared.clone()).await,
             Command::Cleanup(args) => cleanup::run(args, services).await,
             Command::Serve(args) => serve::run(args, services).await,
             Command::Doctor(args) => doctor::run(args, services).await,

@@ -170,15 +170,14 @@ pub async fn run(args: NarrateArgs, services: Arc<Services>) -> anyhow::Result<E
     }
 }
 
-/// Reports a finished narration (copying its files into `out` when asked); refused segments
-/// make the exit status 3.
-pub fn finished(
+/// A finished narration's files (the narration, its subtitles, the mix when made): in the
+/// project, or copied into `out` when given.
+pub fn narration_files(
     ws: &Workstation,
     id: &str,
     summary: &NarrationSummary,
     out: Option<&Path>,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     if let Some(output) = &summary.output {
         let relative: Vec<&String> = [&output.wav, &output.srt, &output.vtt]
@@ -197,6 +196,19 @@ pub fn finished(
             files.push(path);
         }
     }
+    Ok(files)
+}
+
+/// Reports a finished narration (copying its files into `out` when asked); refused segments
+/// make the exit status 3.
+pub fn finished(
+    ws: &Workstation,
+    id: &str,
+    summary: &NarrationSummary,
+    out: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let files = narration_files(ws, id, summary, out)?;
     let mut by_reason: BTreeMap<&str, usize> = BTreeMap::new();
     for r in &summary.refused {
         *by_reason.entry(r.refusal.reason.as_str()).or_default() += 1;
