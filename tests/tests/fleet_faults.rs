@@ -41,6 +41,10 @@ async fn a_request_moves_on_from_an_upstream_that_refuses_connections() {
     let b = FakeUpstream::start(Behavior::Echo, 4096).await;
     let a = headroom_tests::closed_port_url();
     let (lane, metrics) = fleet(&[a.clone(), b.base_url()]);
+    assert!(
+        !lane.in_use(),
+        "nothing sent yet: health checks would not ask anything"
+    );
     let text = lane
         .submit(ask("hi"))
         .await
@@ -49,6 +53,7 @@ async fn a_request_moves_on_from_an_upstream_that_refuses_connections() {
         .await
         .unwrap();
     assert_eq!(text, "clean: hi");
+    assert!(lane.in_use());
     let views = lane.snapshot().upstreams;
     assert!(!views[0].up, "{views:?}");
     assert!(views[1].up);
@@ -253,4 +258,22 @@ async fn a_failed_probe_while_the_others_are_full_is_refused_as_a_full_lane() {
         "{refused:?}"
     );
     drop(held);
+}
+
+#[tokio::test]
+async fn one_server_breaking_before_its_first_words_ends_the_stream_with_the_reason() {
+    let up = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let (lane, _) = fleet(&[up.base_url()]);
+    let gate = Arc::new(Notify::new());
+    up.push(Behavior::ResetAfter(0, gate.clone()));
+    // The reply has begun (its headers are here) when the connection breaks, before any
+    // words: with nowhere else to go the stream ends with upstream_unavailable, not an empty
+    // success.
+    let stream = lane.submit(ask("x")).await.unwrap();
+    gate.notify_one();
+    let ended = stream.collect_text().await;
+    let (text, r) = ended.expect_err("a broken reply is not a reply");
+    assert_eq!(text, "");
+    assert_eq!(r.reason, RejectReason::UpstreamUnavailable);
+    assert_eq!(lane.snapshot().occupancy.in_flight, 0);
 }

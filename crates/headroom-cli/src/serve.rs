@@ -43,20 +43,29 @@ impl ServeArgs {
             config.server.listen = listen.clone();
         }
         if let Some((first, more)) = self.upstream.split_first() {
-            let capacity = |i: usize| match self.upstream_capacity.as_slice() {
-                [all] => Some(*all),
-                each => each.get(i).copied(),
-            };
             config.llm.url = first.clone();
-            config.llm.capacity = capacity(0);
+            config.llm.capacity = None;
             config.llm.upstreams = more
                 .iter()
-                .enumerate()
-                .map(|(i, url)| UpstreamSettings {
+                .map(|url| UpstreamSettings {
                     url: url.clone(),
-                    capacity: capacity(i + 1),
+                    capacity: None,
                 })
                 .collect();
+        }
+        // The capacities go onto the whole fleet, the flags' or the config file's: one for
+        // all, or one per upstream in order (any other count is refused when serve starts).
+        let upstreams = 1 + config.llm.upstreams.len();
+        let each = match self.upstream_capacity.as_slice() {
+            [all] => vec![*all; upstreams],
+            each if each.len() == upstreams => each.to_vec(),
+            _ => Vec::new(),
+        };
+        if let Some((first, more)) = each.split_first() {
+            config.llm.capacity = Some(*first);
+            for (upstream, capacity) in config.llm.upstreams.iter_mut().zip(more) {
+                upstream.capacity = Some(*capacity);
+            }
         }
         if let Some(model) = &self.model {
             config.llm.model = Some(model.clone());
@@ -72,8 +81,15 @@ impl ServeArgs {
     }
 }
 
-pub async fn run(_args: ServeArgs, services: &Services) -> anyhow::Result<ExitCode> {
+pub async fn run(args: ServeArgs, services: &Services) -> anyhow::Result<ExitCode> {
     let config = services.config();
+    let upstreams = config.llm.fleet().len();
+    let capacities = args.upstream_capacity.len();
+    if capacities > 1 && capacities != upstreams {
+        anyhow::bail!(
+            "--upstream-capacity was given {capacities} times for {upstreams} upstream(s): give it once for all of them, or once per upstream in order"
+        );
+    }
     // What clients send to the chat endpoint is relayed to the upstreams: a server on another
     // machine must be allowed (--allow-remote, privacy.allow_remote) before serve starts.
     for upstream in config.llm.fleet() {

@@ -1637,3 +1637,32 @@ async fn a_projects_speakers_are_renamed_merged_and_split_from_the_command_line(
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn serve_refuses_a_capacity_count_that_matches_no_upstream_count() {
+    let out = headroom(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &closed_port_url(),
+            "--upstream",
+            &closed_port_url(),
+            "--upstream-capacity",
+            "1",
+            "--upstream-capacity",
+            "2",
+            "--upstream-capacity",
+            "3",
+        ],
+        &[],
+    )
+    .await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--upstream-capacity was given 3 times for 2 upstream(s)"),
+        "{stderr}"
+    );
+}

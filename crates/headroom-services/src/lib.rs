@@ -472,10 +472,8 @@ impl Services {
             vec![UpstreamSpec::new(self.client(url)?)]
         };
         let lane = self.text_lane_over(upstreams, config.text_lane()?);
-        if lane.fleet().len() > 1 {
-            self.runtime
-                .spawn(check_health_while_used(lane.downgrade()));
-        }
+        self.runtime
+            .spawn(check_health_while_used(lane.downgrade()));
         lanes.insert(url.to_string(), lane.clone());
         Ok(lane)
     }
@@ -660,15 +658,18 @@ async fn watch_signals(services: std::sync::Weak<Services>) {
 /// How often the upstreams of a shared fleet lane are checked while it is in use.
 const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(5);
 
-/// Checks a fleet lane's upstreams every few seconds, so one that comes back is used again
-/// without a request having to find out; ends when the lane is dropped (settings replaced).
+/// Checks a shared lane's upstreams every few seconds once it has been used (never before:
+/// a server the user has not allowed is not even asked), so one that comes back is seen as up
+/// again without a request having to find out; ends when the lane is dropped.
 async fn check_health_while_used(lane: WeakTextLane) {
     let mut every = tokio::time::interval(HEALTH_CHECK_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
         let Some(lane) = lane.upgrade() else { return };
-        lane.check_health().await;
+        if lane.in_use() {
+            lane.check_health().await;
+        }
     }
 }
 

@@ -164,12 +164,21 @@ impl Upstream {
     }
 
     /// The server failed before answering: down, and tried again after a growing backoff.
+    ///
+    /// The backoff grows once per failed try after it ran out (a probe or a health check),
+    /// not once per request that was running when the server went away.
     fn mark_down(&self, reason: &str) {
         let now = Instant::now();
         let mut st = self.lock();
         st.probing = false;
         let (since, backoff, changed) = match &st.health {
             Health::Up => (now, FIRST_BACKOFF, true),
+            Health::Down { retry_at, .. } if now < *retry_at => {
+                if let Health::Down { reason: why, .. } = &mut st.health {
+                    *why = reason.to_string();
+                }
+                return;
+            }
             Health::Down { since, backoff, .. } => (*since, (*backoff * 2).min(MAX_BACKOFF), false),
         };
         st.health = Health::Down {
@@ -429,7 +438,12 @@ impl Fleet {
                     upstream.adopt(&info);
                     upstream.mark_up();
                 }
-                Err(e) => upstream.mark_down(&format!("health check: {e}")),
+                // Anything but a refused or broken connection or a server error is an answer:
+                // a router that rate-limits its model list is up.
+                Err(e) if UpstreamResult::of_error(&e) == UpstreamResult::Unavailable => {
+                    upstream.mark_down(&format!("health check: {e}"))
+                }
+                Err(_) => upstream.mark_up(),
             }
         }
     }
@@ -572,6 +586,21 @@ mod tests {
         probe.record(UpstreamResult::Unavailable, "refused again");
         drop(probe);
         assert_eq!(f.views()[0].retry_in_ms, Some(2000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_broken_together_by_one_outage_grow_the_backoff_once() {
+        let f = fleet(&[Some(4), None]);
+        let slots: Vec<UpstreamSlot> = (0..3).map(|_| f.pick(&[1]).unwrap()).collect();
+        for s in &slots {
+            s.record(UpstreamResult::Unavailable, "connection reset");
+        }
+        drop(slots);
+        assert_eq!(
+            f.views()[0].retry_in_ms,
+            Some(FIRST_BACKOFF.as_millis() as u64),
+            "three streams broken by one kill are one failure"
+        );
     }
 
     #[tokio::test]

@@ -73,6 +73,9 @@ struct Inner {
     audio: AudioActivity,
     discovered_model: RwLock<Option<String>>,
     next_id: AtomicU64,
+    /// Something was sent upstream (a request, or the servers were asked what they run):
+    /// from then on a health check may ask them again.
+    used: AtomicBool,
 }
 
 /// The admission-controlled lane in front of the text model.
@@ -166,6 +169,7 @@ impl TextLane {
                 audio,
                 discovered_model: RwLock::new(None),
                 next_id: AtomicU64::new(1),
+                used: AtomicBool::new(false),
             }),
         }
     }
@@ -179,6 +183,7 @@ impl TextLane {
     /// Asks the upstreams for their models, context lengths and slots, and adopts them: the
     /// lane's capacity becomes the sum of theirs, its context the smallest.
     pub async fn discover(&self) -> Result<ServerInfo, LlmError> {
+        self.inner.used.store(true, Ordering::Relaxed);
         let discovered = self.inner.fleet.discover().await;
         self.adopt_fleet();
         let info = discovered?;
@@ -192,6 +197,12 @@ impl TextLane {
             "text model discovered"
         );
         Ok(info)
+    }
+
+    /// Whether anything has been sent upstream yet. A lane made for a server the user has not
+    /// allowed is never used, and its servers are never asked anything, health included.
+    pub fn in_use(&self) -> bool {
+        self.inner.used.load(Ordering::Relaxed)
     }
 
     /// Checks the upstreams' health (a down one that answers is up again) and adopts what
@@ -313,6 +324,7 @@ impl TextLane {
             .metrics()
             .observe_queue_wait(Lane::Text, admitted.queue_wait);
         monitor.metrics().count_dispatched(Lane::Text);
+        inner.used.store(true, Ordering::Relaxed);
         let mut clock = admitted.clock;
         clock.mark_dispatched(Instant::now());
         let request = Arc::new(request);
@@ -363,7 +375,12 @@ impl TextLane {
             let slot = match self.inner.fleet.pick(tried) {
                 Ok(slot) => slot,
                 Err(NoUpstream::AllTried) => {
-                    return Err(last.expect("every upstream tried means one was tried"))
+                    return Err(last.unwrap_or_else(|| {
+                        self.inner
+                            .stack
+                            .rejection(RejectReason::UpstreamUnavailable)
+                            .with_detail("every upstream has been tried for this request")
+                    }))
                 }
                 // The others are full: a busy answer keeps its Retry-After; a failed probe of
                 // a down upstream is not why this request is refused, the full lane is.
@@ -601,7 +618,8 @@ impl StreamState {
                 if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
                     slot.failed_after_answer(result, &e.to_string());
                 }
-                if !self.delivered && result.worth_another() {
+                let untried = self.tried.len() < self.lane.inner.fleet.len();
+                if !self.delivered && result.worth_another() && untried {
                     match self.move_on().await {
                         Ok(()) => return None,
                         Err(r) => {
