@@ -208,6 +208,134 @@ async fn the_openai_python_client_speaks_kokoro_in_every_format_ffprobe_reads() 
     }
 }
 
+/// A long text is sent sentence by sentence: the client hears the first before the last is
+/// made, in every way it can ask (raw PCM and MP3 read as they arrive, SSE events).
+#[tokio::test]
+async fn the_openai_python_client_hears_a_long_text_before_it_is_all_spoken() {
+    require_models();
+    let server = headroom_tests::serve(&services()).await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/python/openai_speech_stream_check.py"
+    );
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .arg(server.base_url())
+        .output()
+        .await
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (format, content_type) in [("pcm", "audio/pcm"), ("mp3", "audio/mpeg")] {
+        let stream = &seen[format];
+        assert_eq!(stream["content_type"], content_type, "{format}: {stream}");
+        // Eight sentences, each sent when it is ready: the first arrives while most of the
+        // text is still to be spoken (a whole take would arrive at the end, all at once).
+        let (first, total) = (
+            stream["first_audio_s"].as_f64().unwrap(),
+            stream["total_s"].as_f64().unwrap(),
+        );
+        assert!(
+            first < total / 2.0,
+            "{format}: first audio at {first} s of {total} s"
+        );
+        assert!(
+            stream["chunks"].as_u64().unwrap() >= 8,
+            "{format}: {stream}"
+        );
+    }
+    assert_eq!(seen["mp3"]["starts_like_mp3"], true);
+    // Eight sentences with pauses between: well over a second each.
+    let pcm_secs = seen["pcm"]["audio_s"].as_f64().unwrap();
+    assert!(pcm_secs > 10.0 && pcm_secs < 40.0, "{pcm_secs}");
+    // SSE: a delta per sentence, then done; the deltas hold the same take.
+    assert_eq!(seen["sse_content_type"], "text/event-stream");
+    let sse = &seen["sse"];
+    let types: Vec<&str> = sse["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(types.last(), Some(&"speech.audio.done"), "{types:?}");
+    let deltas = types.iter().filter(|t| **t == "speech.audio.delta").count();
+    assert!(deltas >= 8 && deltas + 1 == types.len(), "{types:?}");
+    let sse_secs = sse["audio_s"].as_f64().unwrap();
+    assert!(
+        (sse_secs - pcm_secs).abs() < 0.05,
+        "{sse_secs} vs {pcm_secs}"
+    );
+    assert_eq!(sse["done"]["headroom"]["sentences"], 8, "{sse}");
+    let first = sse["first_audio_s"].as_f64().unwrap();
+    let total = sse["total_s"].as_f64().unwrap();
+    assert!(
+        first < total / 2.0,
+        "sse: first audio at {first} s of {total} s"
+    );
+}
+
+/// Spanish speech (espeak-ng's Spanish voice) comes back in English, in the shapes OpenAI's
+/// translation endpoint answers; an English-only model is refused, naming one that can.
+#[tokio::test]
+async fn the_openai_python_client_translates_spanish_speech_into_english() {
+    require_models();
+    let server = headroom_tests::serve(&services()).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let recording = scratch.path().join("spanish.wav");
+    let spoken = std::process::Command::new("espeak-ng")
+        .args(["-v", "es", "-s", "140", "-w"])
+        .arg(&recording)
+        .arg("--")
+        .arg(SPANISH)
+        .status()
+        .expect("espeak-ng runs");
+    assert!(spoken.success());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/python/openai_translation_check.py"
+    );
+    let out = tokio::process::Command::new("python3")
+        .arg(script)
+        .arg(server.base_url())
+        .arg(&recording)
+        .output()
+        .await
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = seen["text"].as_str().unwrap().to_lowercase();
+    // English words for what was said, not the Spanish ones.
+    let english = ["madrid", "family", "beach", "hot", "morning", "live"];
+    let heard: Vec<&str> = english.into_iter().filter(|w| text.contains(w)).collect();
+    assert!(heard.len() >= 3, "{text}");
+    for spanish in ["familia", "playa", "calor", "vivo"] {
+        assert!(!text.contains(spanish), "{text}");
+    }
+    assert_eq!(seen["verbose_task"], "translate");
+    assert_eq!(seen["verbose_language"], "es");
+    assert!(seen["verbose_segments"].as_u64().unwrap() >= 1);
+    assert!(seen["srt"].as_str().unwrap().starts_with("1\n00:00:"));
+    let refused = &seen["english_only"];
+    assert_eq!(refused["status"], 400, "{refused}");
+    assert_eq!(refused["code"], "model_not_multilingual", "{refused}");
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .contains("whisper-base"));
+}
+
+/// Said in the Spanish translation test.
+const SPANISH: &str = "Buenos días. Me llamo Carlos y vivo en Madrid con mi familia. \
+    Hoy hace mucho calor, así que vamos a la playa.";
+
 #[tokio::test]
 async fn remote_backends_speak_and_transcribe_through_another_server() {
     use headroom_core::admission::Priority;

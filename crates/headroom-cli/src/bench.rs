@@ -50,6 +50,9 @@ pub enum BenchCommand {
     /// diarization error rate (0.25 s collar) per number of speakers, how often the number was
     /// estimated right, and known speakers named from voice profiles.
     Speakers(crate::bench_speakers::SpeakersBenchArgs),
+    /// Streamed speech through `/v1/audio/speech`: time to the first audio bytes against
+    /// the whole take, per voice and format, for a long text (ten sentences).
+    Speech(crate::bench_speech::SpeechBenchArgs),
     /// Interactive audio latency idle vs while a project is narrated (the ratio), and the
     /// narration's total time vs the sum of its stages.
     Narration(crate::bench_narration::NarrationBenchArgs),
@@ -185,6 +188,10 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
         BenchCommand::Fleet(args) => return crate::bench_fleet::run(args, services).await,
         BenchCommand::Speakers(args) => {
             crate::bench_speakers::run(args, services).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        BenchCommand::Speech(args) => {
+            crate::bench_speech::run(args, services).await?;
             return Ok(ExitCode::SUCCESS);
         }
         BenchCommand::Wer {

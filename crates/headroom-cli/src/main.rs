@@ -21,6 +21,7 @@ mod bench_fleet;
 mod bench_isolation;
 mod bench_narration;
 mod bench_speakers;
+mod bench_speech;
 mod bench_voices;
 mod cleanup;
 mod doctor;

@@ -13,12 +13,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use headroom_core::admission::{Lane, Priority, RejectReason, Rejection};
-use headroom_services::speech::{AudioInput, KnownVoice, SpeakerRequest, Transcription};
+use headroom_services::speech::{
+    AudioInput, KnownVoice, SpeakerRequest, SpeechError, SpeechService, Transcription,
+};
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{Speaker, TranscribeOptions, Transcript};
-use headroom_speech::audio::{encode, Audio, SpeechFormat, UnknownFormat};
+use headroom_speech::audio::{encode, Audio, SpeechFormat, StreamEncoder, UnknownFormat};
 use headroom_speech::models::{self, DEFAULT_MODEL};
 use headroom_speech::tts;
 use serde::Deserialize;
@@ -37,6 +39,10 @@ pub fn routes(state: Arc<ServerState>) -> Router<Arc<ServerState>> {
         .route(
             "/v1/audio/transcriptions",
             post(transcriptions).layer(DefaultBodyLimit::max(state.max_upload_bytes)),
+        )
+        .route(
+            "/v1/audio/translations",
+            post(translations).layer(DefaultBodyLimit::max(state.max_upload_bytes)),
         )
         .route("/v1/audio/speech", post(speech))
         .route("/v1/audio/voices", axum::routing::get(voices))
@@ -168,9 +174,64 @@ async fn receive_text_up_to(
     Ok(String::from_utf8_lossy(&bytes).trim().to_string())
 }
 
+/// What an upload is heard for: its words as spoken, or in English.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Task {
+    Transcribe,
+    Translate,
+}
+
+impl Task {
+    fn name(self) -> &'static str {
+        match self {
+            Task::Transcribe => "transcribe",
+            Task::Translate => "translate",
+        }
+    }
+}
+
+/// The model a translation is heard with: a multilingual one of ours by name, else (e.g.
+/// `whisper-1`) the default multilingual model; an English-only one is refused, as it
+/// never learned to translate.
+fn translation_model(requested: Option<&str>) -> Result<&'static str, HttpError> {
+    match requested.and_then(|m| models::spec(m).ok()) {
+        Some(spec) if spec.name.ends_with(".en") => Err(HttpError::bad_request(
+            "model_not_multilingual",
+            format!(
+                "{} is English-only and cannot translate; use {DEFAULT_TRANSLATION_MODEL} (or \
+                 leave model as whisper-1)",
+                spec.name
+            ),
+        )),
+        Some(spec) if spec.name.starts_with("whisper") => Ok(spec.name),
+        _ => Ok(DEFAULT_TRANSLATION_MODEL),
+    }
+}
+
+/// The multilingual model translations use unless another is named.
+const DEFAULT_TRANSLATION_MODEL: &str = "whisper-base";
+
 async fn transcriptions(
     State(state): State<Arc<ServerState>>,
+    form: Multipart,
+) -> Result<Response, HttpError> {
+    heard(state, form, Task::Transcribe).await
+}
+
+/// Speech in any language the multilingual model knows, written in English, as OpenAI's
+/// endpoint answers (`json`, `text`, `srt`, `vtt`, `verbose_json`).
+async fn translations(
+    State(state): State<Arc<ServerState>>,
+    form: Multipart,
+) -> Result<Response, HttpError> {
+    heard(state, form, Task::Translate).await
+}
+
+/// Receives an upload's form and transcribes or translates it.
+async fn heard(
+    state: Arc<ServerState>,
     mut form: Multipart,
+    task: Task,
 ) -> Result<Response, HttpError> {
     // A bounded number of uploads are received at once; the rest are refused before their
     // bodies are read.
@@ -289,9 +350,13 @@ async fn transcriptions(
     let options = TranscribeOptions {
         initial_prompt: prompt,
         word_timestamps,
+        translate: task == Task::Translate,
         ..TranscribeOptions::in_language(language)
     };
-    let model = transcription_model(model.as_deref());
+    let model = match task {
+        Task::Transcribe => transcription_model(model.as_deref()),
+        Task::Translate => translation_model(model.as_deref())?,
+    };
     let job = Transcription {
         speakers,
         priority,
@@ -306,7 +371,7 @@ async fn transcriptions(
         )
             .into_response(),
         (None, "verbose_json") => Json(json!({
-            "task": "transcribe",
+            "task": task.name(),
             "language": transcript.language,
             "duration": transcript.duration,
             "text": transcript.text(),
@@ -531,6 +596,8 @@ struct SpeechRequest {
     speed: Option<f64>,
     #[serde(default)]
     instructions: Option<String>,
+    #[serde(default)]
+    stream_format: Option<String>,
 }
 
 /// `response_format`: OpenAI's names, mp3 when absent; an unknown name or one without an
@@ -570,6 +637,179 @@ fn speech_speed(requested: Option<f64>) -> Result<f32, HttpError> {
     Ok(speed as f32)
 }
 
+/// How `/v1/audio/speech` sends its audio (`stream_format`, as OpenAI defines it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpeechStream {
+    /// The file's bytes, sent as each sentence is synthesized (chunked transfer).
+    Audio,
+    /// Server-sent events: `speech.audio.delta` with the next bytes in base64, then
+    /// `speech.audio.done`.
+    Sse,
+}
+
+fn speech_stream(requested: Option<&str>) -> Result<SpeechStream, HttpError> {
+    match requested {
+        None | Some("audio") => Ok(SpeechStream::Audio),
+        Some("sse") => Ok(SpeechStream::Sse),
+        Some(other) => Err(HttpError::bad_request(
+            "invalid_stream_format",
+            format!("unknown stream_format {other:?}; use audio or sse"),
+        )),
+    }
+}
+
+/// The pause between sentences of a streamed take, as the engines put between them.
+const SENTENCE_PAUSE_MS: u32 = 200;
+
+/// One part of a streamed answer: bytes of the file, or the end (`done`) or failure of an
+/// SSE stream.
+enum StreamPart {
+    Audio(Vec<u8>),
+    Done { sentences: usize, seconds: f64 },
+    Failed(HttpError),
+}
+
+impl StreamPart {
+    /// The part as sent: raw bytes, or an SSE event (`Failed` on a raw stream breaks it, so
+    /// the client sees a cut transfer rather than a short file that looks whole).
+    fn framed(self, stream: SpeechStream) -> Result<axum::body::Bytes, std::io::Error> {
+        use base64::Engine as _;
+        let event = match (self, stream) {
+            (StreamPart::Audio(bytes), SpeechStream::Audio) => return Ok(bytes.into()),
+            (StreamPart::Done { .. }, SpeechStream::Audio) => return Ok(axum::body::Bytes::new()),
+            (StreamPart::Failed(e), SpeechStream::Audio) => {
+                return Err(std::io::Error::other(e.to_string()))
+            }
+            (StreamPart::Audio(bytes), SpeechStream::Sse) => json!({
+                "type": "speech.audio.delta",
+                "audio": base64::engine::general_purpose::STANDARD.encode(bytes),
+            }),
+            // Local engines are not metered in tokens: usage is zero, and Headroom's own
+            // figures ride beside it.
+            (StreamPart::Done { sentences, seconds }, SpeechStream::Sse) => json!({
+                "type": "speech.audio.done",
+                "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+                "headroom": {"sentences": sentences, "audio_seconds": seconds},
+            }),
+            (StreamPart::Failed(e), SpeechStream::Sse) => json!({
+                "type": "error",
+                "error": e.body()["error"].clone(),
+            }),
+        };
+        Ok(format!("data: {event}\n\n").into())
+    }
+}
+
+/// The answer's headers: the format's content type, or SSE's.
+fn stream_response(stream: SpeechStream, format: SpeechFormat, body: Body) -> Response {
+    let content_type = match stream {
+        SpeechStream::Audio => format.content_type(),
+        SpeechStream::Sse => "text/event-stream",
+    };
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Speaks `rest` sentence by sentence after `first` (already synthesized, so a failure to
+/// start is still an HTTP error), encoding and sending each as it is ready. The body ends
+/// when the last is sent; a client that goes away stops the work (`cancel` fires when the
+/// sending task ends).
+fn streamed_speech(
+    speech: Arc<SpeechService>,
+    voice: Option<String>,
+    first: Audio,
+    rest: Vec<String>,
+    encoder: StreamEncoder,
+    stream: SpeechStream,
+    cancel: CancellationToken,
+) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<StreamPart>(2);
+    tokio::spawn(async move {
+        let _stop_on_exit = cancel.clone().drop_guard();
+        let mut joiner = tts::ClipJoiner::new(SENTENCE_PAUSE_MS);
+        let mut encoder = Some(encoder);
+        let (mut sentences, mut seconds) = (0usize, 0.0f64);
+        let mut next = Some(first);
+        let mut rest = rest.into_iter();
+        let failure = loop {
+            let clip = match next.take() {
+                Some(clip) => clip,
+                None => match rest.next() {
+                    None => break None,
+                    Some(sentence) => {
+                        let synthesized = tokio::select! {
+                            spoken = speech.synthesize(sentence, voice.clone(), cancel.clone()) => spoken,
+                            // The client went away: stop now, not after this sentence.
+                            () = tx.closed() => return,
+                        };
+                        match synthesized {
+                            Ok(clip) => clip,
+                            // A sentence of punctuation alone makes no sound.
+                            Err(SpeechError::Tts(tts::TtsError::EmptyText)) => continue,
+                            Err(e) => break Some(HttpError::from(e)),
+                        }
+                    }
+                },
+            };
+            let piece = joiner.next(clip);
+            sentences += 1;
+            seconds += piece.duration_secs();
+            let mut taken = encoder
+                .take()
+                .expect("the encoder is put back after each piece");
+            let (back, bytes) = blocking(move || {
+                let bytes = taken.push(&piece);
+                (taken, bytes)
+            })
+            .await;
+            encoder = Some(back);
+            match bytes {
+                // FLAC holds everything for the end; other formats may hold a short piece.
+                Ok(bytes) if bytes.is_empty() => {}
+                Ok(bytes) => {
+                    if tx.send(StreamPart::Audio(bytes)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => break Some(HttpError::Encode(e)),
+            }
+        };
+        let end = match failure {
+            Some(e) => {
+                tracing::warn!(error = %e, "streamed speech stopped");
+                StreamPart::Failed(e)
+            }
+            None => {
+                let taken = encoder
+                    .take()
+                    .expect("the encoder is put back after each piece");
+                match blocking(move || taken.finish()).await {
+                    Ok(bytes) => {
+                        if !bytes.is_empty() && tx.send(StreamPart::Audio(bytes)).await.is_err() {
+                            return;
+                        }
+                        StreamPart::Done { sentences, seconds }
+                    }
+                    Err(e) => StreamPart::Failed(HttpError::Encode(e)),
+                }
+            }
+        };
+        let _ = tx.send(end).await;
+    });
+    let parts = futures::stream::unfold(rx, move |mut rx| async move {
+        let part = rx.recv().await?;
+        Some((part.framed(stream), rx))
+    });
+    Body::from_stream(parts)
+}
+
+/// Runs `work` on a blocking thread, passing on its panic.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
 /// `instructions`: no voice here follows free-text instructions (tone, accent, pace in
 /// words), so a request with any is refused rather than spoken as if they were followed.
 fn refuse_instructions(instructions: Option<&str>, voice: Option<&str>) -> Result<(), HttpError> {
@@ -591,11 +831,9 @@ fn refuse_instructions(instructions: Option<&str>, voice: Option<&str>) -> Resul
 
 /// `audio` at `speed` (time-stretched, same pitch) in `format`, off the async threads.
 async fn encoded(audio: Audio, speed: f32, format: SpeechFormat) -> Result<Vec<u8>, HttpError> {
-    let job = tokio::task::spawn_blocking(move || encode(&tts::stretched(audio, speed), format));
-    match job.await {
-        Ok(bytes) => bytes.map_err(HttpError::Encode),
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
+    blocking(move || encode(&tts::stretched(audio, speed), format))
+        .await
+        .map_err(HttpError::Encode)
 }
 
 async fn speech(
@@ -619,6 +857,7 @@ async fn speech(
     })?;
     drop(buffered);
     let format = speech_format(request.response_format.as_deref())?;
+    let stream = speech_stream(request.stream_format.as_deref())?;
     let speed = speech_speed(request.speed)?;
     if request.input.chars().count() > MAX_SPEECH_CHARS {
         return Err(HttpError::bad_request(
@@ -629,7 +868,8 @@ async fn speech(
     let voice = request.voice.filter(|v| !v.trim().is_empty());
     refuse_instructions(request.instructions.as_deref(), voice.as_deref())?;
     let cancel = CancellationToken::new();
-    let _guard = cancel.clone().drop_guard();
+    // Until the answer is under way, a client gone (this future dropped) cancels the work.
+    let guard = cancel.clone().drop_guard();
     // A voice profile's name: cloned through the configured server, else its voice match.
     if let Some(name) = voice.as_deref() {
         if state.voices.library().open(name).is_ok() {
@@ -661,7 +901,29 @@ async fn speech(
                         .map_or("none".into(), |s| format!("{s:.3}")),
                 ),
             ];
+            let seconds = take.audio.duration_secs() / f64::from(speed);
             let bytes = encoded(take.audio, speed, format).await?;
+            // A profile's take is made whole (cloning servers answer whole takes; the voice
+            // match is judged on the whole): SSE sends it as one delta.
+            if stream == SpeechStream::Sse {
+                let events = [
+                    StreamPart::Audio(bytes),
+                    StreamPart::Done {
+                        sentences: 1,
+                        seconds,
+                    },
+                ]
+                .map(|part| part.framed(stream));
+                let body = Body::from_stream(futures::stream::iter(events));
+                let mut response = stream_response(stream, format, body);
+                response.headers_mut().extend(
+                    headers
+                        .into_iter()
+                        .filter(|(name, _)| name != header::CONTENT_TYPE)
+                        .filter_map(|(name, value)| Some((name, value.parse().ok()?))),
+                );
+                return Ok(response);
+            }
             return Ok((headers, bytes).into_response());
         }
     }
@@ -678,9 +940,33 @@ async fn speech(
         let engine = Arc::new(tts::AtSpeed::new(speech.synthesizer().clone(), speed));
         Arc::new(speech.with_synthesizer(engine))
     };
-    let audio = speech.synthesize(request.input, voice, cancel).await?;
-    let bytes = encoded(audio, 1.0, format).await?;
-    Ok(([(header::CONTENT_TYPE, format.content_type())], bytes).into_response())
+    // Sentence by sentence, the first before answering: a long text starts playing in the
+    // time of its first sentence, and a voice or engine that cannot speak is still an error
+    // status rather than a cut stream.
+    let encoder = StreamEncoder::new(format).map_err(HttpError::Encode)?;
+    let mut sentences = tts::sentences(&request.input).into_iter();
+    // No sentence at all (blank input): the engine's own "nothing to say".
+    let first = sentences.next().unwrap_or(request.input);
+    let started = std::time::Instant::now();
+    let first = speech
+        .synthesize(first, voice.clone(), cancel.clone())
+        .await?;
+    tracing::debug!(
+        first_sentence_ms = started.elapsed().as_millis() as u64,
+        "speech: the first sentence is ready"
+    );
+    // From here the sending task owns the work: it stops when the client goes away.
+    guard.disarm();
+    let body = streamed_speech(
+        speech,
+        voice,
+        first,
+        sentences.collect(),
+        encoder,
+        stream,
+        cancel,
+    );
+    Ok(stream_response(stream, format, body))
 }
 
 #[cfg(test)]

@@ -186,6 +186,9 @@ impl HttpError {
                 SpeechError::Asr(AsrError::UnknownLanguage(_)) => {
                     (S::BAD_REQUEST, INVALID, "invalid_language")
                 }
+                SpeechError::Asr(AsrError::CannotTranslate) => {
+                    (S::BAD_REQUEST, INVALID, "model_not_multilingual")
+                }
                 SpeechError::Asr(AsrError::Cancelled) | SpeechError::Tts(TtsError::Cancelled) => {
                     (S::REQUEST_TIMEOUT, SERVER, "cancelled")
                 }

@@ -167,6 +167,9 @@ pub struct TranscribeOptions {
     /// audio, and less accurate, since Whisper learned on whole windows. Live
     /// transcription's passing text uses it; its final text does not.
     pub audio_only_windows: bool,
+    /// Write English whatever the language spoken (Whisper's translate task; multilingual
+    /// models only). `language` then names the language spoken, detected when `None`.
+    pub translate: bool,
 }
 
 impl Default for TranscribeOptions {
@@ -180,6 +183,7 @@ impl Default for TranscribeOptions {
             skip_silence: true,
             precision: whisper::Precision::Int8,
             audio_only_windows: false,
+            translate: false,
         }
     }
 }
@@ -246,6 +250,11 @@ pub enum AsrError {
     Model(String),
     #[error("unknown language {0}")]
     UnknownLanguage(String),
+    #[error(
+        "this model is English-only and cannot translate: translating into English needs a \
+         multilingual model (`headroom models install whisper-base`)"
+    )]
+    CannotTranslate,
     #[error("transcription cancelled")]
     Cancelled,
     #[error(transparent)]

@@ -90,6 +90,9 @@ pub fn decode_bytes(
     .bytes(bytes, extension, shown)
 }
 
+/// How far into a WAV file its data chunk's header is looked for.
+const WAV_HEAD_BYTES: u64 = 4096;
+
 impl Decode {
     /// Decodes a file, reading it as it goes (it is never read whole into memory).
     pub fn file(&self, path: &Path) -> Result<Audio, AudioError> {
@@ -188,11 +191,27 @@ impl Decode {
         Ok(audio)
     }
 
-    fn wav<R: Read>(&self, source: R, len: u64, path: &Path) -> Result<Audio, AudioError> {
+    fn wav<R: Read>(&self, mut source: R, len: u64, path: &Path) -> Result<Audio, AudioError> {
         let corrupt = |e: hound::Error| AudioError::Corrupt {
             path: path.to_path_buf(),
             detail: e.to_string(),
         };
+        // A streamed WAV (sent before its length was known, as `/v1/audio/speech` streams
+        // it) declares its data chunk 0xFFFFFFFF bytes long, meaning "to the end", as ffmpeg
+        // reads it; hound refuses that odd length, so the largest even one says the same.
+        let mut head = Vec::with_capacity(WAV_HEAD_BYTES as usize);
+        source
+            .by_ref()
+            .take(WAV_HEAD_BYTES)
+            .read_to_end(&mut head)
+            .map_err(|e| AudioError::Read {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        if let Some(at) = head.windows(8).position(|w| w == b"data\xff\xff\xff\xff") {
+            head[at + 4] = 0xfe;
+        }
+        let source = std::io::Cursor::new(head).chain(source);
         let ended = Arc::new(AtomicBool::new(false));
         let source = NoticesEnd {
             inner: source,

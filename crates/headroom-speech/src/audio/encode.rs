@@ -175,7 +175,12 @@ pub fn encode(audio: &Audio, format: SpeechFormat) -> Result<Vec<u8>, EncodeErro
     }
     match format {
         SpeechFormat::Mp3 => mp3(audio),
-        SpeechFormat::Opus => opus(audio),
+        SpeechFormat::Opus => {
+            let mut stream = StreamEncoder::new(format)?;
+            let mut bytes = stream.push(audio)?;
+            bytes.extend(stream.finish()?);
+            Ok(bytes)
+        }
         SpeechFormat::Flac => flac(audio),
         SpeechFormat::Wav => Ok(wav_bytes(audio)),
         SpeechFormat::Pcm => {
@@ -199,28 +204,13 @@ fn at_rate(audio: &Audio, rate: u32, format: SpeechFormat) -> Result<Vec<f32>, E
 }
 
 fn mp3(audio: &Audio) -> Result<Vec<u8>, EncodeError> {
-    use mp3lame_encoder::{Builder, FlushGap, Mode, MonoPcm, Quality};
+    use mp3lame_encoder::{FlushGap, MonoPcm};
     let format = SpeechFormat::Mp3;
     let failed = |detail: String| EncodeError::Encoder { format, detail };
-    let rate = if MP3_RATES.contains(&audio.sample_rate) {
-        audio.sample_rate
-    } else {
-        MP3_FALLBACK_RATE
-    };
+    let rate = mp3_rate(audio.sample_rate);
     let samples = at_rate(audio, rate, format)?;
     let samples: Vec<i16> = samples.iter().map(|&s| to_i16(s)).collect();
-    let mut builder = Builder::new().ok_or_else(|| failed("LAME could not start".into()))?;
-    let setup = |e: mp3lame_encoder::BuildError| failed(format!("setting it up: {e}"));
-    builder.set_num_channels(1).map_err(setup)?;
-    builder.set_sample_rate(rate).map_err(setup)?;
-    // The same rate out: LAME would otherwise pick a lower one for a low bit rate.
-    builder
-        .set_output_sample_rate(std::num::NonZeroU32::new(rate))
-        .map_err(setup)?;
-    builder.set_mode(Mode::Mono).map_err(setup)?;
-    builder.set_brate(MP3_KBPS).map_err(setup)?;
-    builder.set_quality(Quality::Good).map_err(setup)?;
-    let mut encoder = builder.build().map_err(setup)?;
+    let mut encoder = lame(rate, true)?;
     let mut out = Vec::new();
     // LAME works in chunks; each gets room for its worst case.
     for chunk in samples.chunks(1 << 16) {
@@ -266,69 +256,295 @@ fn opus_tags(vendor: &str) -> Vec<u8> {
     tags
 }
 
-fn opus(audio: &Audio) -> Result<Vec<u8>, EncodeError> {
-    use ogg::writing::{PacketWriteEndInfo, PacketWriter};
-    let format = SpeechFormat::Opus;
-    let failed = |detail: String| EncodeError::Encoder { format, detail };
-    let opus_failed = |e: opus::Error| failed(e.to_string());
-    let samples = at_rate(audio, OPUS_SAMPLE_RATE, format)?;
-    let mut encoder = opus::Encoder::new(
-        OPUS_SAMPLE_RATE,
-        opus::Channels::Mono,
-        opus::Application::Audio,
-    )
-    .map_err(opus_failed)?;
-    encoder
-        .set_bitrate(opus::Bitrate::Bits(OPUS_BITS_PER_SECOND))
-        .map_err(opus_failed)?;
-    encoder
-        .set_signal(opus::Signal::Voice)
-        .map_err(opus_failed)?;
-    let pre_skip = encoder.get_lookahead().map_err(opus_failed)?;
-    let pre_skip = u16::try_from(pre_skip).map_err(|_| failed(format!("lookahead {pre_skip}")))?;
-    let mut writer = PacketWriter::new(Vec::new());
-    let io = |e: std::io::Error| failed(format!("writing the Ogg stream: {e}"));
-    writer
-        .write_packet(
-            opus_head(pre_skip, audio.sample_rate),
-            OGG_SERIAL,
-            PacketWriteEndInfo::EndPage,
-            0,
-        )
-        .map_err(io)?;
-    writer
-        .write_packet(
-            opus_tags(&format!("Headroom ({})", opus::version())),
-            OGG_SERIAL,
-            PacketWriteEndInfo::EndPage,
-            0,
-        )
-        .map_err(io)?;
-    // The encoder runs `pre_skip` samples behind: feed that much silence after the end so the
-    // last real samples come out; the final granule position trims it away again.
-    let end = pre_skip as u64 + samples.len() as u64;
-    let mut padded = samples;
-    padded.resize((end as usize).div_ceil(OPUS_FRAME).max(1) * OPUS_FRAME, 0.0);
-    let frames = padded.len() / OPUS_FRAME;
-    let mut packet = vec![0u8; 4000];
-    for (i, frame) in padded.chunks(OPUS_FRAME).enumerate() {
-        let n = encoder
-            .encode_float(frame, &mut packet)
-            .map_err(opus_failed)?;
-        let last = i + 1 == frames;
-        let (info, granule) = if last {
-            (PacketWriteEndInfo::EndStream, end)
-        } else {
-            (
-                PacketWriteEndInfo::NormalPacket,
-                ((i + 1) * OPUS_FRAME) as u64,
-            )
-        };
-        writer
-            .write_packet(packet[..n].to_vec(), OGG_SERIAL, info, granule)
-            .map_err(io)?;
+/// The rate MP3 is encoded at: the audio's own when MP3 has it.
+fn mp3_rate(rate: u32) -> u32 {
+    if MP3_RATES.contains(&rate) {
+        rate
+    } else {
+        MP3_FALLBACK_RATE
     }
-    Ok(writer.into_inner())
+}
+
+/// A mono LAME encoder at `rate` in and out, constant bit rate; `info_tag` reserves the
+/// first frame for the Info tag, which only a whole file can fill in.
+fn lame(rate: u32, info_tag: bool) -> Result<mp3lame_encoder::Encoder, EncodeError> {
+    use mp3lame_encoder::{Builder, Mode, Quality};
+    let format = SpeechFormat::Mp3;
+    let failed = |detail: String| EncodeError::Encoder { format, detail };
+    let mut builder = Builder::new().ok_or_else(|| failed("LAME could not start".into()))?;
+    let setup = |e: mp3lame_encoder::BuildError| failed(format!("setting it up: {e}"));
+    builder.set_num_channels(1).map_err(setup)?;
+    builder.set_sample_rate(rate).map_err(setup)?;
+    // The same rate out: LAME would otherwise pick a lower one for a low bit rate.
+    builder
+        .set_output_sample_rate(std::num::NonZeroU32::new(rate))
+        .map_err(setup)?;
+    builder.set_mode(Mode::Mono).map_err(setup)?;
+    builder.set_brate(MP3_KBPS).map_err(setup)?;
+    builder.set_quality(Quality::Good).map_err(setup)?;
+    builder.set_to_write_vbr_tag(info_tag).map_err(setup)?;
+    builder.build().map_err(setup)
+}
+
+/// Encodes speech piece by piece as it is synthesized, so the first bytes can be sent
+/// before the rest exists: [`StreamEncoder::push`] returns what can be sent now,
+/// [`StreamEncoder::finish`] the end. The pieces joined are a playable file: PCM as
+/// [`encode`] gives it; WAV with the "unknown length" sizes streamed WAV uses; MP3 without
+/// the Info tag (it would need the whole file); Ogg Opus a page per piece; FLAC only at the
+/// end, its header holding the length and checksum of the whole.
+pub struct StreamEncoder {
+    format: SpeechFormat,
+    state: StreamState,
+}
+
+enum StreamState {
+    Pcm,
+    Wav { header_sent: bool },
+    Mp3(Option<(u32, mp3lame_encoder::Encoder)>),
+    Opus(Option<Box<OpusStream>>),
+    Flac(Vec<f32>, u32),
+}
+
+/// Ogg Opus being written: samples not yet a whole frame wait in `pending`.
+struct OpusStream {
+    encoder: opus::Encoder,
+    writer: ogg::writing::PacketWriter<'static, Vec<u8>>,
+    pre_skip: u16,
+    pending: Vec<f32>,
+    /// Input samples (48 kHz) taken so far, pre-skip not counted.
+    taken: u64,
+    /// Frames encoded so far.
+    frames: u64,
+}
+
+impl StreamEncoder {
+    pub fn new(format: SpeechFormat) -> Result<Self, EncodeError> {
+        if let Some(reason) = format.unavailable() {
+            return Err(EncodeError::Unavailable { format, reason });
+        }
+        let state = match format {
+            SpeechFormat::Pcm => StreamState::Pcm,
+            SpeechFormat::Wav => StreamState::Wav { header_sent: false },
+            SpeechFormat::Mp3 => StreamState::Mp3(None),
+            SpeechFormat::Opus => StreamState::Opus(None),
+            SpeechFormat::Flac => StreamState::Flac(Vec::new(), 0),
+            SpeechFormat::Aac => unreachable!("refused above"),
+        };
+        Ok(StreamEncoder { format, state })
+    }
+
+    pub fn format(&self) -> SpeechFormat {
+        self.format
+    }
+
+    /// Encodes the next piece (every piece at the same rate), returning the bytes ready.
+    pub fn push(&mut self, audio: &Audio) -> Result<Vec<u8>, EncodeError> {
+        if audio.sample_rate == 0 {
+            return Err(EncodeError::Empty);
+        }
+        let format = self.format;
+        let failed = |detail: String| EncodeError::Encoder { format, detail };
+        match &mut self.state {
+            StreamState::Pcm => Ok(at_rate(audio, PCM_SAMPLE_RATE, format)?
+                .iter()
+                .flat_map(|&s| to_i16(s).to_le_bytes())
+                .collect()),
+            StreamState::Wav { header_sent } => {
+                let mut out = Vec::with_capacity(44 + 2 * audio.samples.len());
+                if !*header_sent {
+                    out.extend(streamed_wav_header(audio.sample_rate));
+                    *header_sent = true;
+                }
+                out.extend(audio.samples.iter().flat_map(|&s| to_i16(s).to_le_bytes()));
+                Ok(out)
+            }
+            StreamState::Mp3(state) => {
+                let (rate, encoder) = match state {
+                    Some(started) => started,
+                    None => {
+                        let rate = mp3_rate(audio.sample_rate);
+                        state.insert((rate, lame(rate, false)?))
+                    }
+                };
+                let samples: Vec<i16> = at_rate(audio, *rate, format)?
+                    .iter()
+                    .map(|&s| to_i16(s))
+                    .collect();
+                let mut out = Vec::new();
+                for chunk in samples.chunks(1 << 16) {
+                    out.reserve(mp3lame_encoder::max_required_buffer_size(chunk.len()));
+                    encoder
+                        .encode_to_vec(mp3lame_encoder::MonoPcm(chunk), &mut out)
+                        .map_err(|e| failed(e.to_string()))?;
+                }
+                Ok(out)
+            }
+            StreamState::Opus(state) => {
+                let stream = match state {
+                    Some(stream) => stream,
+                    None => state.insert(Box::new(OpusStream::start(audio.sample_rate)?)),
+                };
+                stream.push(&at_rate(audio, OPUS_SAMPLE_RATE, format)?)
+            }
+            StreamState::Flac(samples, rate) => {
+                samples.extend_from_slice(&audio.samples);
+                *rate = audio.sample_rate;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    /// The end of the file: what the encoder still held.
+    pub fn finish(self) -> Result<Vec<u8>, EncodeError> {
+        let format = self.format;
+        let failed = |detail: String| EncodeError::Encoder { format, detail };
+        match self.state {
+            StreamState::Pcm | StreamState::Wav { .. } => Ok(Vec::new()),
+            StreamState::Mp3(None) | StreamState::Opus(None) => Err(EncodeError::Empty),
+            StreamState::Mp3(Some((_, mut encoder))) => {
+                let mut out = Vec::with_capacity(7200);
+                encoder
+                    .flush_to_vec::<mp3lame_encoder::FlushGap>(&mut out)
+                    .map_err(|e| failed(e.to_string()))?;
+                Ok(out)
+            }
+            StreamState::Opus(Some(stream)) => (*stream).finish(),
+            StreamState::Flac(samples, rate) => {
+                if rate == 0 {
+                    return Err(EncodeError::Empty);
+                }
+                flac(&Audio {
+                    samples,
+                    sample_rate: rate,
+                })
+            }
+        }
+    }
+}
+
+/// A WAV header for a stream of unknown length: both sizes at their largest, as streamed
+/// WAV has them (readers take the data to the end of the stream).
+fn streamed_wav_header(rate: u32) -> Vec<u8> {
+    let mut h = Vec::with_capacity(44);
+    h.extend_from_slice(b"RIFF");
+    h.extend_from_slice(&u32::MAX.to_le_bytes());
+    h.extend_from_slice(b"WAVEfmt ");
+    h.extend_from_slice(&16u32.to_le_bytes());
+    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    h.extend_from_slice(&1u16.to_le_bytes()); // mono
+    h.extend_from_slice(&rate.to_le_bytes());
+    h.extend_from_slice(&(rate * 2).to_le_bytes()); // bytes per second
+    h.extend_from_slice(&2u16.to_le_bytes()); // block align
+    h.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    h.extend_from_slice(b"data");
+    h.extend_from_slice(&u32::MAX.to_le_bytes());
+    h
+}
+
+impl OpusStream {
+    /// Writes the identification and comment headers, each on its own page (RFC 7845 §3).
+    fn start(input_rate: u32) -> Result<Self, EncodeError> {
+        use ogg::writing::{PacketWriteEndInfo, PacketWriter};
+        let format = SpeechFormat::Opus;
+        let failed = |detail: String| EncodeError::Encoder { format, detail };
+        let opus_failed = |e: opus::Error| failed(e.to_string());
+        let mut encoder = opus::Encoder::new(
+            OPUS_SAMPLE_RATE,
+            opus::Channels::Mono,
+            opus::Application::Audio,
+        )
+        .map_err(opus_failed)?;
+        encoder
+            .set_bitrate(opus::Bitrate::Bits(OPUS_BITS_PER_SECOND))
+            .map_err(opus_failed)?;
+        encoder
+            .set_signal(opus::Signal::Voice)
+            .map_err(opus_failed)?;
+        let pre_skip = encoder.get_lookahead().map_err(opus_failed)?;
+        let pre_skip =
+            u16::try_from(pre_skip).map_err(|_| failed(format!("lookahead {pre_skip}")))?;
+        let mut writer = PacketWriter::new(Vec::new());
+        let io = |e: std::io::Error| failed(format!("writing the Ogg stream: {e}"));
+        writer
+            .write_packet(
+                opus_head(pre_skip, input_rate),
+                OGG_SERIAL,
+                PacketWriteEndInfo::EndPage,
+                0,
+            )
+            .map_err(io)?;
+        writer
+            .write_packet(
+                opus_tags(&format!("Headroom ({})", opus::version())),
+                OGG_SERIAL,
+                PacketWriteEndInfo::EndPage,
+                0,
+            )
+            .map_err(io)?;
+        Ok(OpusStream {
+            encoder,
+            writer,
+            pre_skip,
+            pending: Vec::new(),
+            taken: 0,
+            frames: 0,
+        })
+    }
+
+    /// Encodes every whole frame of `samples` (48 kHz) and what waited before them, on a
+    /// page of their own so they can be sent now.
+    fn push(&mut self, samples: &[f32]) -> Result<Vec<u8>, EncodeError> {
+        self.taken += samples.len() as u64;
+        self.pending.extend_from_slice(samples);
+        let whole = self.pending.len() / OPUS_FRAME * OPUS_FRAME;
+        let ready: Vec<f32> = self.pending.drain(..whole).collect();
+        self.encode_frames(&ready, false)?;
+        Ok(std::mem::take(self.writer.inner_mut()))
+    }
+
+    /// Encodes the rest, padded with silence so the encoder's lookahead comes out; the last
+    /// page's granule position (pre-skip plus every input sample) trims the padding away.
+    fn finish(mut self) -> Result<Vec<u8>, EncodeError> {
+        let end = u64::from(self.pre_skip) + self.taken;
+        let encoded = self.frames * OPUS_FRAME as u64;
+        let mut rest = std::mem::take(&mut self.pending);
+        let needed =
+            (end.div_ceil(OPUS_FRAME as u64) * OPUS_FRAME as u64).max(encoded + OPUS_FRAME as u64);
+        rest.resize((needed - encoded) as usize, 0.0);
+        self.encode_frames(&rest, true)?;
+        Ok(self.writer.into_inner())
+    }
+
+    fn encode_frames(&mut self, samples: &[f32], end_of_stream: bool) -> Result<(), EncodeError> {
+        use ogg::writing::PacketWriteEndInfo;
+        let format = SpeechFormat::Opus;
+        let failed = |detail: String| EncodeError::Encoder { format, detail };
+        let count = samples.len() / OPUS_FRAME;
+        let mut packet = vec![0u8; 4000];
+        for (i, frame) in samples.chunks_exact(OPUS_FRAME).enumerate() {
+            let n = self
+                .encoder
+                .encode_float(frame, &mut packet)
+                .map_err(|e| failed(e.to_string()))?;
+            self.frames += 1;
+            let last = i + 1 == count;
+            let (info, granule) = match (last, end_of_stream) {
+                (true, true) => (
+                    PacketWriteEndInfo::EndStream,
+                    u64::from(self.pre_skip) + self.taken,
+                ),
+                (true, false) => (PacketWriteEndInfo::EndPage, self.frames * OPUS_FRAME as u64),
+                _ => (
+                    PacketWriteEndInfo::NormalPacket,
+                    self.frames * OPUS_FRAME as u64,
+                ),
+            };
+            self.writer
+                .write_packet(packet[..n].to_vec(), OGG_SERIAL, info, granule)
+                .map_err(|e| failed(format!("writing the Ogg stream: {e}")))?;
+        }
+        Ok(())
+    }
 }
 
 fn flac(audio: &Audio) -> Result<Vec<u8>, EncodeError> {
@@ -558,5 +774,111 @@ mod tests {
             };
             assert!(!encode(&silent, f).unwrap().is_empty(), "{f}");
         }
+    }
+
+    /// `audio` in three pieces through a [`StreamEncoder`], the bytes as they came out.
+    fn streamed(audio: &Audio, format: SpeechFormat) -> Vec<Vec<u8>> {
+        let third = audio.samples.len() / 3;
+        let mut stream = StreamEncoder::new(format).unwrap();
+        let mut out: Vec<Vec<u8>> = [
+            &audio.samples[..third],
+            &audio.samples[third..2 * third],
+            &audio.samples[2 * third..],
+        ]
+        .iter()
+        .map(|piece| {
+            stream
+                .push(&Audio {
+                    samples: piece.to_vec(),
+                    sample_rate: audio.sample_rate,
+                })
+                .unwrap()
+        })
+        .collect();
+        out.push(stream.finish().unwrap());
+        out
+    }
+
+    #[test]
+    fn streamed_pieces_join_into_a_file_of_the_whole_sound() {
+        let audio = voice(24_000, 1.5);
+        let n = audio.samples.len();
+        for format in [
+            SpeechFormat::Pcm,
+            SpeechFormat::Wav,
+            SpeechFormat::Mp3,
+            SpeechFormat::Opus,
+            SpeechFormat::Flac,
+        ] {
+            let pieces = streamed(&audio, format);
+            // Every format but FLAC has bytes to send before the end.
+            if format != SpeechFormat::Flac {
+                assert!(
+                    !pieces[0].is_empty(),
+                    "{format}: nothing after the first piece"
+                );
+            }
+            let bytes = pieces.concat();
+            if format == SpeechFormat::Pcm {
+                assert_eq!(bytes, encode(&audio, format).unwrap());
+                continue;
+            }
+            if format == SpeechFormat::Opus {
+                // Read back by libopus in the test below (symphonia has no Opus decoder).
+                continue;
+            }
+            let back = decoded(bytes, format.extension());
+            assert_eq!(back.sample_rate, 24_000, "{format}");
+            let expected = n;
+            // MP3 without its Info tag keeps LAME's delay and padding (under 2 frames).
+            let slack = if format == SpeechFormat::Mp3 {
+                2 * 1152 + 576
+            } else {
+                0
+            };
+            let got = back.samples.len();
+            assert!(
+                got >= expected && got <= expected + slack,
+                "{format}: {got} samples for {expected}"
+            );
+            let c = best_correlation(&audio.samples, &back.samples, 2 * 1152);
+            assert!(c > 0.9, "{format}: correlation {c}");
+        }
+    }
+
+    #[test]
+    fn a_streamed_opus_ends_at_the_exact_granule_and_sends_a_page_per_piece() {
+        let audio = voice(24_000, 1.0);
+        let pieces = streamed(&audio, SpeechFormat::Opus);
+        for (i, piece) in pieces.iter().enumerate() {
+            assert_eq!(
+                &piece[..4.min(piece.len())],
+                b"OggS",
+                "piece {i} starts a page"
+            );
+        }
+        let mut reader = ogg::PacketReader::new(std::io::Cursor::new(pieces.concat()));
+        let head = reader.read_packet_expected().unwrap();
+        let pre_skip = u16::from_le_bytes([head.data[10], head.data[11]]) as u64;
+        let mut granule = 0;
+        while let Some(packet) = reader.read_packet().unwrap() {
+            granule = packet.absgp_page();
+            if packet.last_in_stream() {
+                break;
+            }
+        }
+        assert_eq!(granule, pre_skip + 48_000);
+    }
+
+    #[test]
+    fn a_stream_with_nothing_pushed_is_refused_as_empty() {
+        for format in [SpeechFormat::Mp3, SpeechFormat::Opus, SpeechFormat::Flac] {
+            let stream = StreamEncoder::new(format).unwrap();
+            assert_eq!(stream.finish().unwrap_err(), EncodeError::Empty, "{format}");
+        }
+        assert!(matches!(
+            StreamEncoder::new(SpeechFormat::Aac),
+            Err(EncodeError::Unavailable { .. })
+        ));
     }
 }

@@ -177,25 +177,54 @@ pub fn synthesize_by_sentence(
 /// Joins clips with a short pause, fading each edge over 5 ms so no joint clicks.
 pub fn join_clips(clips: &[Audio], pause_ms: u32) -> Audio {
     let rate = clips.first().map_or(22_050, |c| c.sample_rate);
-    let fade = (rate as usize * 5 / 1000).max(1);
-    let pause = vec![0.0f32; rate as usize * pause_ms as usize / 1000];
-    let mut samples = Vec::new();
-    for (i, clip) in clips.iter().enumerate() {
-        let mut s = clip.samples.clone();
+    let mut joiner = ClipJoiner::new(pause_ms);
+    Audio {
+        samples: clips
+            .iter()
+            .flat_map(|clip| joiner.next(clip.clone()).samples)
+            .collect(),
+        sample_rate: rate,
+    }
+}
+
+/// Joins clips one at a time, as they are synthesized: each comes back with its edges faded
+/// over 5 ms and, after the first, the pause before it, so the pieces played in order are
+/// [`join_clips`] of them all.
+pub struct ClipJoiner {
+    pause_ms: u32,
+    started: bool,
+}
+
+impl ClipJoiner {
+    pub fn new(pause_ms: u32) -> Self {
+        ClipJoiner {
+            pause_ms,
+            started: false,
+        }
+    }
+
+    pub fn next(&mut self, clip: Audio) -> Audio {
+        let rate = clip.sample_rate;
+        let fade = (rate as usize * 5 / 1000).max(1);
+        let mut samples = if self.started {
+            vec![0.0f32; rate as usize * self.pause_ms as usize / 1000]
+        } else {
+            Vec::new()
+        };
+        self.started = true;
+        let start = samples.len();
+        samples.extend(clip.samples);
+        let s = &mut samples[start..];
         let n = s.len();
         for k in 0..fade.min(n) {
             let gain = k as f32 / fade as f32;
             s[k] *= gain;
             s[n - 1 - k] *= gain;
         }
-        if i > 0 {
-            samples.extend_from_slice(&pause);
+        Audio {
+            samples,
+            sample_rate: rate,
         }
-        samples.extend(s);
-    }
-    Audio {
-        samples,
-        sample_rate: rate,
     }
 }
 

@@ -48,6 +48,8 @@ pub struct SpecialTokens {
     /// `<|startofprev|>`: what comes before it is context, not transcript.
     pub sot_prev: Option<u32>,
     pub transcribe: u32,
+    /// `<|translate|>`: the task that writes English whatever the language spoken.
+    pub translate: Option<u32>,
     pub no_timestamps: u32,
     pub timestamp_begin: u32,
     pub no_speech: Option<u32>,
@@ -77,6 +79,7 @@ impl SpecialTokens {
             sot: id("<|startoftranscript|>")?,
             sot_prev: tok.token_to_id("<|startofprev|>"),
             transcribe: id("<|transcribe|>")?,
+            translate: tok.token_to_id("<|translate|>"),
             no_timestamps,
             timestamp_begin: no_timestamps + 1,
             no_speech: tok
@@ -224,6 +227,13 @@ impl Decoding<'_> {
         drop(padded);
         let n_mels = self.mel.n_mels();
         let language = options.language.as_deref();
+        // Translation is a task of the multilingual models; an English-only one has never
+        // learned it.
+        let task = match (options.translate, self.special.translate) {
+            (false, _) => self.special.transcribe,
+            (true, Some(translate)) if self.special.multilingual() => translate,
+            (true, _) => return Err(AsrError::CannotTranslate),
+        };
         if !self.special.multilingual() {
             if let Some(code) = language.filter(|c| *c != "en") {
                 return Err(AsrError::UnknownLanguage(format!(
@@ -297,7 +307,7 @@ impl Decoding<'_> {
             let mut sot_sequence = vec![self.special.sot];
             if let Some(lang) = language_token {
                 sot_sequence.push(lang);
-                sot_sequence.push(self.special.transcribe);
+                sot_sequence.push(task);
             }
             let mut prompt = prompt_tokens.clone();
             prompt.extend(&sot_sequence);
