@@ -4,7 +4,9 @@
 //! Rust it talks to; a test fails when the two drift. After changing a type, a command or an
 //! event, regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
 
-use crate::commands::{AppInfo, GpuView, LiveLine, RecordOutcome, UiError, UiErrorKind};
+use crate::commands::{
+    AppInfo, FileOutcome, FileProject, GpuView, LiveLine, RecordOutcome, UiError, UiErrorKind,
+};
 use crate::window_rendering::WindowRendering;
 use crate::{event_declarations, event_payloads, COMMAND_NAMES};
 use headroom_base::cpu::{BatchWorkView, BesideView, CpuShareView, PausedTotal};
@@ -89,7 +91,7 @@ pub fn typescript() -> String {
         CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
-        WindowRendering, AppInfo, UiErrorKind, UiError, ResidentModel, MemoryView, LiveLine,
+        WindowRendering, AppInfo, UiErrorKind, UiError, FileProject, FileOutcome, ResidentModel, MemoryView, LiveLine,
         RecordOutcome,
     );
     decls.extend(event_declarations(cfg));

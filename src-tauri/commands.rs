@@ -282,6 +282,71 @@ pub async fn transcribe(
         .await?)
 }
 
+/// What became of one of several files transcribed together: the project made of it, or why
+/// there is none.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct FileOutcome {
+    path: String,
+    /// The project made of it, when it was transcribed.
+    project: Option<FileProject>,
+    error: Option<UiError>,
+}
+
+/// A project made of a file, as the outcome names it.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct FileProject {
+    id: String,
+    name: String,
+    segments: usize,
+}
+
+/// Several files (dropped together) as one queued job: a project of each, transcribed as
+/// batch work; a bad file is reported in its outcome and the others go on. Cancelled, the
+/// projects finished so far stay.
+#[tauri::command]
+pub async fn transcribe_files(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    paths: Vec<String>,
+    job: String,
+) -> Reply<Vec<FileOutcome>> {
+    let guard = shell.jobs.start(&job);
+    let progress = progress_events(app, job);
+    let paths: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let outcomes = shell
+        .workstation
+        .transcribe_files(&paths, None, progress, guard.cancel.clone())
+        .await
+        .map_err(|(_, e)| UiError::from(e))?;
+    Ok(outcomes
+        .into_iter()
+        .map(|outcome| {
+            let path = outcome.path.display().to_string();
+            match outcome.result {
+                Ok(project) => FileOutcome {
+                    path,
+                    project: Some(FileProject {
+                        segments: project.segments.len(),
+                        id: project.id,
+                        name: project.name,
+                    }),
+                    error: None,
+                },
+                Err(e) => FileOutcome {
+                    path,
+                    project: None,
+                    error: Some(e.into()),
+                },
+            }
+        })
+        .collect())
+}
+
 /// Names a speaker everywhere in the project; `shown` is the speakers as the view showed them
 /// (refused as changed elsewhere when they are no longer so).
 #[tauri::command]

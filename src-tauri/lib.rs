@@ -89,6 +89,7 @@ commands![
     project_versions,
     restore_version,
     transcribe,
+    transcribe_files,
     rename_speaker,
     merge_speakers,
     attach_speaker,

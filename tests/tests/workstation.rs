@@ -6,7 +6,9 @@ use headroom_core::admission::RejectReason;
 use headroom_core::config::Config;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
-use headroom_workstation::projects::{Decision, ProjectError, ProjectStore, SuggestionSource};
+use headroom_workstation::projects::{
+    Decision, ProjectEntry, ProjectError, ProjectStore, SuggestionSource,
+};
 use headroom_workstation::workstation::{Workstation, WorkstationError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -1120,4 +1122,95 @@ async fn a_project_transcribed_with_speakers_names_each_turns_speaker() {
         assert!(!s.words.is_empty(), "word times are kept: {s:?}");
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Files dropped together: a project of each readable one, named after it, a bad file in the
+/// middle reported without leaving a project, and progress over the whole batch.
+#[tokio::test]
+async fn several_files_become_a_project_each_and_a_bad_one_is_reported() {
+    let dir = scratch("batch");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let first = dir.join("first take.flac");
+    let bad = dir.join("notes.wav");
+    let last = dir.join("last.flac");
+    std::fs::copy(sample(), &first).unwrap();
+    std::fs::write(&bad, "not a recording").unwrap();
+    std::fs::copy(sample(), &last).unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let progress = {
+        let seen = seen.clone();
+        Arc::new(move |f: f32| seen.lock().unwrap().push(f))
+    };
+    let outcomes = ws
+        .transcribe_files(
+            &[first.clone(), bad.clone(), last.clone()],
+            None,
+            progress,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 3);
+    let names: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .map(|p| {
+            assert!(p.segments.len() >= 3, "{:?}", p.segments);
+            p.name.clone()
+        })
+        .collect();
+    assert_eq!(names, ["first take", "last"]);
+    assert_eq!(outcomes[1].path, bad);
+    let error = outcomes[1].result.as_ref().unwrap_err().to_string();
+    assert!(error.contains("notes.wav"), "{error}");
+    // The bad file made no project.
+    let listed = listed_names(&ws);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let seen = seen.lock().unwrap();
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&1.0));
+}
+
+/// Cancelling a batch keeps the projects finished before and removes the one in progress.
+#[tokio::test]
+async fn a_cancelled_batch_keeps_the_finished_projects() {
+    let dir = scratch("batch-cancel");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let (first, second) = (dir.join("one.flac"), dir.join("two.flac"));
+    std::fs::copy(sample(), &first).unwrap();
+    std::fs::copy(sample(), &second).unwrap();
+    let cancel = CancellationToken::new();
+    // Cancelled once the second file is under way (past half the batch).
+    let progress = {
+        let cancel = cancel.clone();
+        Arc::new(move |f: f32| {
+            if f > 0.5 {
+                cancel.cancel();
+            }
+        })
+    };
+    let (outcomes, error) = ws
+        .transcribe_files(&[first, second], None, progress, cancel)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, WorkstationError::Cancelled), "{error}");
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].result.as_ref().unwrap().name, "one");
+    let listed = listed_names(&ws);
+    assert_eq!(listed, ["one"]);
+}
+
+fn listed_names(ws: &Workstation) -> Vec<String> {
+    let mut names: Vec<String> = ws
+        .store()
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|entry| match entry {
+            ProjectEntry::Ok { name, .. } => name,
+            ProjectEntry::Unreadable { id, error } => panic!("{id}: {error}"),
+        })
+        .collect();
+    names.sort();
+    names
 }

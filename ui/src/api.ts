@@ -5,6 +5,7 @@ import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import type {
   AppInfo,
   BenchmarkRun,
+  FileOutcome,
   CleanupSummary,
   Command,
   Config,
@@ -45,6 +46,7 @@ import type {
 
 export type {
   AppInfo,
+  FileOutcome,
   LiveLine,
   MemoryView,
   RecordOutcome,
@@ -135,6 +137,9 @@ export const api = {
   restoreVersion: (id: string, version: string) => call<Project>("restore_version", { id, version }),
   transcribe: (project: string, path: string, job: string) =>
     call<Project>("transcribe", { project, path, job }),
+  /** Several files as one queued job: a project of each, transcribed as batch work. */
+  transcribeFiles: (paths: string[], job: string) =>
+    call<FileOutcome[]>("transcribe_files", { paths, job }),
   cancelJob: (job: string) => call<boolean>("cancel_job", { job }),
   /** Names a speaker everywhere; `shown` is the speakers as the view showed them. */
   renameSpeaker: (project: string, speaker: string, name: string, shown: Speaker[]) =>

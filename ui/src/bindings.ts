@@ -745,6 +745,12 @@ export type UiError = { kind: UiErrorKind, message: string, rejection: Rejection
  * What the user can do about a rejection, in the order to offer them.
  */
 actions: Array<SuggestedAction>, };
+export type FileProject = { id: string, name: string, segments: number, };
+export type FileOutcome = { path: string, 
+/**
+ * The project made of it, when it was transcribed.
+ */
+project: FileProject | null, error: UiError | null, };
 export type ResidentModel = { 
 /**
  * The model and how it is held, e.g. `whisper-base (int8)`.
@@ -820,6 +826,7 @@ export const COMMANDS = [
   "project_versions",
   "restore_version",
   "transcribe",
+  "transcribe_files",
   "rename_speaker",
   "merge_speakers",
   "attach_speaker",

@@ -32,6 +32,7 @@
 //! | [`speakers`] | a project's speakers edited: rename, merge, split a segment, "this is <profile>", a voice profile from a speaker |
 //! | [`workstation`] | the workflows, with one typed [`workstation::WorkstationError`] |
 
+pub mod batch;
 pub mod jobs;
 pub mod narration;
 pub mod projects;

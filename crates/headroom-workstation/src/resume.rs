@@ -8,6 +8,7 @@ use crate::projects::{Project, SpeechTake};
 use crate::workstation::{
     blocking, end_job, CleanAllEvent, CleanupSummary, Workstation, WorkstationError,
 };
+use headroom_core::admission::Priority;
 use serde::Serialize;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -45,7 +46,8 @@ impl Workstation {
         tracing::info!(project = project_id, job = job_id, "resuming a job");
         match job.record().kind.clone() {
             JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(Box::new(
-                self.run_transcription(project_id, job, progress, cancel)
+                // Resumed when the person asks for it: they are waiting.
+                self.run_transcription(project_id, job, Priority::Interactive, progress, cancel)
                     .await?,
             ))),
             JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(

@@ -560,6 +560,27 @@ impl Workstation {
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Project, WorkstationError> {
+        self.transcribe_at(
+            project_id,
+            source,
+            model,
+            Priority::Interactive,
+            progress,
+            cancel,
+        )
+        .await
+    }
+
+    /// [`Workstation::transcribe`] at `priority` (a batch of files is batch work).
+    pub(crate) async fn transcribe_at(
+        &self,
+        project_id: &str,
+        source: &Path,
+        model: Option<&str>,
+        priority: Priority,
+        progress: Arc<dyn Fn(f32) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Result<Project, WorkstationError> {
         let store = self.store.clone();
         let (id, source) = (project_id.to_string(), source.to_path_buf());
         let audio = blocking(move || {
@@ -585,7 +606,7 @@ impl Workstation {
                 },
             )
             .await?;
-        self.run_transcription(project_id, job, progress, cancel)
+        self.run_transcription(project_id, job, priority, progress, cancel)
             .await
     }
 
@@ -609,6 +630,7 @@ impl Workstation {
         &self,
         project_id: &str,
         job: RunningJob,
+        priority: Priority,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Project, WorkstationError> {
@@ -663,7 +685,7 @@ impl Workstation {
                 let options = TranscribeOptions::in_language(language);
                 let transcription = Transcription {
                     speakers: speakers.map(SpeakerRequest::new),
-                    priority: Priority::Interactive,
+                    priority,
                     resume: Resume {
                         from_secs,
                         window_done,

@@ -161,6 +161,10 @@ pub const SCENARIOS: &[Scenario] = &[
     ),
     scenario!(
         First,
+        projects::several_files_become_a_project_each_and_a_bad_one_is_named
+    ),
+    scenario!(
+        First,
         window::the_first_session_shows_no_app_error_or_script_error
     ),
     scenario!(

@@ -1,6 +1,6 @@
 //! The Projects view.
 
-use crate::fixture::{Desktop, World, WAIT};
+use crate::fixture::{repo_root, Desktop, World, LONG_WAIT, WAIT};
 
 /// Create, rename (the name changes, the folder stays), delete (the folder goes).
 pub async fn a_project_is_created_renamed_and_deleted(ui: &Desktop, w: &mut World) {
@@ -23,4 +23,75 @@ pub async fn a_project_is_created_renamed_and_deleted(ui: &Desktop, w: &mut Worl
     ui.click("project-delete-confirm").await;
     ui.find("project-list-empty").await;
     assert!(!projects.join("scratch").exists());
+}
+
+/// Several files as one queued job: a project of each readable one, named after its file, and
+/// a bad file in the middle named with why; the projects are listed and open, then removed so
+/// the session goes on with the projects it had.
+pub async fn several_files_become_a_project_each_and_a_bad_one_is_named(
+    ui: &Desktop,
+    w: &mut World,
+) {
+    let inbox = w.home.join("inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let sample = repo_root().join("samples/interview.flac");
+    let (first, bad, last) = (
+        inbox.join("first take.flac"),
+        inbox.join("notes.wav"),
+        inbox.join("last.flac"),
+    );
+    std::fs::copy(&sample, &first).unwrap();
+    std::fs::write(&bad, "not a recording").unwrap();
+    std::fs::copy(&sample, &last).unwrap();
+    let listed = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listed(&w.projects);
+    ui.click("nav-projects").await;
+    let paths = [&first, &bad, &last].map(|p| p.display().to_string());
+    // One path per line: WebDriver's Enter key types the line break.
+    ui.type_into("batch-paths", &paths.join("\u{E007}")).await;
+    ui.click("batch-start").await;
+    let summary = ui
+        .until_text("batch-summary", LONG_WAIT, |t| !t.is_empty())
+        .await;
+    assert_eq!(summary, "2 projects made, 1 file failed.");
+    ui.screenshot("01b-projects-batch").await;
+    let state = |i: usize| async move {
+        ui.find(&format!("batch-result-{i}"))
+            .await
+            .attr("data-state")
+            .await
+            .unwrap()
+    };
+    assert_eq!(state(0).await.as_deref(), Some("made"));
+    assert_eq!(state(1).await.as_deref(), Some("failed"));
+    assert_eq!(state(2).await.as_deref(), Some("made"));
+    let why = ui.text("batch-error-1").await;
+    assert!(why.contains("notes.wav"), "{why}");
+    // Listed, and each opens on its transcript.
+    let made: Vec<String> = listed(&w.projects)
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert_eq!(made.len(), 2, "{made:?}");
+    for id in &made {
+        ui.find(&format!("project-item-{id}")).await;
+    }
+    ui.click("batch-open-0").await;
+    ui.find("view-transcribe").await;
+    ui.find("segment-list").await;
+    ui.click("nav-projects").await;
+    for id in &made {
+        ui.click(&format!("project-delete-{id}")).await;
+        ui.click("project-delete-confirm").await;
+        ui.until_gone(&format!("project-item-{id}"), WAIT).await;
+    }
+    assert_eq!(listed(&w.projects), before);
 }

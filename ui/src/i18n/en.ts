@@ -164,6 +164,14 @@ export const en = {
   "projects.summary": "{count, plural, one {# segment} other {# segments}} · {modified}",
   "projects.deleteConfirm": "Delete “{name}” and its files",
   "projects.keep": "Keep",
+  "batch.title": "Transcribe several files",
+  "batch.about": "Drop recordings on this window, or list their paths one per line: each becomes a project named after its file, transcribed in turn as one queued job. Interactive work goes first; a file that cannot be read is named and the others go on.",
+  "batch.paths": "Files, one path per line",
+  "batch.start": "Make a project of each",
+  "batch.progress": "Transcribing the files",
+  "batch.summary": "{made, plural, one {# project made} other {# projects made}}, {failed, plural, =0 {no file failed} one {# file failed} other {# files failed}}.",
+  "batch.open": "Open “{name}”",
+  "batch.failed": "Not transcribed:",
 
   // Consent
   "consent.voice":

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { api, asUiError, type Project, type ProjectEntry, type UiError } from "../api";
 import { formatDateTime, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
+import { BatchTranscribe } from "./batch";
 
 export function ProjectsView(props: {
   entries: ProjectEntry[];
@@ -161,6 +162,7 @@ export function ProjectsView(props: {
           )}
         </ul>
       )}
+      <BatchTranscribe onChanged={props.onChanged} onOpen={props.onOpen} />
     </div>
   );
 }

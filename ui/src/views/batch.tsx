@@ -1,0 +1,123 @@
+// Several recordings at once: dropped on the Projects view (or listed by path), one queued
+// job makes a project of each and transcribes it; a file that fails is named with why.
+import { listen } from "@tauri-apps/api/event";
+import { useEffect, useState } from "preact/hooks";
+import { api, asUiError, type FileOutcome, type Project, type UiError } from "../api";
+import { useEvent, useJob } from "../hooks";
+import { formatPercent, t } from "../i18n";
+import { ErrorNotice } from "../rejection";
+
+export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Project) => void }) {
+  const [text, setText] = useState("");
+  const [progress, setProgress] = useState(0);
+  const [outcomes, setOutcomes] = useState<FileOutcome[] | null>(null);
+  const [error, setError] = useState<UiError | null>(null);
+  const batch = useJob("transcribe-files");
+
+  useEvent("job-progress", (p) => {
+    if (p.job === batch.running) setProgress(p.progress);
+  });
+
+  const start = async (paths: string[]) => {
+    const files = paths.map((p) => p.trim()).filter((p) => p !== "");
+    if (files.length === 0 || batch.running) return;
+    setError(null);
+    setOutcomes(null);
+    setProgress(0);
+    try {
+      setOutcomes(await batch.run((id) => api.transcribeFiles(files, id)));
+    } catch (e) {
+      setError(asUiError(e));
+    } finally {
+      // Cancelled or not, the projects finished so far are listed.
+      props.onChanged();
+    }
+  };
+
+  // Files dropped on the window while this view is shown: one job for all of them.
+  useEffect(() => {
+    const stop = listen<{ paths: string[] }>("tauri://drag-drop", (e) => {
+      if (e.payload.paths?.length) {
+        setText(e.payload.paths.join("\n"));
+        start(e.payload.paths);
+      }
+    });
+    return () => {
+      stop.then((unlisten) => unlisten());
+    };
+  }, []);
+
+  const made = outcomes?.filter((o) => o.project).length ?? 0;
+  const failed = outcomes?.filter((o) => o.error).length ?? 0;
+  return (
+    <section class="batch" data-testid="batch" aria-labelledby="batch-title">
+      <h2 id="batch-title">{t("batch.title")}</h2>
+      <p class="muted">{t("batch.about")}</p>
+      <form
+        class="column"
+        onSubmit={(e) => {
+          e.preventDefault();
+          start(text.split("\n"));
+        }}
+      >
+        <label for="batch-paths">{t("batch.paths")}</label>
+        <textarea
+          id="batch-paths"
+          data-testid="batch-paths"
+          rows={3}
+          value={text}
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+        />
+        <div class="row">
+          <button type="submit" data-testid="batch-start" disabled={batch.running !== null || text.trim() === ""}>
+            {t("batch.start")}
+          </button>
+          {batch.running && (
+            <>
+              <progress data-testid="batch-progress" max={1} value={progress} aria-label={t("batch.progress")} />
+              <span>{formatPercent(progress)}</span>
+              <button type="button" data-testid="batch-cancel" onClick={batch.cancel}>
+                {t("common.cancel")}
+              </button>
+            </>
+          )}
+        </div>
+      </form>
+      {error && <ErrorNotice scope="batch" error={error} onDismiss={() => setError(null)} />}
+      <div role="status" aria-live="polite">
+        {outcomes && (
+          <p data-testid="batch-summary">{t("batch.summary", { made, failed })}</p>
+        )}
+      </div>
+      {outcomes && (
+        <ul class="batch-results" data-testid="batch-results">
+          {outcomes.map((o, i) => (
+            <li key={i} data-testid={`batch-result-${i}`} data-state={o.project ? "made" : "failed"}>
+              <code>{o.path}</code>{" "}
+              {o.project ? (
+                <button
+                  data-testid={`batch-open-${i}`}
+                  onClick={async () => {
+                    try {
+                      props.onOpen(await api.openProject(o.project!.id));
+                    } catch (e) {
+                      setError(asUiError(e));
+                    }
+                  }}
+                >
+                  {t("batch.open", { name: o.project.name })}
+                </button>
+              ) : (
+                o.error && (
+                  <span class="error-text" data-testid={`batch-error-${i}`}>
+                    {t("batch.failed")} {o.error.message}
+                  </span>
+                )
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
