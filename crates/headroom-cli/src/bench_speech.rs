@@ -117,7 +117,7 @@ pub async fn run(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<(
     let sentences = headroom_speech::tts::sentences(&text).len();
     let server = RunningServer::ephemeral(ServerState::from_services(services)?).await?;
     let url = format!("{}/audio/speech", server.base_url());
-    let http = reqwest::Client::new();
+    let http = headroom_base::http::client();
     let mut cases = Vec::new();
     for voice in &args.voices {
         for format in &args.formats {
