@@ -357,16 +357,22 @@ impl Desktop {
     /// Chooses `voice` in the Synthesize view once its list, which arrives after the view
     /// opens, offers it.
     pub async fn choose_synth_voice(&self, voice: &str, wait: Duration) {
-        let option = format!("[data-testid='synth-voice'] option[value='{voice}']");
+        self.choose("synth-voice", voice, wait).await;
+    }
+
+    /// Chooses `value` in the select `testid` once it offers it (lists that arrive after
+    /// their view opens).
+    pub async fn choose(&self, testid: &str, value: &str, wait: Duration) {
+        let option = format!("[data-testid='{testid}'] option[value='{value}']");
         self.client
             .wait()
             .at_most(wait)
             .for_element(Locator::Css(&option))
             .await
-            .unwrap_or_else(|e| panic!("the Synthesize view does not offer {voice}: {e}"));
-        self.find("synth-voice")
+            .unwrap_or_else(|e| panic!("{testid} does not offer {value}: {e}"));
+        self.find(testid)
             .await
-            .select_by_value(voice)
+            .select_by_value(value)
             .await
             .unwrap();
     }
@@ -377,8 +383,72 @@ impl Desktop {
         let png = self.client.screenshot().await.expect("screenshot");
         assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG");
         std::fs::write(self.screenshots.join(format!("{name}.png")), png).unwrap();
+        // Every view and state the suite shows is also audited for accessibility.
+        self.audit(name).await;
+    }
+
+    /// Runs axe-core (the npm package the front end's dev dependencies install) inside the
+    /// window on what it shows now, and keeps what it finds under `screen`.
+    pub async fn audit(&self, screen: &str) {
+        let axe = std::fs::read_to_string(repo_root().join("ui/node_modules/axe-core/axe.min.js"))
+            .expect("axe-core is installed in ui/node_modules (scripts/build-ui runs npm ci)");
+        // The library and the run in one script: WebDriver's scripts are not the page's, so
+        // the window's content security policy does not apply to them.
+        let script = format!(
+            "{axe}\n;const done = arguments[arguments.length - 1];\n\
+             window.axe.run(document, {{ resultTypes: ['violations'] }})\n\
+               .then((r) => done(JSON.stringify(r.violations.map((v) => ({{\n\
+                 rule: v.id, impact: v.impact, help: v.help,\n\
+                 nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) }})))))\n\
+               .catch((e) => done(JSON.stringify({{ error: String(e) }})));"
+        );
+        let found = self
+            .client
+            .execute_async(&script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("axe-core did not run on {screen}: {e}"));
+        let found: serde_json::Value =
+            serde_json::from_str(found.as_str().expect("axe's answer is a string")).unwrap();
+        let violations = found
+            .as_array()
+            .unwrap_or_else(|| panic!("axe-core failed on {screen}: {found}"));
+        let mut audits = AUDITS.lock().unwrap();
+        for v in violations {
+            audits.push(AxeViolation {
+                screen: screen.to_string(),
+                rule: v["rule"].as_str().unwrap_or_default().to_string(),
+                impact: v["impact"].as_str().unwrap_or("unknown").to_string(),
+                help: v["help"].as_str().unwrap_or_default().to_string(),
+                nodes: v["nodes"]
+                    .as_array()
+                    .map(|n| {
+                        n.iter()
+                            .filter_map(|n| n.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            });
+        }
+        AUDITED.lock().unwrap().push(screen.to_string());
     }
 }
+
+/// An accessibility rule a screen broke, as axe-core reports it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AxeViolation {
+    pub screen: String,
+    pub rule: String,
+    /// minor, moderate, serious or critical.
+    pub impact: String,
+    pub help: String,
+    /// The first few elements that break it (CSS selectors).
+    pub nodes: Vec<String>,
+}
+
+/// What axe-core found on every screen audited so far, in both sessions.
+pub static AUDITS: std::sync::Mutex<Vec<AxeViolation>> = std::sync::Mutex::new(Vec::new());
+/// The screens audited so far.
+pub static AUDITED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 /// One command round trip (see [`Desktop::memory_round_trip`]).
 pub struct RoundTrip {

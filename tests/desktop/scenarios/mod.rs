@@ -193,4 +193,8 @@ pub const SCENARIOS: &[Scenario] = &[
         window::the_second_session_shows_no_script_error,
         needs a_project_is_created_and_its_sample_transcribed_and_exported_as_srt
     ),
+    scenario!(
+        Second,
+        window::every_screen_the_suite_showed_passes_axe_without_serious_or_critical_violations
+    ),
 ];

@@ -109,11 +109,12 @@ pub async fn a_renamed_speaker_is_renamed_everywhere(ui: &Desktop, w: &mut World
 pub async fn each_speaker_is_narrated_in_their_own_voice(ui: &Desktop, w: &mut World) {
     let &ConversationTurns { second_id, turn } = turns(w);
     ui.click("nav-narration").await;
-    ui.find(&format!("narration-speaker-voice-{second_id}"))
-        .await
-        .select_by_value("en-gb")
-        .await
-        .unwrap();
+    ui.choose(
+        &format!("narration-speaker-voice-{second_id}"),
+        "en-gb",
+        WAIT,
+    )
+    .await;
     ui.click("narration-start").await;
     ui.until_text("narration-summary", LONG_WAIT, |t| t.contains("narrated"))
         .await;

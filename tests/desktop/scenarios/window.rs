@@ -1,7 +1,7 @@
 //! The window itself: how it is drawn, how fast it answers while work runs, and that no
 //! error showed in either session.
 
-use crate::fixture::{gl_driver_mappings, Desktop, World};
+use crate::fixture::{gl_driver_mappings, repo_root, Desktop, World, AUDITED, AUDITS};
 
 /// Drawn on the CPU (the default), the window loads no GL driver into the app's process.
 pub async fn the_window_is_drawn_on_the_cpu_without_a_gl_driver(_ui: &Desktop, w: &mut World) {
@@ -50,4 +50,31 @@ pub async fn the_first_session_shows_no_app_error_or_script_error(ui: &Desktop, 
 
 pub async fn the_second_session_shows_no_script_error(ui: &Desktop, _w: &mut World) {
     assert!(ui.gone("app-crash").await, "no script error");
+}
+
+/// axe-core ran inside the window on every view and state the suite took a screenshot of (both
+/// sessions): none breaks a serious or critical rule. Every finding, minor ones too, is written
+/// to target/ui-axe.json.
+pub async fn every_screen_the_suite_showed_passes_axe_without_serious_or_critical_violations(
+    _ui: &Desktop,
+    _w: &mut World,
+) {
+    let audited = AUDITED.lock().unwrap().clone();
+    let found = AUDITS.lock().unwrap().clone();
+    let report = serde_json::json!({ "screens": audited, "violations": found });
+    std::fs::write(
+        repo_root().join("target/ui-axe.json"),
+        serde_json::to_string_pretty(&report).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        audited.len() >= 10,
+        "only {} screens audited",
+        audited.len()
+    );
+    let grave: Vec<_> = found
+        .iter()
+        .filter(|v| v.impact == "serious" || v.impact == "critical")
+        .collect();
+    assert!(grave.is_empty(), "{grave:#?}");
 }

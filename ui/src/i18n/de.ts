@@ -308,6 +308,8 @@ export const de: Catalog = {
   "voices.playReference": "▶ Referenz (A)",
   "voices.remove": "Entfernen",
   "voices.saveTranscript": "Transkript speichern",
+  "voices.clipTranscript": "Transkript von {clip}",
+  "voices.cloningKind": "Art des Klon-Servers",
   "voices.match": "Stimmabgleich (Annäherung)",
   "voices.matchAbout": "Kein Klon-Server nötig: Unter den eingebauten Stimmen wird die gesucht, die diesen Clips am nächsten kommt, bewertet an Sätzen, die die Suche nie verwendet hat. Das ist eine Annäherung, kein Klon.",
   "voices.budget": "Budget (Aufnahmen)",

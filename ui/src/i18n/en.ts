@@ -349,6 +349,8 @@ export const en = {
   "voices.playReference": "▶ Reference (A)",
   "voices.remove": "Remove",
   "voices.saveTranscript": "Save transcript",
+  "voices.clipTranscript": "Transcript of {clip}",
+  "voices.cloningKind": "Kind of cloning server",
   "voices.match": "Voice match (approximate)",
   "voices.matchAbout":
     "No cloning server needed: the embedded voices are searched for the one closest to these clips, judged on sentences the search never used. It is an approximation, not a clone.",

@@ -308,6 +308,8 @@ export const es: Catalog = {
   "voices.playReference": "▶ Referencia (A)",
   "voices.remove": "Quitar",
   "voices.saveTranscript": "Guardar transcripción",
+  "voices.clipTranscript": "Transcripción de {clip}",
+  "voices.cloningKind": "Tipo de servidor de clonación",
   "voices.match": "Voz aproximada",
   "voices.matchAbout": "No hace falta servidor de clonación: se busca entre las voces integradas la más cercana a estos clips, juzgada con frases que la búsqueda nunca usó. Es una aproximación, no un clon.",
   "voices.budget": "Presupuesto (tomas)",

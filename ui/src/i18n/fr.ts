@@ -308,6 +308,8 @@ export const fr: Catalog = {
   "voices.playReference": "▶ Référence (A)",
   "voices.remove": "Retirer",
   "voices.saveTranscript": "Enregistrer la transcription",
+  "voices.clipTranscript": "Transcription de {clip}",
+  "voices.cloningKind": "Type de serveur de clonage",
   "voices.match": "Voix approchante",
   "voices.matchAbout": "Aucun serveur de clonage nécessaire : parmi les voix intégrées, on cherche la plus proche de ces extraits, jugée sur des phrases que la recherche n’a jamais utilisées. C’est une approximation, pas un clone.",
   "voices.budget": "Budget (prises)",

@@ -308,6 +308,8 @@ export const ja: Catalog = {
   "voices.playReference": "▶ 参照 (A)",
   "voices.remove": "取り除く",
   "voices.saveTranscript": "文字起こしを保存",
+  "voices.clipTranscript": "{clip} の書き起こし",
+  "voices.cloningKind": "クローンサーバーの種類",
   "voices.match": "音声マッチ (近似)",
   "voices.matchAbout": "クローンサーバーは不要です。組み込みの音声から、これらのクリップに最も近いものを探し、検索に使っていない文で評価します。これは近似であり、クローンではありません。",
   "voices.budget": "予算 (テイク数)",

@@ -308,6 +308,8 @@ export const zhHans: Catalog = {
   "voices.playReference": "▶ 参考（A）",
   "voices.remove": "移除",
   "voices.saveTranscript": "保存转写",
+  "voices.clipTranscript": "{clip} 的文字稿",
+  "voices.cloningKind": "克隆服务器类型",
   "voices.match": "声音匹配（近似）",
   "voices.matchAbout": "无需克隆服务器：在内置声音中搜索最接近这些片段的一个，并用搜索从未使用过的句子评判。这只是近似，不是克隆。",
   "voices.budget": "预算（录制次数）",

@@ -104,7 +104,9 @@ function Benchmark() {
       )}
       {run && (
         <div data-testid="bench-result">
-          <pre class="bench-summary">{run.summary}</pre>
+          <pre class="bench-summary" tabIndex={0} aria-label={t("bench.heading")}>
+            {run.summary}
+          </pre>
           <button data-testid="bench-open-report" onClick={() => api.openReport(run.html).catch((e) => setError(asUiError(e)))}>
             {t("bench.openReport")}
           </button>

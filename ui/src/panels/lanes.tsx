@@ -77,7 +77,7 @@ export function LanesPanel(props: { lanes: LaneView[] }) {
           {t("lanes.noRejections")}
         </p>
       ) : (
-        <ol class="history" data-testid="rejection-history">
+        <ol class="history" data-testid="rejection-history" tabIndex={0} aria-label={t("lanes.rejections")}>
           {history.map((h, i) => (
             <li key={`${h.at_unix_ms}-${i}`} data-testid="rejection-history-item" data-reason={h.rejection.reason}>
               <time dateTime={new Date(h.at_unix_ms).toISOString()}>{formatClock(h.at_unix_ms)}</time> <b>{reasonTitle(h.rejection.reason)}</b>

@@ -242,6 +242,7 @@ export function VoicesView() {
                 >
                   <input
                     class="grow"
+                    aria-label={t("voices.clipTranscript", { clip: c.file })}
                     data-testid={`voice-clip-transcript-${c.id}`}
                     value={transcripts[c.id] ?? c.transcript ?? ""}
                     onInput={(e) => dispatch({ type: "transcript-typed", clip: c.id, value: (e.target as HTMLInputElement).value })}
@@ -357,7 +358,7 @@ export function VoicesView() {
               guard(async () => dispatch({ type: "spoken", take: await speaking.run((job) => api.speakAsVoice(voice.id, line, job)) }));
             }}
           >
-            <input class="grow" data-testid="voice-line" value={line} onInput={typed("line")} />
+            <input class="grow" aria-label={t("voices.try")} data-testid="voice-line" value={line} onInput={typed("line")} />
             <button type="submit" data-testid="voice-speak" disabled={speaking.running !== null}>
               {speaking.running ? t("voices.speaking") : t("synth.speak")}
             </button>
@@ -407,6 +408,7 @@ export function VoicesView() {
           }}
         >
           <select
+            aria-label={t("voices.cloningKind")}
             data-testid="cloning-kind"
             value={settings.cloning.kind}
             onChange={(e) =>
