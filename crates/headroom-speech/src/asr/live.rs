@@ -256,10 +256,14 @@ impl LiveTranscriber {
             word_timestamps: false,
             skip_silence: false,
             audio_only_windows: true,
+            // Once, greedily: a partial is shown for a moment, and the guards' hotter
+            // retries only add time and guesses (the final text keeps them).
+            guards: super::DecodingGuards::off(),
             ..self.options.clone()
         };
         let segments = self.transcribe(range.clone(), &options, cancel)?;
-        let text = join_text(&segments);
+        let seconds = range.len() as f64 / SAMPLE_RATE as f64;
+        let text = at_most_words(&join_text(&segments), words_heard_in(seconds));
         Ok(Some(LiveUpdate::Partial {
             start: (self.base + range.start) as f64 / SAMPLE_RATE as f64,
             end: (self.base + range.end) as f64 / SAMPLE_RATE as f64,
@@ -307,6 +311,22 @@ impl LiveTranscriber {
 }
 
 /// Segments' text as one line.
+/// Words a stretch of speech can hold at most: fast speech is about 3 words a second. Whisper
+/// cut off mid-phrase may repeat the last words until it runs out of tokens; a partial never
+/// shows more than the audio could have said.
+fn words_heard_in(seconds: f64) -> usize {
+    (seconds * MAX_WORDS_PER_SECOND).ceil() as usize + 1
+}
+
+const MAX_WORDS_PER_SECOND: f64 = 4.0;
+
+fn at_most_words(text: &str, words: usize) -> String {
+    text.split_whitespace()
+        .take(words)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn join_text(segments: &[Segment]) -> String {
     segments
         .iter()
@@ -314,4 +334,17 @@ fn join_text(segments: &[Segment]) -> String {
         .filter(|t| !t.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_shows_no_more_words_than_its_audio_could_hold() {
+        let run_on = "a quick run. ".repeat(40);
+        let shown = at_most_words(&run_on, words_heard_in(1.5));
+        assert_eq!(shown.split_whitespace().count(), 7);
+        assert_eq!(at_most_words("two words", words_heard_in(1.0)), "two words");
+    }
 }
