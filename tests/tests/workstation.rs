@@ -1100,25 +1100,22 @@ async fn a_project_transcribed_with_speakers_names_each_turns_speaker() {
     let ids: Vec<&str> = project.speakers.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["S1", "S2"]);
     assert!(project.speakers.iter().all(|s| s.seconds > 2.0));
-    // Every segment has the speaker of the turn it lies in.
+    // Every segment has the speaker of the turn it lies in; one timed in the pause between
+    // two turns (a word's tail the recogniser placed late) has either neighbour's.
+    let speaker = |t: &(usize, f64, f64)| format!("S{}", t.0 + 1);
     for s in &project.segments {
         let middle = (s.start + s.end) / 2.0;
-        let turn = conversation
-            .turns
-            .iter()
-            .min_by(|a, b| {
-                let d = |t: &(usize, f64, f64)| (t.1 - middle).abs().min((t.2 - middle).abs());
-                let inside = |t: &(usize, f64, f64)| !(t.1..t.2).contains(&middle);
-                (inside(a), d(a)).partial_cmp(&(inside(b), d(b))).unwrap()
-            })
-            .unwrap();
-        let expected = format!("S{}", turn.0 + 1);
-        assert_eq!(
-            s.speaker.as_deref(),
-            Some(expected.as_str()),
-            "{s:?} in {:?}",
-            conversation.turns
-        );
+        let turns = &conversation.turns;
+        let expected: Vec<String> = match turns.iter().find(|t| (t.1..t.2).contains(&middle)) {
+            Some(turn) => vec![speaker(turn)],
+            None => {
+                let before = turns.iter().rfind(|t| t.2 <= middle);
+                let after = turns.iter().find(|t| t.1 >= middle);
+                before.into_iter().chain(after).map(speaker).collect()
+            }
+        };
+        let got = s.speaker.clone().unwrap_or_default();
+        assert!(expected.contains(&got), "{s:?} in {turns:?}");
         assert!(!s.words.is_empty(), "word times are kept: {s:?}");
     }
     std::fs::remove_dir_all(dir).unwrap();
