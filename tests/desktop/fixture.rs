@@ -17,6 +17,19 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 pub const WAIT: Duration = Duration::from_secs(60);
+/// A keyboard user reaches any control of a view within this many Tab presses.
+pub const MAX_TABS: usize = 80;
+
+/// WebDriver's codes for the keys the keyboard scenarios press.
+pub mod keys {
+    pub const TAB: &str = "\u{E004}";
+    pub const ENTER: &str = "\u{E007}";
+    pub const SPACE: &str = " ";
+    /// Ctrl+End: the end of a text field, then Ctrl released.
+    pub const CTRL_END: &str = "\u{E009}\u{E010}\u{E000}";
+    pub const RIGHT: &str = "\u{E014}";
+}
+
 /// Transcription of the sample and first model load on a 2-core machine in a debug build.
 pub const LONG_WAIT: Duration = Duration::from_secs(240);
 
@@ -375,6 +388,90 @@ impl Desktop {
             .select_by_value(value)
             .await
             .unwrap();
+    }
+
+    /// The focused element's `data-testid`; `"body"` when nothing in the window has focus,
+    /// `"<tag>"` (with its text) for a focused element without one.
+    pub async fn focused(&self) -> String {
+        let answer = self
+            .client
+            .execute(
+                r#"const e = document.activeElement;
+                   if (!e || e === document.body) return "body";
+                   return e.dataset?.testid ?? `<${e.tagName.toLowerCase()}> ${(e.textContent ?? "").trim().slice(0, 40)}`;"#,
+                vec![],
+            )
+            .await
+            .expect("the focus query runs");
+        answer.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Types `keys` (WebDriver key codes: [`keys`]) into whatever has the focus, as a keyboard
+    /// does (WebDriver's key actions: nothing is clicked or focused first). A modifier (Shift,
+    /// Ctrl) is held until the NULL key or the end.
+    pub async fn press(&self, keys: &str) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        const NULL: char = '\u{E000}';
+        const MODIFIERS: [char; 3] = ['\u{E008}', '\u{E009}', '\u{E00A}'];
+        let mut held = Vec::new();
+        let mut actions = KeyActions::new("keyboard".to_string());
+        for key in keys.chars() {
+            if key == NULL {
+                for value in held.drain(..).rev() {
+                    actions = actions.then(KeyAction::Up { value });
+                }
+            } else if MODIFIERS.contains(&key) {
+                held.push(key);
+                actions = actions.then(KeyAction::Down { value: key });
+            } else {
+                actions = actions
+                    .then(KeyAction::Down { value: key })
+                    .then(KeyAction::Up { value: key });
+            }
+        }
+        for value in held.into_iter().rev() {
+            actions = actions.then(KeyAction::Up { value });
+        }
+        if let Err(e) = self.client.perform_actions(actions).await {
+            panic!("cannot press {keys:?} on {}: {e}", self.focused().await);
+        }
+    }
+
+    /// Presses Tab until `testid` has the focus, as a keyboard user reaches a control; fails,
+    /// naming the stops it passed, if it is not reached within [`MAX_TABS`] presses.
+    /// (Forward only: WebKitWebDriver sends Shift+Tab as an unidentified key, which moves
+    /// nothing; the window's Tab order wraps around.)
+    pub async fn tab_to(&self, testid: &str) {
+        let mut passed = Vec::new();
+        for _ in 0..MAX_TABS {
+            let now = self.focused().await;
+            if now == testid {
+                return;
+            }
+            passed.push(now);
+            self.press(keys::TAB).await;
+        }
+        self.failure_screenshot().await;
+        panic!(
+            "{testid} is not reached by Tab; the focus went {}",
+            passed.join(" → ")
+        );
+    }
+
+    /// Waits until `testid` has the focus (moved there by the app after an action).
+    pub async fn until_focused(&self, testid: &str, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        loop {
+            let now = self.focused().await;
+            if now == testid {
+                return;
+            }
+            if Instant::now() >= deadline {
+                self.failure_screenshot().await;
+                panic!("the focus never moved to {testid}; it is on {now}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     pub async fn screenshot(&self, name: &str) {

@@ -13,6 +13,7 @@ import {
   type ProjectEntry,
   type UiError,
 } from "./api";
+import { Announcer, announce, useFocusHeadingOn } from "./a11y";
 import { useEvent } from "./hooks";
 import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
 import { MemoryPanel } from "./panels/memory";
@@ -105,8 +106,12 @@ function App() {
       });
   }, []);
 
+  // A changed view is announced by its heading taking the focus.
+  useFocusHeadingOn(view);
+
   const openProject = (p: Project) => {
     setProject(p);
+    announce(t("announce.projectOpened", { name: p.name }));
     if (view === "projects") setView("transcribe");
   };
 
@@ -169,6 +174,7 @@ function App() {
         {view === "voices" && <VoicesView />}
         {view === "settings" && <SettingsView info={info} onSaved={refreshLanes} />}
       </main>
+      <Announcer />
       <aside class="side">
         <LanesPanel lanes={lanes} />
         <GpuPanel status={gpu} points={gpuPoints} />

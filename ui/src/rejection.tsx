@@ -1,5 +1,6 @@
 // How a refusal looks where the user is working: what is busy, the limit, the position, a
 // retry countdown and the choices that apply.
+import { focusWhenLost } from "./a11y";
 import { useEffect, useState } from "preact/hooks";
 import type { RejectReason, Rejection, UiError } from "./api";
 import { codeLabel, t, type MessageKey } from "./i18n";
@@ -75,6 +76,7 @@ export function ErrorNotice(props: { scope: string; error: UiError } & NoticeAct
     <div
       class={`notice ${error.kind}`}
       role="alert"
+      tabIndex={-1}
       data-testid={`rejection-${scope}`}
       data-reason={r?.reason ?? error.kind}
     >
@@ -116,7 +118,13 @@ export function ErrorNotice(props: { scope: string; error: UiError } & NoticeAct
             {t("rejection.checkServer")}
           </button>
         )}
-        <button class="quiet" data-testid={`rejection-dismiss-${scope}`} onClick={props.onDismiss}>
+        <button class="quiet" data-testid={`rejection-dismiss-${scope}`}
+          onClick={() => {
+            props.onDismiss();
+            // The notice (and the focus on Dismiss) is gone: back to the view's heading.
+            focusWhenLost("view-title");
+          }}
+        >
           {t("common.dismiss")}
         </button>
       </div>

@@ -9,7 +9,8 @@ import { ErrorNotice } from "./rejection";
 const BUCKETS = 600;
 const HEIGHT = 64;
 
-export type Region = { start: number; end: number; state?: string };
+/** A segment on the waveform; `state` (a code, for styling) with `label`, the state in words. */
+export type Region = { start: number; end: number; state?: string; label?: string };
 
 /** Plays `[start, end)` of a project file, marking region `index` as playing meanwhile. */
 export function usePlayer(project: string) {
@@ -44,6 +45,8 @@ export function Waveform(props: {
 }) {
   const [peaks, setPeaks] = useState<Peaks | null>(null);
   const [error, setError] = useState<UiError | null>(null);
+  // One Tab stop for the whole waveform; the arrow keys move between its segments.
+  const [active, setActive] = useState(0);
   useEffect(() => {
     setError(null);
     api.waveform(props.project, props.file, BUCKETS).then(setPeaks, (e) => setError(asUiError(e)));
@@ -53,6 +56,28 @@ export function Waveform(props: {
   const width = Math.max(peaks.peaks.length, 1);
   const duration = Math.max(peaks.duration_secs, 1e-6);
   const x = (t: number) => (t / duration) * width;
+  const last = props.regions.length - 1;
+  const current = Math.min(active, Math.max(last, 0));
+  const onKeyDown = (e: KeyboardEvent) => {
+    const to =
+      e.key === "ArrowRight" || e.key === "ArrowDown"
+        ? Math.min(current + 1, last)
+        : e.key === "ArrowLeft" || e.key === "ArrowUp"
+          ? Math.max(current - 1, 0)
+          : e.key === "Home"
+            ? 0
+            : e.key === "End"
+              ? last
+              : null;
+    if (to !== null) {
+      e.preventDefault();
+      setActive(to);
+      (e.currentTarget as SVGElement).querySelector<SVGElement>(`[data-index='${to}']`)?.focus();
+    } else if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      props.onRegion(current);
+    }
+  };
   return (
     <svg
       class="waveform"
@@ -62,22 +87,41 @@ export function Waveform(props: {
       preserveAspectRatio="none"
       role="group"
       aria-label={t("waveform.label")}
+      onKeyDown={onKeyDown}
     >
-      {props.regions.map((r, i) => (
-        <rect
-          key={i}
-          data-testid={`${props.testid}-region-${i}`}
-          data-state={r.state ?? ""}
-          class={`region${props.playing === i ? " playing" : ""}${r.state ? ` ${r.state}` : ""}`}
-          x={x(r.start)}
-          width={Math.max(x(r.end) - x(r.start), 1)}
-          y={0}
-          height={HEIGHT}
-          onClick={() => props.onRegion(i)}
-        >
-          <title>{t("waveform.segment", { n: i + 1, start: formatNumber(r.start, 1), end: formatNumber(r.end, 1) })}</title>
-        </rect>
-      ))}
+      {props.regions.map((r, i) => {
+        const name = [
+          t("waveform.segment", { n: i + 1, start: formatNumber(r.start, 1), end: formatNumber(r.end, 1) }),
+          r.label,
+        ]
+          .filter((part) => !!part)
+          .join(" · ");
+        return (
+          <rect
+            key={i}
+            data-testid={`${props.testid}-region-${i}`}
+            data-index={i}
+            data-state={r.state ?? ""}
+            class={`region${props.playing === i ? " playing" : ""}${r.state ? ` ${r.state}` : ""}`}
+            x={x(r.start)}
+            width={Math.max(x(r.end) - x(r.start), 1)}
+            y={0}
+            height={HEIGHT}
+            role="button"
+            // Lower case: on an SVG element Preact sets the attribute as written.
+            tabindex={i === current ? 0 : -1}
+            aria-label={name}
+            aria-pressed={props.playing === i}
+            onFocus={() => setActive(i)}
+            onClick={() => {
+              setActive(i);
+              props.onRegion(i);
+            }}
+          >
+            <title>{name}</title>
+          </rect>
+        );
+      })}
       {peaks.peaks.map((p, i) => {
         const h = Math.max(p * HEIGHT, 0.5);
         return <rect key={`p${i}`} class="peak" x={i} width={1} y={(HEIGHT - h) / 2} height={h} />;

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 mod cleanup;
+mod keyboard;
 mod narration;
 mod panels;
 mod projects;
@@ -67,6 +68,11 @@ pub const SCENARIOS: &[Scenario] = &[
     scenario!(
         First,
         transcribe::an_edited_segment_is_saved_as_typed,
+        needs a_project_is_created_and_its_sample_transcribed_and_exported_as_srt
+    ),
+    scenario!(
+        First,
+        keyboard::the_main_path_is_done_by_keyboard_alone,
         needs a_project_is_created_and_its_sample_transcribed_and_exported_as_srt
     ),
     scenario!(

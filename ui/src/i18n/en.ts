@@ -15,6 +15,18 @@ export const en = {
   "nav.settings": "Settings",
   "nav.needsProject": "Open a project first",
 
+  // Announcements (the window's live region)
+  "announce.projectOpened": "Project {name} opened",
+  "announce.renamed": "Project renamed to {name}",
+  "announce.deleted": "Project {name} deleted",
+  "announce.transcribed": "Transcribed: {count, plural, one {# segment} other {# segments}}",
+  "announce.suggestion": "Suggestion ready for segment {n}",
+  "announce.cleanedAll": "Every segment has been cleaned up",
+  "announce.decided": "{decision, select, accepted {Segment {n} accepted} other {Segment {n} rejected}}",
+  "announce.decidedAll": "{decision, select, accepted {All suggestions accepted} other {All suggestions rejected}}",
+  "announce.synthesized": "Speech ready",
+  "announce.voiceCreated": "Voice {name} created",
+
   // Shared words
   "common.cancel": "Cancel",
   "common.dismiss": "Dismiss",

@@ -11,6 +11,7 @@ import {
   type TextDestination,
   type UiError,
 } from "../api";
+import { announce, focusWhenLost } from "../a11y";
 import { wordDiff } from "../diff";
 import { useEvent, useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
@@ -171,6 +172,7 @@ export function CleanupView(props: {
     try {
       await api.cleanSegment(project.id, index, rulesOnly, job);
       props.onProject(await api.openProject(project.id));
+      announce(t("announce.suggestion", { n: index + 1 }));
       return true;
     } catch (e) {
       dispatch({ type: "failed", index, error: asUiError(e) });
@@ -189,6 +191,7 @@ export function CleanupView(props: {
     dispatch({ type: "batch-started", job });
     try {
       await api.cleanAll(project.id, false, job);
+      announce(t("announce.cleanedAll"));
     } catch (e) {
       dispatch({ type: "batch-failed", error: asUiError(e) });
     } finally {
@@ -211,6 +214,13 @@ export function CleanupView(props: {
   const decide = async (segment: number | null, decision: "accepted" | "rejected") => {
     try {
       props.onProject(await api.decide(project.id, segment, decision));
+      announce(
+        segment === null
+          ? t("announce.decidedAll", { decision })
+          : t("announce.decided", { decision, n: segment + 1 }),
+      );
+      // Accept all and Reject all disable themselves once nothing is pending.
+      if (segment === null) focusWhenLost("cleanup-all");
     } catch (e) {
       dispatch({ type: "failed", index: segment ?? ALL, error: asUiError(e) });
     }
@@ -219,7 +229,7 @@ export function CleanupView(props: {
   const pending = project.segments.filter((s) => s.suggestion?.decision === "pending").length;
   return (
     <div class="view" data-testid="view-cleanup">
-      <h1>{t("nav.cleanup")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.cleanup")}</h1>
       <ProjectCleanupSettings project={project} onProject={props.onProject} />
       {project.segments.length === 0 ? (
         <p class="muted" data-testid="cleanup-empty">
@@ -306,17 +316,19 @@ function CleanupRow(props: {
             <span class={`badge decision-${sug.decision}`} data-testid={`cleanup-status-${i}`}>
               {codeLabel("decision", sug.decision)}
             </span>
+            {/* Marked, not disabled, once chosen: the keyboard focus stays on the button
+                pressed, and the state badge says what was decided. */}
             <button
               data-testid={`cleanup-accept-${i}`}
-              disabled={sug.decision === "accepted"}
-              onClick={() => props.onDecide("accepted")}
+              aria-disabled={sug.decision === "accepted"}
+              onClick={() => sug.decision !== "accepted" && props.onDecide("accepted")}
             >
               {t("cleanup.accept")}
             </button>
             <button
               data-testid={`cleanup-reject-${i}`}
-              disabled={sug.decision === "rejected"}
-              onClick={() => props.onDecide("rejected")}
+              aria-disabled={sug.decision === "rejected"}
+              onClick={() => sug.decision !== "rejected" && props.onDecide("rejected")}
             >
               {t("cleanup.reject")}
             </button>

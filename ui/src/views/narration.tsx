@@ -4,6 +4,7 @@
 // segment of the original or of the narration (A/B), re-runs one segment, and exports.
 import { useEffect, useReducer } from "preact/hooks";
 import { api, asUiError, type FailurePolicy, type NarrationMode, type NarrationSummary, type Project, type SegmentState } from "../api";
+import { announce, focusWhenLost } from "../a11y";
 import { chooseSaveCopyPath } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { formatNumber, formatSeconds, languageName, t, tr } from "../i18n";
@@ -13,6 +14,23 @@ import { formatTime } from "./transcribe";
 import { speakerColor, speakerName } from "./speakers";
 import { VoiceConsent } from "./consent";
 import { initialState, narrationOptions, reducer, type Side } from "./narration.state";
+
+/** What a finished narration did, in a line (shown, and announced). */
+function narrationSummary(summary: NarrationSummary): string {
+  return [
+    t("narration.summary", {
+      narrated: summary.narrated,
+      segments: summary.segments,
+      redone: summary.worked_on,
+      unchanged: summary.unchanged,
+      seconds: formatSeconds(summary.timings.total_secs),
+    }),
+    summary.refused.length > 0 && t("narration.refused", { count: summary.refused.length }),
+    summary.overflowed.length > 0 && t("narration.overflowed", { count: summary.overflowed.length }),
+  ]
+    .filter((part) => !!part)
+    .join(" · ");
+}
 
 /** How a state reads on the timeline. */
 function describe(state: SegmentState): string {
@@ -69,10 +87,18 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   const run = (work: (job: string) => Promise<NarrationSummary>) =>
     guard(async () => {
       dispatch({ type: "run-started" });
+      // Start disables itself while the narration runs: its focus goes to Cancel, and to the
+      // summary when the run ends.
+      focusWhenLost("narration-cancel", "narration-start");
       try {
-        dispatch({ type: "run-finished", summary: await narration.run(work) });
+        const summary = await narration.run(work);
+        dispatch({ type: "run-finished", summary });
+        announce(narrationSummary(summary));
+        focusWhenLost("narration-summary", "narration-cancel");
       } finally {
         dispatch({ type: "run-ended" });
+        // Refused or cancelled: back to Start (the refusal is announced as an alert).
+        focusWhenLost("narration-start", "narration-cancel");
         await load();
         props.onProject(await api.openProject(project.id));
       }
@@ -98,7 +124,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   if (project.segments.length === 0) {
     return (
       <div class="view" data-testid="view-narration">
-        <h1>{t("nav.narration")}</h1>
+        <h1 tabIndex={-1} data-testid="view-title">{t("nav.narration")}</h1>
         <p class="muted" data-testid="narration-empty">
           {t("narration.empty")}
         </p>
@@ -107,7 +133,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   }
   return (
     <div class="view" data-testid="view-narration">
-      <h1>{t("nav.narration")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.narration")}</h1>
       <div class="row">
         <label for="narration-mode">{t("narration.text")}</label>
         <select
@@ -232,20 +258,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       {error && <ErrorNotice scope="narration" error={error} onDismiss={() => setError(null)} />}
       {player.error && <ErrorNotice scope="narration-play" error={player.error} onDismiss={player.clearError} />}
       {summary && (
-        <p class={summary.refused.length > 0 ? "notice warn" : "ok"} data-testid="narration-summary">
-          {[
-            t("narration.summary", {
-              narrated: summary.narrated,
-              segments: summary.segments,
-              redone: summary.worked_on,
-              unchanged: summary.unchanged,
-              seconds: formatSeconds(summary.timings.total_secs),
-            }),
-            summary.refused.length > 0 && t("narration.refused", { count: summary.refused.length }),
-            summary.overflowed.length > 0 && t("narration.overflowed", { count: summary.overflowed.length }),
-          ]
-            .filter((part) => !!part)
-            .join(" · ")}
+        <p class={summary.refused.length > 0 ? "notice warn" : "ok"} data-testid="narration-summary" tabIndex={-1}>
+          {narrationSummary(summary)}
         </p>
       )}
       {view?.narration?.voice_note && (
@@ -281,6 +295,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               start: s.start,
               end: s.end,
               state: states[i]?.state,
+              label: states[i] ? describe(states[i]) : undefined,
             }))}
             playing={playingIndex}
             onRegion={(i) => playSegment(i, side)}
@@ -390,7 +405,11 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               onClick={() =>
                 guard(async () => {
                   const chosen = await chooseSaveCopyPath(output.wav, "narration.wav");
-                  if (chosen) dispatch({ type: "exported", path: await api.saveCopy(project.id, output.wav, chosen) });
+                  if (chosen) {
+                    const path = await api.saveCopy(project.id, output.wav, chosen);
+                    dispatch({ type: "exported", path });
+                    announce(t("common.savedPath", { path }));
+                  }
                 })
               }
             >

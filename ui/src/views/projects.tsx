@@ -1,6 +1,7 @@
 // Create, open, rename and delete projects.
 import { useState } from "preact/hooks";
 import { api, asUiError, type Project, type ProjectEntry, type UiError } from "../api";
+import { announce, focusWhenLost } from "../a11y";
 import { formatDateTime, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { BatchTranscribe } from "./batch";
@@ -42,7 +43,7 @@ export function ProjectsView(props: {
 
   return (
     <div class="view" data-testid="view-projects">
-      <h1>{t("nav.projects")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.projects")}</h1>
       <p class="muted">
         {tr("projects.about", { dir: <code data-testid="projects-dir">{props.projectsDir}</code> })}
       </p>
@@ -85,6 +86,8 @@ export function ProjectsView(props: {
                       run(async () => {
                         const p = await api.renameProject(entry.id, newName);
                         setRenaming(null);
+                        announce(t("announce.renamed", { name: p.name }));
+                        focusWhenLost(`project-rename-${entry.id}`);
                         props.onChanged();
                         if (props.current?.id === entry.id) props.onCurrentChanged(p);
                       });
@@ -102,7 +105,10 @@ export function ProjectsView(props: {
                     <button type="submit" data-testid="project-rename-save">
                       {t("common.save")}
                     </button>
-                    <button type="button" class="quiet" data-testid="project-rename-cancel" onClick={() => setRenaming(null)}>
+                    <button type="button" class="quiet" data-testid="project-rename-cancel" onClick={() => {
+                        setRenaming(null);
+                        focusWhenLost(`project-rename-${entry.id}`);
+                      }}>
                       {t("common.cancel")}
                     </button>
                   </form>
@@ -126,6 +132,7 @@ export function ProjectsView(props: {
                         onClick={() => {
                           setRenaming(entry.id);
                           setNewName(entry.name);
+                          focusWhenLost("project-rename-input");
                         }}
                       >
                         {t("common.rename")}
@@ -140,17 +147,26 @@ export function ProjectsView(props: {
                                 await api.deleteProject(entry.id);
                                 setConfirmDelete(null);
                                 props.onDeleted(entry.id);
+                                announce(t("announce.deleted", { name: entry.name }));
+                                focusWhenLost("project-name-input");
                               })
                             }
                           >
                             {t("projects.deleteConfirm", { name: entry.name })}
                           </button>
-                          <button class="quiet" data-testid="project-delete-cancel" onClick={() => setConfirmDelete(null)}>
+                          <button class="quiet" data-testid="project-delete-cancel" onClick={() => {
+                            setConfirmDelete(null);
+                            focusWhenLost(`project-delete-${entry.id}`);
+                          }}>
                             {t("projects.keep")}
                           </button>
                         </>
                       ) : (
-                        <button data-testid={`project-delete-${entry.id}`} onClick={() => setConfirmDelete(entry.id)}>
+                        <button data-testid={`project-delete-${entry.id}`} onClick={() => {
+                          // The safe choice first: Enter again keeps the project.
+                          setConfirmDelete(entry.id);
+                          focusWhenLost("project-delete-cancel");
+                        }}>
                           {t("common.delete")}
                         </button>
                       )}

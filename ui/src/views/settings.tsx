@@ -2,6 +2,7 @@
 // deadlines, installed models.
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type AppInfo, type ModelView, type ServerInfo, type Settings, type UiError } from "../api";
+import { announce, focusWhenLost } from "../a11y";
 import { useEvent } from "../hooks";
 import {
   languageChoice,
@@ -70,6 +71,13 @@ function NumberField(props: {
   );
 }
 
+/** What a connection test found, in a line (shown, and announced). */
+function connectionLine(server: ServerInfo): string {
+  return server.context_tokens !== null
+    ? t("settings.connectedContext", { count: server.models.length, tokens: server.context_tokens })
+    : t("settings.connected", { count: server.models.length });
+}
+
 export function SettingsView(props: { info: AppInfo | null; onSaved: () => void }) {
   const [settings, setSettings] = useState<Settings | null>(null);
   const [models, setModels] = useState<ModelView[]>([]);
@@ -112,7 +120,7 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
   if (!settings)
     return (
       <div class="view" data-testid="view-settings">
-        <h1>{t("nav.settings")}</h1>
+        <h1 tabIndex={-1} data-testid="view-title">{t("nav.settings")}</h1>
         <LanguageChoice />
         {t("common.loading")}
       </div>
@@ -132,11 +140,15 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
     setError(null);
     setServer(null);
     try {
-      setServer(await api.testConnection(settings.llm.url));
+      const found = await api.testConnection(settings.llm.url);
+      setServer(found);
+      announce(connectionLine(found));
     } catch (e) {
       setError(asUiError(e));
     } finally {
       setTesting(false);
+      // The button disabled itself while testing.
+      focusWhenLost("settings-test-connection");
     }
   };
 
@@ -146,6 +158,7 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
     try {
       await api.saveSettings(settings);
       setSaved(true);
+      announce(t("settings.saved"));
       props.onSaved();
     } catch (err) {
       setError(asUiError(err));
@@ -154,7 +167,7 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
 
   return (
     <form class="view" data-testid="view-settings" onSubmit={save}>
-      <h1>{t("nav.settings")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.settings")}</h1>
       <LanguageChoice />
       <fieldset class="settings-box">
         <legend>{t("settings.server")}</legend>
@@ -176,9 +189,7 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
         </div>
         {server && (
           <div class="ok" data-testid="settings-connection-result">
-            {server.context_tokens !== null
-              ? t("settings.connectedContext", { count: server.models.length, tokens: server.context_tokens })
-              : t("settings.connected", { count: server.models.length })}
+            {connectionLine(server)}
           </div>
         )}
         <div class="row">

@@ -1,5 +1,6 @@
 // Synthesize: choose a voice, speak a segment or everything (accepted cleanups first), play,
 // and save the WAV.
+import { announce, focusWhenLost } from "../a11y";
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type Project, type Voice } from "../api";
 import { chooseSaveCopyPath } from "../files";
@@ -22,11 +23,21 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
     api.listVoices().then(setVoices, (e) => setError(asUiError(e)));
   }, []);
 
-  const speak = (segment: number | null) =>
-    guard(async () => {
-      await synthesis.run((id) => api.synthesize(project.id, segment, id));
-      props.onProject(await api.openProject(project.id));
+  // Every Speak disables itself while one runs: the focus goes to Cancel, then back to the
+  // Speak pressed (or the refusal) when the take is ready.
+  const speak = (segment: number | null) => {
+    const pressed = segment === null ? "synth-all" : `synth-segment-${segment}`;
+    focusWhenLost("synth-cancel", pressed);
+    return guard(async () => {
+      try {
+        await synthesis.run((id) => api.synthesize(project.id, segment, id));
+        props.onProject(await api.openProject(project.id));
+        announce(t("announce.synthesized"));
+      } finally {
+        focusWhenLost(pressed, "synth-cancel");
+      }
     });
+  };
 
   const speechText = (i: number) => {
     const s = project.segments[i];
@@ -36,7 +47,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
   const takes = [...project.speech].reverse();
   return (
     <div class="view" data-testid="view-synthesize">
-      <h1>{t("nav.synthesize")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.synthesize")}</h1>
       <div class="row">
         <label for="voice">{t("synth.voice")}</label>
         <select
@@ -134,6 +145,7 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
                   guard(async () => {
                     const path = await api.saveCopy(project.id, take.file, saveTo[take.file] ?? "");
                     setSaved((s) => ({ ...s, [take.file]: path }));
+                    announce(t("common.savedPath", { path }));
                   });
                 }}
               >

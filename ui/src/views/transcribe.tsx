@@ -2,6 +2,7 @@
 import { listen } from "@tauri-apps/api/event";
 import { useEffect, useReducer, useRef, useState } from "preact/hooks";
 import { api, asUiError, type Project, type Segment, type UiError, type VersionInfo } from "../api";
+import { announce, focusWhenLost } from "../a11y";
 import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
 import { editProject, saveProjectSettings } from "../project";
@@ -66,17 +67,25 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
     }
   };
 
+  // Start disables itself while the job runs: its focus goes to Cancel, and from there to the
+  // first segment (or the refusal) when the job ends.
   const transcribe = async (file: string) => {
     dispatch({ type: "transcribe-started" });
+    focusWhenLost("transcribe-cancel", "transcribe-start");
     try {
-      props.onProject(await transcription.run((id) => api.transcribe(project.id, file, id)));
+      const done = await transcription.run((id) => api.transcribe(project.id, file, id));
+      props.onProject(done);
+      announce(t("announce.transcribed", { count: done.segments.length }));
+      focusWhenLost("segment-text-0", "transcribe-cancel");
     } catch (e) {
       setError(asUiError(e));
+      focusWhenLost("rejection-transcribe", "transcribe-cancel");
     }
   };
 
   const record = async () => {
     dispatch({ type: "record-started" });
+    focusWhenLost("record-stop", "record-start");
     let outcome;
     try {
       outcome = await recorder.run((id) => api.record(project.id, 600, live, id));
@@ -85,6 +94,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
       return;
     } finally {
       dispatch({ type: "record-stopped" });
+      focusWhenLost("record-start", "record-stop");
     }
     // Transcribed while recording: that transcript is the project's now.
     dispatch({ type: "recorded", file: outcome.file, transcribed: !!outcome.project });
@@ -120,7 +130,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
 
   return (
     <div class="view" data-testid="view-transcribe">
-      <h1>{t("nav.transcribe")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.transcribe")}</h1>
       <div class="drop-zone" data-testid="drop-zone">
         <form
           class="row"
@@ -259,7 +269,9 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
               data-testid="export-button"
               onClick={async () => {
                 try {
-                  dispatch({ type: "exported", path: await api.exportTranscript(project.id, format) });
+                  const path = await api.exportTranscript(project.id, format);
+                  dispatch({ type: "exported", path });
+                  announce(t("common.savedPath", { path }));
                 } catch (e) {
                   setError(asUiError(e));
                 }

@@ -2,6 +2,7 @@
 // and transcribed), search for an approximate voice match with progress, speak a test line and
 // compare it with the reference (A/B), with similarity bars beside the default voice; choose
 // and test the cloning server. A match is always called a match, never a clone.
+import { announce } from "../a11y";
 import { useEffect, useReducer } from "preact/hooks";
 import { api, asUiError, jobId, type ClipReport, type VoiceProfile } from "../api";
 import { BrowseAudio } from "../files";
@@ -90,7 +91,7 @@ export function VoicesView() {
 
   return (
     <div class="view" data-testid="view-voices">
-      <h1>{t("nav.voices")}</h1>
+      <h1 tabIndex={-1} data-testid="view-title">{t("nav.voices")}</h1>
       {error && <ErrorNotice scope="voices" error={error} onDismiss={() => setError(null)} />}
       <form
         class="row"
@@ -99,6 +100,7 @@ export function VoicesView() {
           guard(async () => {
             const v = await api.createVoice(newName);
             dispatch({ type: "created", id: v.id });
+            announce(t("announce.voiceCreated", { name: v.name }));
             await refresh();
           });
         }}
