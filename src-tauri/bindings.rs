@@ -38,11 +38,11 @@ use headroom_workstation::narration::{
     LanguageView, NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationSummary, NarrationTake, NarrationTimings,
     NarrationView, Overflowed, RefusedNarration, SegmentRefusal, SegmentState, SpeakerVoice,
-    SpeakerVoiceSource,
+    SpeakerVoiceSource, VoiceNote,
 };
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectSegment, ProjectSettings, ProjectWord, SpeechTake,
-    SplitAt, Suggestion, SuggestionSource, VersionInfo,
+    SplitAt, Suggestion, SuggestionSource, TextNote, VersionInfo,
 };
 use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::speakers::SpeakerProfile;
@@ -73,12 +73,12 @@ pub fn typescript() -> String {
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.
-        Decision, SuggestionSource, Suggestion, ProjectWord, ProjectSegment, Speaker, SpeechTake,
+        Decision, SuggestionSource, TextNote, Suggestion, ProjectWord, ProjectSegment, Speaker, SpeechTake,
         ProjectSettings, Project, ProjectEntry, TextDestination, VersionInfo, SplitAt,
         // Narration.
         NarrationMode, NarrationOptions, NarrationSettings, NarrationStage, SegmentRefusal,
         NarrationTake, NarratedSegment, SegmentState, NarrationOutput, Narration,
-        SpeakerVoiceSource, SpeakerVoice,
+        SpeakerVoiceSource, SpeakerVoice, VoiceNote,
         RefusedNarration, Overflowed, NarrationTimings, NarrationSummary, NarrationView, LanguageView, Waveform,
         // Jobs.
         JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,

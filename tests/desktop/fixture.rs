@@ -474,6 +474,57 @@ impl Desktop {
         }
     }
 
+    /// Text the window shows cut off: an element whose text is wider than its box (and which
+    /// does not scroll), or a pane that scrolls sideways. Each as `why: element: its text`.
+    pub async fn cut_off_text(&self) -> Vec<String> {
+        let found = self
+            .client
+            .execute(
+                r#"const name = (el) => {
+                     const id = el.dataset?.testid;
+                     const cls = typeof el.className === "string" && el.className ? "." + el.className.split(" ")[0] : "";
+                     return `${id ?? el.tagName.toLowerCase() + cls}: ${(el.textContent ?? "").trim().slice(0, 60)}`;
+                   };
+                   const out = [];
+                   for (const el of document.querySelectorAll("body *")) {
+                     if (el.closest(".sr-only, svg, textarea, select, input, option")) continue;
+                     const style = getComputedStyle(el);
+                     if (style.display === "inline" || style.visibility === "hidden") continue;
+                     if (el.getClientRects().length === 0) continue;
+                     const ownText = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "");
+                     if (!ownText) continue;
+                     const scrolls = style.overflowX === "auto" || style.overflowX === "scroll";
+                     if (!scrolls && el.scrollWidth > el.clientWidth + 1) out.push("wider than its box: " + name(el));
+                   }
+                   for (const pane of document.querySelectorAll(".sidebar, .content, .side")) {
+                     if (pane.scrollWidth > pane.clientWidth + 1) out.push("scrolls sideways: " + name(pane).slice(0, 40));
+                   }
+                   return out;"#,
+                vec![],
+            )
+            .await
+            .expect("the cut-off check runs");
+        found
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The window's language, as its `<html lang>` says.
+    pub async fn page_language(&self) -> String {
+        self.client
+            .execute("return document.documentElement.lang;", vec![])
+            .await
+            .expect("the language query runs")
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub async fn screenshot(&self, name: &str) {
         // Let the last state change paint before the capture.
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -4,6 +4,7 @@
 //! start, and the subtitles must be the narration's text at those times.
 
 use futures::StreamExt;
+use headroom_core::admission::RejectReason;
 use headroom_core::cleanup::FailurePolicy;
 use headroom_core::config::Config;
 use headroom_core::llm::{ChatMessage, ChatRequest};
@@ -12,7 +13,7 @@ use headroom_tests::llama::LlamaServer;
 use headroom_workstation::narration::{
     NarrationEvent, NarrationMode, NarrationOptions, NarrationStage, NarrationSummary, SegmentState,
 };
-use headroom_workstation::projects::{Project, ProjectStore, SuggestionSource};
+use headroom_workstation::projects::{Project, ProjectStore, SuggestionSource, TextNote};
 use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::workstation::{Workstation, WorkstationError};
 use std::path::{Path, PathBuf};
@@ -190,6 +191,12 @@ async fn a_project_narrated_into_spanish_with_llama_server_starts_every_segment_
             assert_eq!(s.language.as_deref(), Some("en"));
             let note = s.note.as_deref().unwrap();
             assert!(note.starts_with("Not translated:"), "{note}");
+            // The window words it from the code, in its own language.
+            assert!(
+                matches!(&s.note_code, Some(TextNote::NotTranslated { reasons }) if !reasons.is_empty()),
+                "{:?}",
+                s.note_code
+            );
         }
         assert!(take.rate >= 0.8 && take.rate <= 1.25, "{take:?}");
     }
@@ -394,6 +401,12 @@ async fn a_flooded_text_lane_flags_each_segment_with_its_reason_and_loses_nothin
         assert!(
             note.starts_with("Cleaned up by the rules: ") && note.contains("text model is busy"),
             "{note}"
+        );
+        assert_eq!(
+            s.note_code,
+            Some(TextNote::RuleBased {
+                reasons: vec![RejectReason::TextLaneFull]
+            })
         );
     }
     let output = summary.output.unwrap();

@@ -82,7 +82,7 @@ export type {
   VersionInfo,
   Voice,
 } from "./bindings";
-export type { CrossedSignal, UpstreamView } from "./bindings";
+export type { CrossedSignal, UpstreamView, TextNote, VoiceNote } from "./bindings";
 export type { Speaker, SplitAt, SpeakerProfile, SpeakerVoice, ProjectWord } from "./bindings";
 export type { VoiceProfile, ClipAdded, VoiceTakeView, Health, MatchProgress, ClipReport } from "./bindings";
 export type {

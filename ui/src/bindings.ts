@@ -139,11 +139,16 @@ export type PieceSource = { "kind": "llm", attempts: number, } | { "kind": "rule
 export type CleanupEvent = { "event": "planned", chunks: number, } | { "event": "chunk_started", index: number, attempt: number, } | { "event": "delta", index: number, text: string, } | { "event": "retrying", index: number, attempt: number, wait_ms: number, rejection: Rejection, } | { "event": "chunk_finished", index: number, source: PieceSource, };
 export type Decision = "pending" | "accepted" | "rejected";
 export type SuggestionSource = "llm" | "rule_based";
+export type TextNote = { "kind": "rule_based", reasons: Array<RejectReason>, } | { "kind": "not_translated", reasons: Array<RejectReason>, } | { "kind": "rules_instead_of_rewrite" };
 export type Suggestion = { text: string, source: SuggestionSource, 
 /**
  * Why the rule-based cleanup was used, when a rejection caused it.
  */
-note?: string | null, decision: Decision, };
+note?: string | null, 
+/**
+ * The same, as a code.
+ */
+note_code?: TextNote | null, decision: Decision, };
 export type ProjectWord = { start: number, end: number, text: string, };
 export type ProjectSegment = { start: number, end: number, 
 /**
@@ -352,14 +357,22 @@ language: string | null,
 /**
  * Why the rules were used, or why the text is not translated.
  */
-note: string | null, refused: SegmentRefusal | null, take: NarrationTake | null, };
+note: string | null, 
+/**
+ * The same, as a code.
+ */
+note_code?: TextNote | null, refused: SegmentRefusal | null, take: NarrationTake | null, };
 export type SegmentState = { "state": "waiting" } | { "state": "text_refused", reason: string, message: string, } | { "state": "text_done" } | { "state": "speech_refused", reason: string, message: string, } | { "state": "synthesized" } | { "state": "fitted" } | { "state": "overflow", secs: number, cut_secs: number, };
 export type NarrationOutput = { wav: string, mix: string | null, srt: string, vtt: string, duration_secs: number, language: string, created_unix_ms: number, };
 export type Narration = { settings: NarrationSettings, segments: Array<NarratedSegment>, output: NarrationOutput | null, 
 /**
  * Why the voice differs from the one asked for (the voice speaks English only).
  */
-voice_note: string | null, };
+voice_note: string | null, 
+/**
+ * The same, as a code.
+ */
+voice_note_code?: VoiceNote | null, };
 export type SpeakerVoiceSource = "chosen" | "profile" | "default";
 export type SpeakerVoice = { speaker: string, 
 /**
@@ -370,6 +383,7 @@ name: string,
  * As projects name voices (`profile:<id>`, `kokoro-<style>`, an espeak-ng voice).
  */
 voice: string, source: SpeakerVoiceSource, };
+export type VoiceNote = { "kind": "speaks_english_only", voice: string, language: string, instead: string, };
 export type RefusedNarration = { segment: number, stage: NarrationStage, 
 /**
  * A rejection's reason code (`text_lane_full`, ...), or `failed`.
@@ -401,7 +415,7 @@ narrated: number,
 /**
  * Segments this run worked on; the others were unchanged since the last run.
  */
-worked_on: number, unchanged: number, refused: Array<RefusedNarration>, overflowed: Array<Overflowed>, output: NarrationOutput | null, voice_note: string | null, timings: NarrationTimings, };
+worked_on: number, unchanged: number, refused: Array<RefusedNarration>, overflowed: Array<Overflowed>, output: NarrationOutput | null, voice_note: string | null, voice_note_code: VoiceNote | null, timings: NarrationTimings, };
 export type NarrationView = { narration: Narration | null, states: Array<SegmentState>, 
 /**
  * The project's text model is on (cleanup and rewrite use it; translation needs it).

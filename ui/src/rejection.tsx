@@ -2,8 +2,8 @@
 // retry countdown and the choices that apply.
 import { focusWhenLost } from "./a11y";
 import { useEffect, useState } from "preact/hooks";
-import type { RejectReason, Rejection, UiError } from "./api";
-import { codeLabel, t, type MessageKey } from "./i18n";
+import type { RejectReason, Rejection, TextNote, UiError, VoiceNote } from "./api";
+import { codeLabel, formatList, languageName, t, type MessageKey } from "./i18n";
 
 /** The catalog key of every reason: the generated union makes a missing one a type error. */
 const TITLES: Record<RejectReason, MessageKey> = {
@@ -29,6 +29,37 @@ export function reasonTitle(reason: RejectReason): string {
 /** A reason code as the core sends it in free-form places (`text_lane_full`, …, `failed`). */
 export function reasonLabel(code: string): string {
   return codeLabel("reason", code);
+}
+
+/** A note on a text (why the rules cleaned it, why it is not translated), in the window's
+ * language from its code; the English line from older files otherwise. */
+export function textNote(code: TextNote | null | undefined, english: string | null | undefined): string | null {
+  if (!code) return english ?? null;
+  switch (code.kind) {
+    case "rule_based":
+      return t("note.ruleBased", { reasons: formatList(code.reasons.map(reasonTitle), "conjunction") });
+    case "not_translated":
+      return t("note.notTranslated", { reasons: formatList(code.reasons.map(reasonTitle), "conjunction") });
+    case "rules_instead_of_rewrite":
+      return t("note.rulesInsteadOfRewrite");
+    default:
+      return english ?? null;
+  }
+}
+
+/** Why a narration is spoken by another voice, in the window's language (as [`textNote`]). */
+export function voiceNote(code: VoiceNote | null | undefined, english: string | null | undefined): string | null {
+  if (!code) return english ?? null;
+  switch (code.kind) {
+    case "speaks_english_only":
+      return t("note.speaksEnglishOnly", {
+        voice: code.voice,
+        language: languageName(code.language, code.language),
+        instead: code.instead,
+      });
+    default:
+      return english ?? null;
+  }
 }
 
 export function occupancyLine(r: Rejection): string {

@@ -14,9 +14,9 @@ use crate::jobs::{JobKind, RunningJob};
 pub use crate::projects::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
-    SpeakerVoiceSource,
+    SpeakerVoiceSource, VoiceNote,
 };
-use crate::projects::{Project, ProjectError, SuggestionSource};
+use crate::projects::{Project, ProjectError, SuggestionSource, TextNote};
 use crate::workstation::{
     blocking, end_job, project_file_in, suggestion_from, Workstation, WorkstationError,
     PROFILE_VOICE_PREFIX,
@@ -134,6 +134,7 @@ pub struct NarrationSummary {
     pub overflowed: Vec<Overflowed>,
     pub output: Option<NarrationOutput>,
     pub voice_note: Option<String>,
+    pub voice_note_code: Option<VoiceNote>,
     pub timings: NarrationTimings,
 }
 
@@ -306,7 +307,7 @@ fn voice_for(
     voice: Option<&str>,
     language: &Language,
     consent: &RemoteConsent,
-) -> (SpeakingVoice, Option<String>) {
+) -> (SpeakingVoice, Option<VoiceNote>) {
     if let Some(profile) = voice.and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX)) {
         return (
             SpeakingVoice::Profile(profile.to_string(), consent.clone()),
@@ -326,10 +327,11 @@ fn voice_for(
         Some(v) if speaks(v) => (SpeakingVoice::Engine(Some(v.to_string())), None),
         Some(v) => (
             in_language,
-            Some(format!(
-                "{v} speaks English only: the {} narration is spoken by espeak-ng's {} voice",
-                language.name, language.espeak_voice
-            )),
+            Some(VoiceNote::SpeaksEnglishOnly {
+                voice: v.to_string(),
+                language: language.code.to_string(),
+                instead: language.espeak_voice.to_string(),
+            }),
         ),
         None => (in_language, None),
     }
@@ -353,6 +355,7 @@ struct TextDone {
     text: String,
     source: SuggestionSource,
     note: Option<String>,
+    note_code: Option<TextNote>,
     language: Language,
 }
 
@@ -596,6 +599,7 @@ impl Workstation {
             overflowed,
             output: narration.output.clone(),
             voice_note: narration.voice_note.clone(),
+            voice_note_code: narration.voice_note_code.clone(),
             settings: narration.settings,
             timings,
         };
@@ -652,6 +656,7 @@ impl Workstation {
                     segments: Vec::new(),
                     output: None,
                     voice_note: None,
+                    voice_note_code: None,
                 });
                 let old = std::mem::take(&mut narration.segments);
                 narration.segments = p
@@ -664,7 +669,8 @@ impl Workstation {
                     })
                     .collect();
                 narration.settings = plan_settings.clone();
-                narration.voice_note = voice_note;
+                narration.voice_note = voice_note.as_ref().map(VoiceNote::english);
+                narration.voice_note_code = voice_note;
                 let mut plan = Vec::new();
                 for (i, (segment, narrated)) in
                     p.segments.iter().zip(&narration.segments).enumerate()
@@ -928,6 +934,9 @@ impl Workstation {
                                          is spoken.",
                                         why.join(" ")
                                     )),
+                                    note_code: Some(TextNote::NotTranslated {
+                                        reasons: output.fallbacks().map(|r| r.reason).collect(),
+                                    }),
                                     language: source_language(project),
                                 }
                             } else {
@@ -935,6 +944,7 @@ impl Workstation {
                                     text: made.text,
                                     source: made.source,
                                     note: made.note,
+                                    note_code: made.note_code,
                                     language,
                                 }
                             },
@@ -962,6 +972,7 @@ impl Workstation {
                     s.text_source = Some(done.source);
                     s.language = Some(done.language.code.to_string());
                     s.note = done.note;
+                    s.note_code = done.note_code;
                     s.refused = None;
                 })
                 .await?;
@@ -1326,6 +1337,8 @@ fn rules_text(source: &str, settings: &NarrationSettings, language: &Language) -
             "LLM cleanup is off for this project: the rules cleaned the text instead of rewriting it"
                 .to_string()
         }),
+        note_code: (settings.mode == NarrationMode::Rewrite)
+            .then_some(TextNote::RulesInsteadOfRewrite),
         language: *language,
     }
 }
@@ -1374,7 +1387,7 @@ mod tests {
         let none = RemoteConsent::none();
         let (voice, note) = voice_for(Some("kokoro-jf_alpha"), &spanish(), &none);
         assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es"));
-        assert!(note.unwrap().contains("espeak-ng's es voice"));
+        assert!(note.unwrap().english().contains("espeak-ng's es voice"));
         let (voice, note) = voice_for(Some("es+m3"), &spanish(), &none);
         assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es+m3"));
         assert!(note.is_none());
@@ -1519,6 +1532,7 @@ mod tests {
             ],
             output: None,
             voice_note: None,
+            voice_note_code: None,
         };
         for (i, secs) in [(0usize, 1.9), (2, 1.0)] {
             let s = &mut narration.segments[i];

@@ -12,6 +12,7 @@ use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::{
     folder_name, remove_stale_temporaries, sync_dir, Beneath, BeneathError,
 };
+use headroom_core::admission::RejectReason;
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::asr::{Segment, Speaker, Transcript, Word};
 use headroom_speech::audio::repair_partial;
@@ -23,7 +24,7 @@ mod speakers;
 pub use narrated::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
-    SpeakerVoiceSource,
+    SpeakerVoiceSource, VoiceNote,
 };
 pub use speakers::{SpeakerEditError, SpeakerSetting, SplitAt, NEW_SPEAKER};
 
@@ -188,6 +189,23 @@ pub enum Decision {
     Rejected,
 }
 
+/// Why a text is not what was asked of the text model, as a code each front end words in its
+/// own language (the window in the user's; the English `note` beside it stays for the CLI, the
+/// logs and files written before codes were kept).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TextNote {
+    /// The rules cleaned the text (or part of it): the text model refused, or its reply was
+    /// unusable, for these reasons.
+    RuleBased { reasons: Vec<RejectReason> },
+    /// Not translated, for these reasons (the rules cannot translate): the original, cleaned by
+    /// the rules, is spoken.
+    NotTranslated { reasons: Vec<RejectReason> },
+    /// The project's LLM cleanup is off: the rules cleaned the text instead of rewriting it.
+    RulesInsteadOfRewrite,
+}
+
 /// A cleaned version of one segment, waiting for or holding the user's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -197,6 +215,9 @@ pub struct Suggestion {
     /// Why the rule-based cleanup was used, when a rejection caused it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The same, as a code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note_code: Option<TextNote>,
     #[serde(default)]
     pub decision: Decision,
 }
@@ -1126,6 +1147,7 @@ mod tests {
             text: "Hello there.".into(),
             source: SuggestionSource::Llm,
             note: None,
+            note_code: None,
             decision: Decision::Pending,
         });
         assert_eq!(p.speech_text(Some(0)).unwrap(), "um hello there");

@@ -6,14 +6,14 @@
 use crate::jobs::{JobInfo, JobKind, RefusedSegment, RunningJob};
 use crate::projects::{
     Decision, Project, ProjectError, ProjectSegment, ProjectSettings, ProjectStore, Recovered,
-    SpeechTake, Suggestion, SuggestionSource, VersionInfo,
+    SpeechTake, Suggestion, SuggestionSource, TextNote, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::Destination;
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
-use headroom_core::admission::{Priority, Rejection};
+use headroom_core::admission::{Priority, RejectReason, Rejection};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
     PieceSource,
@@ -1374,6 +1374,7 @@ pub(crate) fn project_file_in(
 /// else rule-based with the reason.
 pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
     let fallback_reasons: Vec<String> = output.fallbacks().map(|r| r.message()).collect();
+    let reasons: Vec<RejectReason> = output.fallbacks().map(|r| r.reason).collect();
     let rule_based = output
         .pieces
         .iter()
@@ -1387,6 +1388,7 @@ pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
         },
         note: (!fallback_reasons.is_empty())
             .then(|| format!("Cleaned up by the rules: {}", fallback_reasons.join("; "))),
+        note_code: (!reasons.is_empty()).then_some(TextNote::RuleBased { reasons }),
         decision: Decision::Pending,
     }
 }

@@ -10,6 +10,7 @@ use std::pin::Pin;
 
 mod cleanup;
 mod keyboard;
+mod languages;
 mod narration;
 mod panels;
 mod projects;
@@ -168,6 +169,11 @@ pub const SCENARIOS: &[Scenario] = &[
     scenario!(
         First,
         projects::several_files_become_a_project_each_and_a_bad_one_is_named
+    ),
+    scenario!(
+        First,
+        languages::every_view_shows_its_text_whole_in_each_language_and_the_pseudo_locale,
+        needs segments_play_from_the_waveforms_and_one_is_narrated_again
     ),
     scenario!(
         First,

@@ -27,6 +27,12 @@ export const en = {
   "announce.synthesized": "Speech ready",
   "announce.voiceCreated": "Voice {name} created",
 
+  // Notes on a text or a voice, from their codes
+  "note.ruleBased": "Cleaned up by the rules: {reasons}",
+  "note.notTranslated": "Not translated ({reasons}): the original, cleaned by the rules, is spoken.",
+  "note.rulesInsteadOfRewrite": "LLM cleanup is off for this project: the rules cleaned the text instead of rewriting it",
+  "note.speaksEnglishOnly": "{voice} speaks English only: the {language} narration is spoken by espeak-ng's {instead} voice",
+
   // Shared words
   "common.cancel": "Cancel",
   "common.dismiss": "Dismiss",

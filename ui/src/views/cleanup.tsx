@@ -16,7 +16,7 @@ import { wordDiff } from "../diff";
 import { useEvent, useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
 import { codeLabel, t, tr } from "../i18n";
-import { ErrorNotice } from "../rejection";
+import { ErrorNotice, textNote } from "../rejection";
 import { ALL, initialState, reducer } from "./cleanup.state";
 import { formatTime } from "./transcribe";
 
@@ -79,6 +79,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
         )}
       </div>
       <div class="row">
+        <span class="field">
         <label for="failure-policy">{t("cleanup.whenRefused")}</label>
         <select
           id="failure-policy"
@@ -90,6 +91,8 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           <option value="fallback">{t("policy.fallback")}</option>
           <option value="retry">{t("policy.retry")}</option>
         </select>
+        </span>
+        <span class="field">
         <label for="cleanup-mode">{t("cleanup.mode")}</label>
         <select
           id="cleanup-mode"
@@ -100,6 +103,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           <option value="cleanup">{t("mode.cleanup")}</option>
           <option value="rewrite">{t("mode.rewrite")}</option>
         </select>
+        </span>
       </div>
       <form
         class="row"
@@ -349,7 +353,7 @@ function CleanupRow(props: {
               {sug.text}
             </div>
             <Diff before={s.text} after={sug.text} testid={`cleanup-diff-${i}`} />
-            {sug.note && <div class="muted">{sug.note}</div>}
+            {sug.note && <div class="muted">{textNote(sug.note_code, sug.note)}</div>}
           </div>
         ) : (
           <div class="muted">{t("cleanup.notYet")}</div>

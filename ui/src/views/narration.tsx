@@ -8,7 +8,7 @@ import { announce, focusWhenLost } from "../a11y";
 import { chooseSaveCopyPath } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { formatNumber, formatSeconds, languageName, t, tr } from "../i18n";
-import { ErrorNotice, reasonLabel } from "../rejection";
+import { ErrorNotice, reasonLabel, textNote, voiceNote } from "../rejection";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
 import { speakerColor, speakerName } from "./speakers";
@@ -135,6 +135,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
     <div class="view" data-testid="view-narration">
       <h1 tabIndex={-1} data-testid="view-title">{t("nav.narration")}</h1>
       <div class="row">
+        <span class="field">
         <label for="narration-mode">{t("narration.text")}</label>
         <select
           id="narration-mode"
@@ -162,6 +163,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               ))}
           </select>
         )}
+        </span>
+        <span class="field">
         <label for="narration-voice">{t("narration.voice")}</label>
         <select
           id="narration-voice"
@@ -176,6 +179,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
             </option>
           ))}
         </select>
+        </span>
+        <span class="field">
         <label for="narration-policy">{t("narration.whenRefused")}</label>
         <select
           id="narration-policy"
@@ -187,6 +192,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           <option value="fallback">{t("narration.policy.fallback")}</option>
           <option value="retry">{t("narration.policy.retry")}</option>
         </select>
+        </span>
         <label>
           <input
             type="checkbox"
@@ -264,7 +270,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       )}
       {view?.narration?.voice_note && (
         <p class="muted" data-testid="narration-voice-note">
-          {view.narration.voice_note}
+          {voiceNote(view.narration.voice_note_code, view.narration.voice_note)}
         </p>
       )}
       {project.source_audio && (
@@ -374,7 +380,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               </div>
               {n?.note && (
                 <p class="muted" data-testid={`narration-note-${i}`}>
-                  {n.note}
+                  {textNote(n.note_code, n.note)}
                 </p>
               )}
             </li>

@@ -1,7 +1,8 @@
 //! A project's narration as its manifest keeps it: the settings it was made with and each
 //! segment's text, take and state (see [`crate::narration`] for the workflow).
 
-use super::SuggestionSource;
+use super::{SuggestionSource, TextNote};
+use headroom_base::language::Language;
 use headroom_core::admission::Rejection;
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::audio::timeline::OVERFLOW_EPSILON_SECS;
@@ -190,6 +191,9 @@ pub struct NarratedSegment {
     /// Why the rules were used, or why the text is not translated.
     #[serde(default)]
     pub note: Option<String>,
+    /// The same, as a code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note_code: Option<TextNote>,
     #[serde(default)]
     pub refused: Option<SegmentRefusal>,
     #[serde(default)]
@@ -221,6 +225,7 @@ impl NarratedSegment {
             text_source: None,
             language: None,
             note: None,
+            note_code: None,
             refused: None,
             take: None,
         }
@@ -301,4 +306,37 @@ pub struct Narration {
     /// Why the voice differs from the one asked for (the voice speaks English only).
     #[serde(default)]
     pub voice_note: Option<String>,
+    /// The same, as a code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice_note_code: Option<VoiceNote>,
+}
+
+/// Why a narration is spoken by another voice than the one chosen, as a code (see [`TextNote`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum VoiceNote {
+    /// `voice` speaks English only: the narration in `language` (a code) is spoken by
+    /// espeak-ng's `instead` voice.
+    SpeaksEnglishOnly {
+        voice: String,
+        language: String,
+        instead: String,
+    },
+}
+
+impl VoiceNote {
+    /// The note in English, for the CLI, the logs and `voice_note`.
+    pub fn english(&self) -> String {
+        match self {
+            VoiceNote::SpeaksEnglishOnly {
+                voice,
+                language,
+                instead,
+            } => {
+                let name = Language::find(language).map_or(language.as_str(), |l| l.name);
+                format!("{voice} speaks English only: the {name} narration is spoken by espeak-ng's {instead} voice")
+            }
+        }
+    }
 }

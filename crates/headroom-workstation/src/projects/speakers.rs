@@ -337,6 +337,7 @@ mod tests {
                     text: "Hello there. How are you?".into(),
                     source: SuggestionSource::RuleBased,
                     note: None,
+                    note_code: None,
                     decision: crate::projects::Decision::Pending,
                 }),
                 speaker: Some("S1".into()),
