@@ -3,12 +3,14 @@
 //! (`scenarios/mod.rs`, each a trial of its own: `cargo test --test desktop_ui -- --list`)
 //! walk the whole workflow on one app session (the app owns one window and one WebDriver
 //! port, and its start and model loads are the expensive part): projects, transcription and
-//! SRT export, cleanup off (nothing sent), a flooded text lane (the rejection and its reason
+//! SRT export, the main path by keyboard alone (focus and announcements asserted), cleanup off
+//! (nothing sent), a flooded text lane (the rejection and its reason
 //! on screen), cleanup on against the real llama-server (streamed, accepted), the GPU panel's
 //! no-GPU state, synthesis and a saved WAV, a voice profile, the project narrated (timeline
 //! states, waveform A/B, a segment re-run), speakers (a two-voice conversation: named lanes,
 //! rename, per-speaker narration, split and merge), the benchmark run from the app, a live
-//! recording, the Memory panel; then a second session on a replayed GPU trace: interrupted
+//! recording, the Memory panel, every view in each language and the pseudo-locale with no text
+//! cut off; then a second session on a replayed GPU trace: interrupted
 //! jobs, the memory chart with baseline and peak, a `gpu_memory_pressure` refusal at the
 //! segment, and a cloning server elsewhere held back until allowed.
 //! The window's responsiveness is measured while the first model loads and while the narration

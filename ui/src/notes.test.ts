@@ -12,6 +12,10 @@ test("a note with a code is worded in the window's language; one without keeps i
   assert.ok(voice?.includes("kokoro-af_heart") && voice.includes("Spanisch"), voice ?? "");
   assert.equal(textNote(null, "Cleaned up by the rules: old file"), "Cleaned up by the rules: old file");
   assert.equal(textNote(undefined, null), null);
+  setLocale("zh-Hans");
+  // Listed things keep a separator in Chinese too.
+  const listed = textNote({ kind: "rule_based", reasons: ["text_lane_full", "unusable_reply"] }, null) ?? "";
+  assert.match(listed, /[、和]/, listed);
   setLocale("en");
   assert.equal(textNote({ kind: "rules_instead_of_rewrite" }, null)?.startsWith("LLM cleanup is off"), true);
 });

@@ -37,9 +37,9 @@ export function textNote(code: TextNote | null | undefined, english: string | nu
   if (!code) return english ?? null;
   switch (code.kind) {
     case "rule_based":
-      return t("note.ruleBased", { reasons: formatList(code.reasons.map(reasonTitle), "conjunction") });
+      return t("note.ruleBased", { reasons: formatList(code.reasons.map(reasonTitle)) });
     case "not_translated":
-      return t("note.notTranslated", { reasons: formatList(code.reasons.map(reasonTitle), "conjunction") });
+      return t("note.notTranslated", { reasons: formatList(code.reasons.map(reasonTitle)) });
     case "rules_instead_of_rewrite":
       return t("note.rulesInsteadOfRewrite");
     default:

@@ -42,6 +42,30 @@ pub async fn every_view_shows_its_text_whole_in_each_language_and_the_pseudo_loc
     ui.click("project-open-interview").await;
     ui.until_text("current-project-name", WAIT, |t| t == "Interview")
         .await;
+    // The check finds cut-off text in this window: a button too narrow for its words.
+    ui.client
+        .execute(
+            r#"const b = document.createElement("button");
+               b.dataset.testid = "cut-off-probe";
+               b.style.cssText = "width: 40px; white-space: nowrap; overflow: hidden";
+               b.textContent = "A label far too long for its button";
+               document.querySelector(".content").append(b);"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let probe = ui.cut_off_text().await;
+    assert!(
+        probe.iter().any(|c| c.contains("cut-off-probe")),
+        "the check missed a cut-off label: {probe:?}"
+    );
+    ui.client
+        .execute(
+            "document.querySelector(\"[data-testid='cut-off-probe']\").remove();",
+            vec![],
+        )
+        .await
+        .unwrap();
     let english = ui.text("nav-transcribe").await;
     let mut cut_off = Vec::new();
     for language in LANGUAGES {

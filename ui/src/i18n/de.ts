@@ -23,6 +23,7 @@ export const de: Catalog = {
   "announce.decidedAll": "{decision, select, accepted {Alle Vorschläge übernommen} other {Alle Vorschläge abgelehnt}}",
   "announce.synthesized": "Sprache ist fertig",
   "announce.voiceCreated": "Stimme {name} angelegt",
+  "announce.resumed": "{kind} fortgesetzt und abgeschlossen",
   "note.ruleBased": "Von den Regeln bereinigt: {reasons}",
   "note.notTranslated": "Nicht übersetzt ({reasons}): Gesprochen wird das Original, von den Regeln bereinigt.",
   "note.rulesInsteadOfRewrite": "Die LLM-Bereinigung ist für dieses Projekt aus: Die Regeln haben den Text bereinigt, statt ihn umzuschreiben",

@@ -26,6 +26,7 @@ export const en = {
   "announce.decidedAll": "{decision, select, accepted {All suggestions accepted} other {All suggestions rejected}}",
   "announce.synthesized": "Speech ready",
   "announce.voiceCreated": "Voice {name} created",
+  "announce.resumed": "{kind} resumed and finished",
 
   // Notes on a text or a voice, from their codes
   "note.ruleBased": "Cleaned up by the rules: {reasons}",

@@ -23,6 +23,7 @@ export const es: Catalog = {
   "announce.decidedAll": "{decision, select, accepted {Todas las sugerencias aceptadas} other {Todas las sugerencias rechazadas}}",
   "announce.synthesized": "Voz lista",
   "announce.voiceCreated": "Voz {name} creada",
+  "announce.resumed": "{kind}: reanudado y terminado",
   "note.ruleBased": "Limpiado por las reglas: {reasons}",
   "note.notTranslated": "Sin traducir ({reasons}): se habla el original, limpiado por las reglas.",
   "note.rulesInsteadOfRewrite": "La limpieza con LLM está desactivada en este proyecto: las reglas limpiaron el texto en lugar de reescribirlo",

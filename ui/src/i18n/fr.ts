@@ -23,6 +23,7 @@ export const fr: Catalog = {
   "announce.decidedAll": "{decision, select, accepted {Toutes les suggestions acceptées} other {Toutes les suggestions refusées}}",
   "announce.synthesized": "Parole prête",
   "announce.voiceCreated": "Voix {name} créée",
+  "announce.resumed": "{kind} : reprise et terminée",
   "note.ruleBased": "Nettoyé par les règles : {reasons}",
   "note.notTranslated": "Non traduit ({reasons}) : l’original, nettoyé par les règles, est dit.",
   "note.rulesInsteadOfRewrite": "Le nettoyage par LLM est désactivé pour ce projet : les règles ont nettoyé le texte au lieu de le réécrire",

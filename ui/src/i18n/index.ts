@@ -232,9 +232,10 @@ export function formatClock(ms: number): string {
   return df({ timeStyle: "medium" }).format(new Date(ms));
 }
 
-/** A list ("a, b and c") in the current language. */
-export function formatList(items: string[], type: "conjunction" | "unit" = "unit"): string {
-  return new Intl.ListFormat(intlLocale(), { style: "short", type }).format(items);
+/** A list of things ("a, b and c") in the current language. (Not Intl's "unit" lists: they
+ * are for measures, and Chinese writes those with no separator at all.) */
+export function formatList(items: string[]): string {
+  return new Intl.ListFormat(intlLocale(), { style: "short", type: "conjunction" }).format(items);
 }
 
 /** A language's name (ISO 639 code) in the current language, or `fallback`. */

@@ -23,6 +23,7 @@ export const ja: Catalog = {
   "announce.decidedAll": "{decision, select, accepted {すべての提案を採用しました} other {すべての提案を却下しました}}",
   "announce.synthesized": "音声ができました",
   "announce.voiceCreated": "声 {name} を作成しました",
+  "announce.resumed": "{kind} を再開し、完了しました",
   "note.ruleBased": "ルールで整形しました: {reasons}",
   "note.notTranslated": "翻訳されていません ({reasons})。ルールで整形した元の文を読み上げます。",
   "note.rulesInsteadOfRewrite": "このプロジェクトでは LLM 整形がオフです。書き換えの代わりにルールで整形しました",

@@ -23,6 +23,7 @@ export const zhHans: Catalog = {
   "announce.decidedAll": "{decision, select, accepted {已接受全部建议} other {已拒绝全部建议}}",
   "announce.synthesized": "语音已就绪",
   "announce.voiceCreated": "已创建声音 {name}",
+  "announce.resumed": "{kind}已恢复并完成",
   "note.ruleBased": "已按规则清理：{reasons}",
   "note.notTranslated": "未翻译（{reasons}）：朗读按规则清理后的原文。",
   "note.rulesInsteadOfRewrite": "此项目的 LLM 清理已关闭：规则清理了文本，而没有改写",

@@ -2,6 +2,7 @@
 // start, each with Resume (from its checkpoint) and Discard.
 import { useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type JobInfo, type UiError } from "../api";
+import { announce, focusWhenLost } from "../a11y";
 import { useEvent } from "../hooks";
 import { codeLabel, t } from "../i18n";
 import { ErrorNotice } from "../rejection";
@@ -26,14 +27,19 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
     const handle = jobId("resume");
     setError(null);
     setResuming((r) => ({ ...r, [job.id]: handle }));
+    // Resume and Discard give way to Cancel while it runs; when the job is done and its row
+    // gone, the focus goes to the view's heading.
+    focusWhenLost(`job-cancel-${job.id}`);
     try {
       await api.resumeJob(job.project, job.id, handle);
       props.onResumed(job.project);
+      announce(t("announce.resumed", { kind: codeLabel("job.kind", job.kind) }));
     } catch (e) {
       setError(asUiError(e));
     } finally {
       setResuming(({ [job.id]: _, ...rest }) => rest);
-      refresh();
+      await refresh();
+      focusWhenLost("view-title");
     }
   };
 
@@ -44,7 +50,8 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
     } catch (e) {
       setError(asUiError(e));
     }
-    refresh();
+    await refresh();
+    focusWhenLost("view-title");
   };
 
   if (jobs.length === 0 && !error) return null;

@@ -79,7 +79,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
         )}
       </div>
       <div class="row">
-        <span class="field">
+        <span class="labelled">
         <label for="failure-policy">{t("cleanup.whenRefused")}</label>
         <select
           id="failure-policy"
@@ -92,7 +92,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
           <option value="retry">{t("policy.retry")}</option>
         </select>
         </span>
-        <span class="field">
+        <span class="labelled">
         <label for="cleanup-mode">{t("cleanup.mode")}</label>
         <select
           id="cleanup-mode"

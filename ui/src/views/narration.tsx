@@ -135,7 +135,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
     <div class="view" data-testid="view-narration">
       <h1 tabIndex={-1} data-testid="view-title">{t("nav.narration")}</h1>
       <div class="row">
-        <span class="field">
+        <span class="labelled">
         <label for="narration-mode">{t("narration.text")}</label>
         <select
           id="narration-mode"
@@ -164,7 +164,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           </select>
         )}
         </span>
-        <span class="field">
+        <span class="labelled">
         <label for="narration-voice">{t("narration.voice")}</label>
         <select
           id="narration-voice"
@@ -180,7 +180,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           ))}
         </select>
         </span>
-        <span class="field">
+        <span class="labelled">
         <label for="narration-policy">{t("narration.whenRefused")}</label>
         <select
           id="narration-policy"
