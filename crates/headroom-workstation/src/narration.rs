@@ -935,7 +935,7 @@ impl Workstation {
                                         why.join(" ")
                                     )),
                                     note_code: Some(TextNote::NotTranslated {
-                                        reasons: output.fallbacks().map(|r| r.reason).collect(),
+                                        reasons: output.fallback_reasons(),
                                     }),
                                     language: source_language(project),
                                 }

@@ -206,6 +206,17 @@ pub enum TextNote {
     RulesInsteadOfRewrite,
 }
 
+/// Reads an optional code leniently: one this version does not know (a kind or a reason a newer
+/// version wrote) reads as none, so the project still opens and the English note still shows.
+pub(crate) fn unknown_code_as_none<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
 /// A cleaned version of one segment, waiting for or holding the user's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -216,7 +227,11 @@ pub struct Suggestion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The same, as a code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "unknown_code_as_none"
+    )]
     pub note_code: Option<TextNote>,
     #[serde(default)]
     pub decision: Decision,
@@ -1130,6 +1145,50 @@ mod tests {
         assert!(listed.iter().any(|e| matches!(e,
             ProjectEntry::Unreadable { id, error } if id == "broken" && error.contains("left as it is"))));
         assert_eq!(std::fs::read(&manifest).unwrap(), b"{ not json");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_note_code_this_version_does_not_know_reads_as_none_and_the_project_opens() {
+        let (store, dir) = store();
+        let mut p = store.create("Later").unwrap();
+        p.set_transcript(&transcript());
+        let note = Some("Cleaned up by the rules: a reason from a newer version".to_string());
+        for (i, segment) in p.segments.iter_mut().enumerate() {
+            segment.suggestion = Some(Suggestion {
+                text: "Hello there.".into(),
+                source: SuggestionSource::RuleBased,
+                note: note.clone(),
+                note_code: Some(TextNote::RuleBased {
+                    reasons: vec![if i == 0 {
+                        RejectReason::TextLaneFull
+                    } else {
+                        RejectReason::UpstreamBusy
+                    }],
+                }),
+                decision: Decision::Pending,
+            });
+        }
+        store
+            .update("later", |stored| {
+                *stored = p.clone();
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        // A newer version wrote a kind and a reason this one has never heard of.
+        let manifest = dir.join("later").join(MANIFEST);
+        let mut newer: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        newer["segments"][0]["suggestion"]["note_code"]["kind"] = "kind_from_the_future".into();
+        newer["segments"][1]["suggestion"]["note_code"]["reasons"][0] =
+            "reason_from_the_future".into();
+        std::fs::write(&manifest, serde_json::to_vec_pretty(&newer).unwrap()).unwrap();
+        let reopened = store.open("later").unwrap();
+        for s in &reopened.segments {
+            let suggestion = s.suggestion.as_ref().unwrap();
+            assert_eq!(suggestion.note_code, None);
+            assert_eq!(suggestion.note, note);
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -13,7 +13,7 @@ use headroom_base::consent::Destination;
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
-use headroom_core::admission::{Priority, RejectReason, Rejection};
+use headroom_core::admission::{Priority, Rejection};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
     PieceSource,
@@ -1374,7 +1374,7 @@ pub(crate) fn project_file_in(
 /// else rule-based with the reason.
 pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
     let fallback_reasons: Vec<String> = output.fallbacks().map(|r| r.message()).collect();
-    let reasons: Vec<RejectReason> = output.fallbacks().map(|r| r.reason).collect();
+    let reasons = output.fallback_reasons();
     let rule_based = output
         .pieces
         .iter()

@@ -136,6 +136,17 @@ impl CleanupOutput {
             _ => None,
         })
     }
+
+    /// The reasons of [`CleanupOutput::fallbacks`], each once, in the order they first came.
+    pub fn fallback_reasons(&self) -> Vec<RejectReason> {
+        let mut reasons = Vec::new();
+        for r in self.fallbacks() {
+            if !reasons.contains(&r.reason) {
+                reasons.push(r.reason);
+            }
+        }
+        reasons
+    }
 }
 
 fn join_pieces(pieces: &[CleanedPiece]) -> String {

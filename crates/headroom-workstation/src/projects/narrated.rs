@@ -192,7 +192,11 @@ pub struct NarratedSegment {
     #[serde(default)]
     pub note: Option<String>,
     /// The same, as a code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::unknown_code_as_none"
+    )]
     pub note_code: Option<TextNote>,
     #[serde(default)]
     pub refused: Option<SegmentRefusal>,
@@ -307,7 +311,11 @@ pub struct Narration {
     #[serde(default)]
     pub voice_note: Option<String>,
     /// The same, as a code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::unknown_code_as_none"
+    )]
     pub voice_note_code: Option<VoiceNote>,
 }
 
