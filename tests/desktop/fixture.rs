@@ -28,6 +28,8 @@ pub mod keys {
     /// Ctrl+End: the end of a text field, then Ctrl released.
     pub const CTRL_END: &str = "\u{E009}\u{E010}\u{E000}";
     pub const RIGHT: &str = "\u{E014}";
+    pub const HOME: &str = "\u{E011}";
+    pub const END: &str = "\u{E010}";
 }
 
 /// Transcription of the sample and first model load on a 2-core machine in a debug build.
@@ -492,7 +494,9 @@ impl Desktop {
                      if (style.display === "inline" || style.visibility === "hidden") continue;
                      if (el.getClientRects().length === 0) continue;
                      const ownText = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "");
-                     if (!ownText) continue;
+                     // Controls and badges whose words sit in inline children count too.
+                     const labelled = el.matches("button, label, summary, legend, .badge") && el.textContent.trim() !== "";
+                     if (!ownText && !labelled) continue;
                      const scrolls = style.overflowX === "auto" || style.overflowX === "scroll";
                      if (!scrolls && el.scrollWidth > el.clientWidth + 1) out.push("wider than its box: " + name(el));
                    }

@@ -44,13 +44,24 @@ export function focusLost(): boolean {
   );
 }
 
+/** Whether the last input was the keyboard. After a click on nothing focusable the focus is on
+ * the page, not lost, and stays there (WKWebView does not focus a clicked button, so there
+ * every click would look like lost focus). */
+let keyboardLast = false;
+if (typeof document !== "undefined") {
+  document.addEventListener("keydown", () => (keyboardLast = true), { capture: true });
+  document.addEventListener("pointerdown", () => (keyboardLast = false), { capture: true });
+}
+
 /** Moves the focus to the element with `testid` once it is drawn, if the focus is lost (or on
  * `from`, the control whose action this follows): never away from where the user moved it
  * meanwhile. */
 export function focusWhenLost(testid: string, from?: string): void {
   requestAnimationFrame(() => {
     const active = document.activeElement as HTMLElement | null;
-    if (!focusLost() && active?.dataset.testid !== from) return;
+    if (!keyboardLast && (active === null || active === document.body)) return;
+    const onFrom = from !== undefined && active?.dataset.testid === from;
+    if (!focusLost() && !onFrom) return;
     document.querySelector<HTMLElement>(`[data-testid='${testid}']`)?.focus();
   });
 }

@@ -59,11 +59,16 @@ export function Waveform(props: {
   const last = props.regions.length - 1;
   const current = Math.min(active, Math.max(last, 0));
   const onKeyDown = (e: KeyboardEvent) => {
+    // Alt+Left and the like belong to the system.
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const target = (e.target as Element).getAttribute("data-index");
+    if (target === null) return;
+    const at = Number(target);
     const to =
       e.key === "ArrowRight" || e.key === "ArrowDown"
-        ? Math.min(current + 1, last)
+        ? Math.min(at + 1, last)
         : e.key === "ArrowLeft" || e.key === "ArrowUp"
-          ? Math.max(current - 1, 0)
+          ? Math.max(at - 1, 0)
           : e.key === "Home"
             ? 0
             : e.key === "End"
@@ -75,7 +80,7 @@ export function Waveform(props: {
       (e.currentTarget as SVGElement).querySelector<SVGElement>(`[data-index='${to}']`)?.focus();
     } else if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
-      props.onRegion(current);
+      props.onRegion(at);
     }
   };
   return (
@@ -111,7 +116,7 @@ export function Waveform(props: {
             // Lower case: on an SVG element Preact sets the attribute as written.
             tabindex={i === current ? 0 : -1}
             aria-label={name}
-            aria-pressed={props.playing === i}
+            aria-current={props.playing === i ? "true" : undefined}
             onFocus={() => setActive(i)}
             onClick={() => {
               setActive(i);

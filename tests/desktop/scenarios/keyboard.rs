@@ -43,6 +43,20 @@ pub async fn the_main_path_is_done_by_keyboard_alone(ui: &Desktop, w: &mut World
     // The waveform is one Tab stop; the arrow keys move between its segments and Space plays
     // the one focused, which the transcript marks.
     ui.tab_to("transcribe-waveform-region-0").await;
+    let segments = ui
+        .client
+        .find_all(fantoccini::Locator::Css("[data-testid^='segment-text-']"))
+        .await
+        .unwrap()
+        .len();
+    ui.press(keys::END).await;
+    ui.until_focused(
+        &format!("transcribe-waveform-region-{}", segments - 1),
+        WAIT,
+    )
+    .await;
+    ui.press(keys::HOME).await;
+    ui.until_focused("transcribe-waveform-region-0", WAIT).await;
     ui.press(keys::RIGHT).await;
     ui.until_focused("transcribe-waveform-region-1", WAIT).await;
     ui.press(keys::SPACE).await;

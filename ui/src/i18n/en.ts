@@ -21,7 +21,7 @@ export const en = {
   "announce.deleted": "Project {name} deleted",
   "announce.transcribed": "Transcribed: {count, plural, one {# segment} other {# segments}}",
   "announce.suggestion": "Suggestion ready for segment {n}",
-  "announce.cleanedAll": "Every segment has been cleaned up",
+  "announce.cleanedAll": "Clean up finished: {cleaned, plural, one {# segment} other {# segments}} cleaned, {refused} refused",
   "announce.decided": "{decision, select, accepted {Segment {n} accepted} other {Segment {n} rejected}}",
   "announce.decidedAll": "{decision, select, accepted {All suggestions accepted} other {All suggestions rejected}}",
   "announce.synthesized": "Speech ready",

@@ -194,8 +194,9 @@ export function CleanupView(props: {
     batchRef.current = job;
     dispatch({ type: "batch-started", job });
     try {
-      await api.cleanAll(project.id, false, job);
-      announce(t("announce.cleanedAll"));
+      const summary = await api.cleanAll(project.id, false, job);
+      const count = (outcome: string) => summary.outcomes.filter((o) => o.outcome === outcome).length;
+      announce(t("announce.cleanedAll", { cleaned: count("cleaned"), refused: count("refused") }));
     } catch (e) {
       dispatch({ type: "batch-failed", error: asUiError(e) });
     } finally {

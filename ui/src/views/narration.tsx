@@ -84,27 +84,30 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
     }
   });
 
-  const run = (work: (job: string) => Promise<NarrationSummary>) =>
+  // `pressed` is the button that started it (Narrate, or a segment's re-run).
+  const run = (pressed: string, work: (job: string) => Promise<NarrationSummary>) =>
     guard(async () => {
       dispatch({ type: "run-started" });
-      // Start disables itself while the narration runs: its focus goes to Cancel, and to the
-      // summary when the run ends.
-      focusWhenLost("narration-cancel", "narration-start");
+      // The pressed button disables itself while the narration runs: its focus goes to Cancel,
+      // and when the run ends to the summary (a whole run) or back to the button (a re-run).
+      const whole = pressed === "narration-start";
+      focusWhenLost("narration-cancel", pressed);
       try {
         const summary = await narration.run(work);
         dispatch({ type: "run-finished", summary });
         announce(narrationSummary(summary));
-        focusWhenLost("narration-summary", "narration-cancel");
+        if (whole) focusWhenLost("narration-summary", "narration-cancel");
       } finally {
         dispatch({ type: "run-ended" });
-        // Refused or cancelled: back to Start (the refusal is announced as an alert).
-        focusWhenLost("narration-start", "narration-cancel");
+        // Refused, cancelled or a re-run: back to the button pressed (a refusal is announced as
+        // an alert).
+        focusWhenLost(pressed, "narration-cancel");
         await load();
         props.onProject(await api.openProject(project.id));
       }
     });
 
-  const start = () => run((job) => api.narrate(project.id, narrationOptions(state), job));
+  const start = () => run("narration-start", (job) => api.narrate(project.id, narrationOptions(state), job));
 
   const output = view?.narration?.output ?? null;
   const playSegment = (i: number, which: Side) => {
@@ -369,7 +372,7 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
                   disabled={busy || !view?.narration}
                   title={t("narration.rerun")}
                   aria-label={t("narration.rerun")}
-                  onClick={() => run((job) => api.narrateSegment(project.id, i, job))}
+                  onClick={() => run(`narration-rerun-${i}`, (job) => api.narrateSegment(project.id, i, job))}
                 >
                   ↻
                 </button>

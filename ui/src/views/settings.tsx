@@ -117,13 +117,15 @@ export function SettingsView(props: { info: AppInfo | null; onSaved: () => void 
     api.models().then(setModels, (e) => setError(asUiError(e)));
   }, []);
 
+  // The same root (a form) while loading as after, so the heading focused when the view opened
+  // stays in place when the settings arrive.
   if (!settings)
     return (
-      <div class="view" data-testid="view-settings">
+      <form class="view" data-testid="view-settings" onSubmit={(e) => e.preventDefault()}>
         <h1 tabIndex={-1} data-testid="view-title">{t("nav.settings")}</h1>
         <LanguageChoice />
         {t("common.loading")}
-      </div>
+      </form>
     );
   const lane = settings.text_lane;
   const setLane = (change: Partial<Settings["text_lane"]>) => {
