@@ -392,6 +392,15 @@ impl Desktop {
             .unwrap();
     }
 
+    /// Opens the project `id` from the Projects view and waits until it is the current one
+    /// (shown as `name`).
+    pub async fn open_project(&self, id: &str, name: &str) {
+        self.click("nav-projects").await;
+        self.click(&format!("project-open-{id}")).await;
+        self.until_text("current-project-name", WAIT, |t| t == name)
+            .await;
+    }
+
     /// The focused element's `data-testid`; `"body"` when nothing in the window has focus,
     /// `"<tag>"` (with its text) for a focused element without one.
     pub async fn focused(&self) -> String {

@@ -18,10 +18,7 @@ pub async fn cleanup_with_the_text_model_off_is_rule_based_and_sends_nothing(
     w: &mut World,
 ) {
     // The interview project, whatever the keyboard scenario before this one left open.
-    ui.click("nav-projects").await;
-    ui.click("project-open-interview").await;
-    ui.until_text("current-project-name", WAIT, |t| t == "Interview")
-        .await;
+    ui.open_project("interview", "Interview").await;
     ui.click("nav-cleanup").await;
     let note = ui.text("cleanup-privacy-note").await;
     assert!(note.contains("nothing leaves this machine"), "{note}");

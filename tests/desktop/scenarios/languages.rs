@@ -38,10 +38,7 @@ pub async fn every_view_shows_its_text_whole_in_each_language_and_the_pseudo_loc
     ui: &Desktop,
     _w: &mut World,
 ) {
-    ui.click("nav-projects").await;
-    ui.click("project-open-interview").await;
-    ui.until_text("current-project-name", WAIT, |t| t == "Interview")
-        .await;
+    ui.open_project("interview", "Interview").await;
     // The check finds cut-off text in this window: a button too narrow for its words.
     ui.client
         .execute(
