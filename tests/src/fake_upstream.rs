@@ -1,7 +1,8 @@
 //! A controllable OpenAI-compatible server on loopback for fault injection: slow first token,
-//! held headers, hangs, resets, malformed SSE, error statuses and error chunks. It records what
-//! it received and how many response streams are still open, so tests can observe that a
-//! dropped request really closed its upstream connection.
+//! held headers, stalls after headers, hangs, resets, malformed SSE, invalid JSON, error
+//! statuses and error chunks. It records what it received and how many response streams are
+//! still open, so tests can observe that a dropped request really closed its upstream
+//! connection.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -44,6 +45,10 @@ pub enum Behavior {
     ResetAfter(usize, Arc<Notify>),
     /// Sends a `data:` line that is not JSON.
     Malformed,
+    /// Answers 200 `application/json` with a body that is not JSON (no event stream at all).
+    InvalidJson,
+    /// Sends its headers, then nothing but an SSE comment now and then: no event, ever.
+    StallAfterHeaders,
     /// Answers with this status, body and optional Retry-After header.
     Status {
         status: u16,
@@ -390,6 +395,13 @@ async fn chat(
                 Bytes::from_static(b"data: {\"choices\": [oops\n\n"),
             ]),
         ),
+        Behavior::InvalidJson => Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                r#"{"id": "chatcmpl-fake", "choices": [{"message": "#,
+            ))
+            .unwrap(),
+        Behavior::StallAfterHeaders => sse(&shared, keepalive_forever()),
         Behavior::Status {
             status,
             body,

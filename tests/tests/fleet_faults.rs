@@ -4,15 +4,21 @@
 
 use futures::StreamExt;
 use headroom_core::admission::RejectReason;
+use headroom_core::config::{Config, UpstreamSettings};
 use headroom_core::lanes::{TextLane, TextLaneConfig, UpstreamSpec};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
 use headroom_core::metrics::Metrics;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
 fn fleet(urls: &[String]) -> (TextLane, Arc<Metrics>) {
+    fleet_with(urls, TextLaneConfig::default())
+}
+
+fn fleet_with(urls: &[String], config: TextLaneConfig) -> (TextLane, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::new());
     let specs = urls
         .iter()
@@ -20,7 +26,7 @@ fn fleet(urls: &[String]) -> (TextLane, Arc<Metrics>) {
         .collect();
     let lane = TextLane::over_fleet(
         specs,
-        TextLaneConfig::default(),
+        config,
         metrics.clone(),
         headroom_core::lanes::AudioActivity::idle(),
         None,
@@ -276,4 +282,188 @@ async fn one_server_breaking_before_its_first_words_ends_the_stream_with_the_rea
     assert_eq!(text, "");
     assert_eq!(r.reason, RejectReason::UpstreamUnavailable);
     assert_eq!(lane.snapshot().occupancy.in_flight, 0);
+}
+
+/// The first-chunk deadline of the garbage tests: a stall is cut here, well inside the total.
+const FIRST_WORDS: Duration = Duration::from_secs(1);
+
+/// Ways an upstream answers without ever answering: what it does, and how its one request is
+/// counted in `headroom_upstream_requests_total`.
+fn garbage() -> Vec<(&'static str, Behavior, &'static str)> {
+    vec![
+        (
+            "200 with a body that is not JSON",
+            Behavior::InvalidJson,
+            "unreadable",
+        ),
+        (
+            "an event stream that is not JSON",
+            Behavior::Malformed,
+            "answered",
+        ),
+        (
+            "headers, then nothing",
+            Behavior::StallAfterHeaders,
+            "answered",
+        ),
+        (
+            "no headers at all",
+            Behavior::HoldHeaders(Arc::new(Notify::new())),
+            "deadline",
+        ),
+    ]
+}
+
+/// The value of `headroom_upstream_up` for `upstream`.
+fn up_gauge(metrics: &str, upstream: &str) -> String {
+    let start = format!("headroom_upstream_up{{upstream=\"{upstream}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&start))
+        .unwrap_or_else(|| panic!("{start} not in:\n{metrics}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn an_upstream_that_answers_garbage_or_stalls_loses_its_traffic_to_a_healthy_one() {
+    for (what, behavior, counted) in garbage() {
+        let a = FakeUpstream::start(behavior, 4096).await;
+        let b = FakeUpstream::start(Behavior::Echo, 4096).await;
+        let mut config = TextLaneConfig::default();
+        config.deadlines.first_chunk = FIRST_WORDS;
+        let (lane, metrics) = fleet_with(&[a.base_url(), b.base_url()], config);
+        let mut answers = Vec::new();
+        for i in 0..20 {
+            let answer = match lane.submit(ask(&format!("n{i}"))).await {
+                Ok(stream) => stream.collect_text().await.map_err(|(_, r)| r),
+                Err(r) => Err(r),
+            };
+            answers.push(answer);
+        }
+        let failed: Vec<_> = answers.iter().filter_map(|a| a.as_ref().err()).collect();
+        let split = format!(
+            "{what}: {} of 20 answered; A was sent {}, B {}; failures: {:?}",
+            20 - failed.len(),
+            a.requests(),
+            b.requests(),
+            failed.iter().map(|r| r.reason).collect::<Vec<_>>()
+        );
+        eprintln!("{split}");
+        for (i, answer) in answers.iter().enumerate() {
+            assert_eq!(
+                answer.as_deref().ok(),
+                Some(format!("clean: n{i}").as_str()),
+                "{split}"
+            );
+        }
+        assert_eq!(
+            (a.requests(), b.requests()),
+            (1, 20),
+            "A is down after its first failure and B has room: {split}"
+        );
+        let views = lane.snapshot().upstreams;
+        assert!(!views[0].up && views[1].up, "{what}: {views:?}");
+        assert!(views[0].down_reason.is_some(), "{what}: {views:?}");
+        assert_eq!(up_gauge(&metrics.render(), &a.base_url()), "0", "{what}");
+        assert_eq!(up_gauge(&metrics.render(), &b.base_url()), "1", "{what}");
+        assert_eq!(
+            metrics.upstream_requests(&a.base_url(), counted),
+            1,
+            "{what}"
+        );
+        assert_eq!(metrics.upstream_health_changes(&a.base_url()), 1, "{what}");
+        // Its model list still answers: that says nothing of its replies, so a health check
+        // does not bring it back (a request that gets words from it will).
+        lane.check_health().await;
+        assert!(!lane.snapshot().upstreams[0].up, "{what}");
+        assert_eq!(lane.snapshot().occupancy.in_flight, 0);
+        a.until_open_streams(0).await;
+    }
+}
+
+#[tokio::test]
+async fn with_every_upstream_stalling_a_request_ends_at_its_first_chunk_deadline_on_each() {
+    let a = FakeUpstream::start(Behavior::StallAfterHeaders, 4096).await;
+    let b = FakeUpstream::start(Behavior::StallAfterHeaders, 4096).await;
+    let mut config = TextLaneConfig::default();
+    config.deadlines.first_chunk = Duration::from_millis(300);
+    let (lane, _) = fleet_with(&[a.base_url(), b.base_url()], config);
+    let (text, r) = lane
+        .submit(ask("x"))
+        .await
+        .unwrap()
+        .collect_text()
+        .await
+        .unwrap_err();
+    assert_eq!(text, "");
+    assert_eq!(r.reason, RejectReason::DeadlineExceeded);
+    assert_eq!(
+        r.deadline,
+        Some(headroom_core::admission::DeadlineKind::FirstChunk)
+    );
+    assert!(!r.after_output);
+    assert_eq!((a.requests(), b.requests()), (1, 1), "each tried once");
+    assert!(lane.snapshot().upstreams.iter().all(|u| !u.up));
+    assert_eq!(lane.snapshot().occupancy.in_flight, 0);
+    a.until_open_streams(0).await;
+    b.until_open_streams(0).await;
+}
+
+#[tokio::test]
+async fn serve_sends_every_request_to_the_healthy_upstream_when_the_other_answers_garbage() {
+    for (what, behavior) in [
+        ("invalid JSON", Behavior::InvalidJson),
+        ("a stall after headers", Behavior::StallAfterHeaders),
+    ] {
+        let a = FakeUpstream::start(behavior, 4096).await;
+        let b = FakeUpstream::start(Behavior::Echo, 4096).await;
+        let mut config = Config::default();
+        config.llm.url = a.base_url();
+        config.llm.upstreams = vec![UpstreamSettings {
+            url: b.base_url(),
+            capacity: None,
+        }];
+        config.text_lane.first_chunk_secs = FIRST_WORDS.as_secs_f64();
+        let server = headroom_tests::serve(&headroom_tests::services(config)).await;
+        let http = reqwest::Client::new();
+        let mut answers = Vec::new();
+        for i in 0..20 {
+            let resp = http
+                .post(format!("{}/chat/completions", server.base_url()))
+                .json(&json!({"messages": [{"role": "user", "content": format!("n{i}")}]}))
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let body: Value = resp.json().await.unwrap();
+            answers.push((status, body));
+        }
+        let ok = answers.iter().filter(|(s, _)| *s == 200).count();
+        let split = format!(
+            "{what}: {ok} of 20 answered 200 (statuses {:?}); A was sent {}, B {}",
+            answers.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            a.requests(),
+            b.requests()
+        );
+        eprintln!("{split}");
+        for (i, (status, body)) in answers.iter().enumerate() {
+            assert_eq!(*status, 200, "{split}: {body}");
+            assert_eq!(
+                body["choices"][0]["message"]["content"],
+                format!("clean: n{i}"),
+                "{split}"
+            );
+        }
+        assert_eq!((a.requests(), b.requests()), (1, 20), "{split}");
+        let metrics = http
+            .get(format!("http://{}/metrics", server.addr))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(up_gauge(&metrics, &a.base_url()), "0", "{what}");
+        assert_eq!(up_gauge(&metrics, &b.base_url()), "1", "{what}");
+    }
 }

@@ -243,7 +243,7 @@ impl Metrics {
         let upstream_requests = Family::<UpstreamResultLabels, Counter>::default();
         registry.register(
             "upstream_requests",
-            "Requests sent to each upstream, moves to another upstream included, by result (answered, unavailable, busy, error, deadline)",
+            "Requests sent to each upstream, moves to another upstream included, by result (answered, unavailable, busy, error, deadline, unreadable)",
             upstream_requests.clone(),
         );
         let upstream_up = Family::<UpstreamLabel, Gauge>::default();

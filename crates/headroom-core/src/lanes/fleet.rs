@@ -4,10 +4,14 @@
 //! once, as one server does); the fleet then picks the upstream it goes to: an upstream that
 //! is up and has a free slot, the least busy first, then the one whose first tokens came
 //! soonest lately. An upstream that fails before the first token is marked down and the
-//! request moves on; a down upstream is tried again after a backoff (one request at a time, a
-//! half-open breaker) or when a health check finds it answering. When every upstream is down
-//! each request still tries them, since a refused connection costs nothing and there is no
-//! better place to send it.
+//! request moves on: refused or broken connections and server errors, and as much a reply that
+//! cannot be read (not an event stream, not JSON) or first words that do not come before the
+//! first-chunk deadline. A down upstream is tried again after a backoff (one request at a time,
+//! a half-open breaker), and is up again once that request gets words from it; a health check
+//! that finds it answering brings it back at once only when it went down unreachable, since a
+//! server whose replies are garbage or stall may answer its model list all the while. When
+//! every upstream is down each request still tries them, since a refused connection costs
+//! nothing and there is no better place to send it.
 
 use crate::llm::{LlmClient, LlmError, ServerInfo};
 use crate::metrics::Metrics;
@@ -50,8 +54,12 @@ pub enum UpstreamResult {
     Busy,
     /// The request itself was refused (too long, bad request): no other upstream would differ.
     Error,
-    /// No answer before the request's deadline.
+    /// No answer, or no first words, before the deadline. At the first-chunk deadline the
+    /// upstream stalls and is marked down; at the request's total deadline it is only counted.
     Deadline,
+    /// An answer that cannot be read: not an event stream, or a stream that is not the
+    /// protocol (a chunk that is not JSON, an event past the bound). Marked down.
+    Unreadable,
 }
 
 impl UpstreamResult {
@@ -62,15 +70,17 @@ impl UpstreamResult {
             UpstreamResult::Busy => "busy",
             UpstreamResult::Error => "error",
             UpstreamResult::Deadline => "deadline",
+            UpstreamResult::Unreadable => "unreadable",
         }
     }
 
-    pub const ALL: [UpstreamResult; 5] = [
+    pub const ALL: [UpstreamResult; 6] = [
         UpstreamResult::Answered,
         UpstreamResult::Unavailable,
         UpstreamResult::Busy,
         UpstreamResult::Error,
         UpstreamResult::Deadline,
+        UpstreamResult::Unreadable,
     ];
 
     /// How an error from an upstream counts: whether it says the upstream is down, busy, or
@@ -82,22 +92,58 @@ impl UpstreamResult {
             }
             LlmError::Status { status, .. } if *status >= 500 => UpstreamResult::Unavailable,
             LlmError::Busy { .. } => UpstreamResult::Busy,
-            LlmError::InStream(e)
-                if matches!(
-                    e.code.as_ref().map(|c| c.to_string()).as_deref(),
-                    Some("429" | "503")
-                ) =>
-            {
-                UpstreamResult::Busy
-            }
-            _ => UpstreamResult::Error,
+            // A 200 whose body is not the protocol says nothing about the request: every
+            // server would have read it, this one answered garbage.
+            LlmError::Malformed(_) => UpstreamResult::Unreadable,
+            LlmError::InStream(e) => match e.code.as_ref().map(|c| c.to_string()).as_deref() {
+                Some("429" | "503") => UpstreamResult::Busy,
+                // A server error reported inside the stream, as a 5xx status would have been.
+                Some(code) if code.parse::<u16>().is_ok_and(|n| (500..600).contains(&n)) => {
+                    UpstreamResult::Unavailable
+                }
+                _ => UpstreamResult::Error,
+            },
+            LlmError::InvalidUrl { .. }
+            | LlmError::ContextOverflow { .. }
+            | LlmError::Status { .. } => UpstreamResult::Error,
         }
     }
 
     /// Whether another upstream may succeed where this one did not.
     pub fn worth_another(self) -> bool {
-        matches!(self, UpstreamResult::Unavailable | UpstreamResult::Busy)
+        matches!(
+            self,
+            UpstreamResult::Unavailable
+                | UpstreamResult::Busy
+                | UpstreamResult::Unreadable
+                | UpstreamResult::Deadline
+        )
     }
+
+    /// Whether it counts against the upstream's breaker: it is marked down.
+    pub fn marks_down(self) -> bool {
+        self.down_cause().is_some()
+    }
+
+    /// What it says took the upstream down, if anything.
+    fn down_cause(self) -> Option<DownCause> {
+        match self {
+            UpstreamResult::Unavailable => Some(DownCause::Unreachable),
+            UpstreamResult::Unreadable | UpstreamResult::Deadline => Some(DownCause::Replies),
+            UpstreamResult::Answered | UpstreamResult::Busy | UpstreamResult::Error => None,
+        }
+    }
+}
+
+/// What took an upstream down, and so what can show it is back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum DownCause {
+    /// Unreachable, a broken connection or a server error: a health check that finds it
+    /// answering shows it is back.
+    Unreachable,
+    /// Its replies could not be read or its first words did not come: its model list may
+    /// answer all the while, so only a request that gets words from it shows it is back.
+    Replies,
 }
 
 #[derive(Debug, Clone)]
@@ -108,6 +154,7 @@ enum Health {
         retry_at: Instant,
         backoff: Duration,
         reason: String,
+        cause: DownCause,
     },
 }
 
@@ -152,7 +199,8 @@ impl Upstream {
             .set_upstream_load(&self.name, st.in_flight, st.capacity);
     }
 
-    /// The server answered: it is up (again).
+    /// The server gave a request words (or a whole reply), or its health check answered while
+    /// it was down only as unreachable: it is up (again).
     fn mark_up(&self) {
         let mut st = self.lock();
         st.probing = false;
@@ -163,29 +211,62 @@ impl Upstream {
         }
     }
 
-    /// The server failed before answering: down, and tried again after a growing backoff.
+    /// The health check answered: up again if it went down unreachable; one that went down
+    /// for its replies waits for a request to get words from it (its backoff stands).
+    fn vouch(&self) {
+        let cause = match &self.lock().health {
+            Health::Up => return,
+            Health::Down { cause, .. } => *cause,
+        };
+        match cause {
+            DownCause::Unreachable => self.mark_up(),
+            DownCause::Replies => tracing::debug!(
+                upstream = %self.name,
+                "the health check answers, but the upstream's replies failed; it waits for a request"
+            ),
+        }
+    }
+
+    /// The server failed before its first words: down, and tried again after a growing
+    /// backoff.
     ///
     /// The backoff grows once per failed try after it ran out (a probe or a health check),
-    /// not once per request that was running when the server went away.
-    fn mark_down(&self, reason: &str) {
+    /// not once per request that was running when the server went away. A down upstream keeps
+    /// the stronger of its causes: a health check cannot vouch for one whose replies failed.
+    fn mark_down(&self, reason: &str, cause: DownCause) {
         let now = Instant::now();
         let mut st = self.lock();
         st.probing = false;
-        let (since, backoff, changed) = match &st.health {
-            Health::Up => (now, FIRST_BACKOFF, true),
-            Health::Down { retry_at, .. } if now < *retry_at => {
-                if let Health::Down { reason: why, .. } = &mut st.health {
-                    *why = reason.to_string();
-                }
+        let (since, backoff, cause, changed) = match &mut st.health {
+            Health::Up => (now, FIRST_BACKOFF, cause, true),
+            Health::Down {
+                retry_at,
+                reason: why,
+                cause: was,
+                ..
+            } if now < *retry_at => {
+                *why = reason.to_string();
+                *was = cause.max(*was);
                 return;
             }
-            Health::Down { since, backoff, .. } => (*since, (*backoff * 2).min(MAX_BACKOFF), false),
+            Health::Down {
+                since,
+                backoff,
+                cause: was,
+                ..
+            } => (
+                *since,
+                (*backoff * 2).min(MAX_BACKOFF),
+                cause.max(*was),
+                false,
+            ),
         };
         st.health = Health::Down {
             since,
             retry_at: now + backoff,
             backoff,
             reason: reason.to_string(),
+            cause,
         };
         if changed {
             tracing::warn!(upstream = %self.name, reason, "upstream marked down");
@@ -275,28 +356,48 @@ impl UpstreamSlot {
         &self.upstream
     }
 
-    /// Records how the request went and what it says about the upstream's health.
+    /// Records how the request went and what it says about the upstream's health. Headers
+    /// alone (`Answered`) do not show a down upstream is back: its first words do
+    /// ([`UpstreamSlot::first_words`]), so a probe stays the only request on it until then.
     pub fn record(&self, result: UpstreamResult, detail: &str) {
         self.upstream
             .metrics
             .count_upstream_request(&self.upstream.name, result.as_str());
-        match result {
-            UpstreamResult::Answered => self.upstream.mark_up(),
-            UpstreamResult::Unavailable => self.upstream.mark_down(detail),
-            _ if self.probe => self.upstream.lock().probing = false,
-            _ => {}
+        match result.down_cause() {
+            Some(cause) => self.upstream.mark_down(detail, cause),
+            None if self.probe && result != UpstreamResult::Answered => {
+                self.upstream.lock().probing = false
+            }
+            None => {}
         }
     }
 
-    pub fn observe_ttft(&self, d: Duration) {
-        self.upstream.observe_ttft(d);
+    /// The request's own total deadline passed before the upstream answered: counted as a
+    /// deadline, but no verdict on the upstream (the time may have gone on others before it).
+    pub fn out_of_time(&self) {
+        self.upstream
+            .metrics
+            .count_upstream_request(&self.upstream.name, UpstreamResult::Deadline.as_str());
     }
 
-    /// The answered request failed later: a broken connection or server error still says the
-    /// upstream is down (counted once, as answered, in the requests).
+    /// The first words came `after` the request was sent: the upstream works (it is up again
+    /// if it was down), and its first-token time counts in its ranking.
+    pub fn first_words(&self, after: Duration) {
+        self.upstream.observe_ttft(after);
+        self.upstream.mark_up();
+    }
+
+    /// The reply ended as it should without any words (an empty answer): the upstream works.
+    pub fn completed(&self) {
+        self.upstream.mark_up();
+    }
+
+    /// The answered request failed later: a broken connection, a server error, a stream that
+    /// is not the protocol or first words that never came still say the upstream is down
+    /// (counted once, as answered, in the requests).
     pub fn failed_after_answer(&self, result: UpstreamResult, detail: &str) {
-        if result == UpstreamResult::Unavailable {
-            self.upstream.mark_down(detail);
+        if let Some(cause) = result.down_cause() {
+            self.upstream.mark_down(detail, cause);
         }
     }
 }
@@ -402,7 +503,7 @@ impl Fleet {
             match answer {
                 Ok(info) => {
                     let capacity = upstream.adopt(&info);
-                    upstream.mark_up();
+                    upstream.vouch();
                     tracing::info!(
                         upstream = %upstream.name,
                         capacity,
@@ -412,8 +513,8 @@ impl Fleet {
                     first_ok.get_or_insert(info);
                 }
                 Err(e) => {
-                    if UpstreamResult::of_error(&e) == UpstreamResult::Unavailable {
-                        upstream.mark_down(&e.to_string());
+                    if UpstreamResult::of_error(&e).marks_down() {
+                        upstream.mark_down(&e.to_string(), DownCause::Unreachable);
                     }
                     first_err.get_or_insert(e);
                 }
@@ -426,9 +527,10 @@ impl Fleet {
         }
     }
 
-    /// Checks every upstream: one that answers is up (again) and adopts what it says, one that
-    /// does not is down, with a longer backoff before a request tries it. The check itself is
-    /// the probe, so it ignores the backoff (that only keeps requests away).
+    /// Checks every upstream: one that answers adopts what it says and is up again if it went
+    /// down unreachable (one whose replies failed waits for a request that gets words); one
+    /// that does not answer is down, with a longer backoff before a request tries it. The
+    /// check itself is the probe, so it ignores the backoff (that only keeps requests away).
     pub async fn check_health(&self) {
         let answers =
             futures::future::join_all(self.upstreams.iter().map(|u| u.client.server_info())).await;
@@ -436,14 +538,14 @@ impl Fleet {
             match answer {
                 Ok(info) => {
                     upstream.adopt(&info);
-                    upstream.mark_up();
+                    upstream.vouch();
                 }
-                // Anything but a refused or broken connection or a server error is an answer:
-                // a router that rate-limits its model list is up.
-                Err(e) if UpstreamResult::of_error(&e) == UpstreamResult::Unavailable => {
-                    upstream.mark_down(&format!("health check: {e}"))
+                // Anything but a refused or broken connection, a server error or an unreadable
+                // answer is an answer: a router that rate-limits its model list is up.
+                Err(e) if UpstreamResult::of_error(&e).marks_down() => {
+                    upstream.mark_down(&format!("health check: {e}"), DownCause::Unreachable)
                 }
-                Err(_) => upstream.mark_up(),
+                Err(_) => upstream.vouch(),
             }
         }
     }
@@ -539,9 +641,9 @@ mod tests {
     async fn the_upstream_with_sooner_first_tokens_is_chosen_among_equally_busy_ones() {
         let f = fleet(&[None, None]);
         let a = f.pick(&[]).unwrap();
-        a.observe_ttft(Duration::from_millis(900));
+        a.first_words(Duration::from_millis(900));
         let b = f.pick(&[]).unwrap();
-        b.observe_ttft(Duration::from_millis(100));
+        b.first_words(Duration::from_millis(100));
         drop((a, b));
         assert_eq!(f.pick(&[]).unwrap().index(), 1);
     }
@@ -570,6 +672,11 @@ mod tests {
         assert_eq!(probe.index(), 0);
         assert!(f.pick(&[]).is_err());
         probe.record(UpstreamResult::Answered, "");
+        assert!(
+            !f.views()[0].up && f.pick(&[]).is_err(),
+            "headers alone are no proof: the probe stays the only request on it"
+        );
+        probe.first_words(Duration::from_millis(50));
         assert!(f.views()[0].up);
         assert_eq!(f.pick(&[]).unwrap().index(), 0);
     }
@@ -654,5 +761,152 @@ mod tests {
         };
         assert_eq!(UpstreamResult::of_error(&bad), UpstreamResult::Error);
         assert!(!UpstreamResult::Error.worth_another());
+        assert!(!UpstreamResult::Error.marks_down());
+        assert!(UpstreamResult::Busy.worth_another() && !UpstreamResult::Busy.marks_down());
+    }
+
+    #[test]
+    fn a_reply_that_cannot_be_read_or_a_stall_counts_against_the_upstream() {
+        use crate::llm::ApiError;
+        let in_stream = |code: serde_json::Value| {
+            let error = ApiError::from_value(&serde_json::json!({
+                "error": {"message": "x", "code": code}
+            }))
+            .unwrap();
+            UpstreamResult::of_error(&LlmError::InStream(Box::new(error)))
+        };
+        let cases = [
+            (
+                LlmError::Malformed("a stream chunk is not JSON".into()),
+                UpstreamResult::Unreadable,
+            ),
+            (
+                LlmError::Malformed("the server answered \"application/json\"".into()),
+                UpstreamResult::Unreadable,
+            ),
+            (LlmError::Truncated, UpstreamResult::Unavailable),
+            (
+                LlmError::Disconnected("reset".into()),
+                UpstreamResult::Unavailable,
+            ),
+            (
+                LlmError::from_status(502, "bad gateway", None),
+                UpstreamResult::Unavailable,
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(UpstreamResult::of_error(&error), expected, "{error:?}");
+        }
+        assert_eq!(
+            in_stream(serde_json::json!(500)),
+            UpstreamResult::Unavailable
+        );
+        assert_eq!(in_stream(serde_json::json!("503")), UpstreamResult::Busy);
+        assert_eq!(in_stream(serde_json::json!(400)), UpstreamResult::Error);
+        assert_eq!(
+            in_stream(serde_json::json!("invalid_request_error")),
+            UpstreamResult::Error
+        );
+        for failed in [
+            UpstreamResult::Unavailable,
+            UpstreamResult::Unreadable,
+            UpstreamResult::Deadline,
+        ] {
+            assert!(failed.worth_another() && failed.marks_down(), "{failed:?}");
+        }
+        assert!(!UpstreamResult::Answered.marks_down());
+    }
+
+    fn up_line(f: &Fleet, index: usize) -> String {
+        let name = &f.views()[index].name;
+        let metrics = f.upstreams[index].metrics.render();
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("headroom_upstream_up{{upstream=\"{name}\"}}")))
+            .unwrap_or_else(|| panic!("no up line for {name}:\n{metrics}"))
+            .to_string()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_upstream_whose_replies_fail_is_down_until_a_request_gets_words_from_it() {
+        for (result, reason) in [
+            (UpstreamResult::Unreadable, "a stream chunk is not JSON"),
+            (UpstreamResult::Deadline, "no first words within 30 s"),
+        ] {
+            let f = fleet(&[None, None]);
+            let a = f.pick(&[]).unwrap();
+            a.record(UpstreamResult::Answered, "");
+            assert!(f.views()[0].up);
+            a.failed_after_answer(result, reason);
+            drop(a);
+            let views = f.views();
+            assert!(!views[0].up, "{result:?}");
+            assert_eq!(views[0].down_reason.as_deref(), Some(reason));
+            assert!(up_line(&f, 0).ends_with(" 0"), "{}", up_line(&f, 0));
+            assert_eq!(
+                f.upstreams[0]
+                    .metrics
+                    .upstream_health_changes(&views[0].name),
+                1
+            );
+            // Its model list answers (the health check): that says nothing of its replies.
+            f.upstreams[0].vouch();
+            assert!(
+                !f.views()[0].up,
+                "a health check cannot vouch for its replies"
+            );
+            // While the other has room, every request goes there, backoff or not.
+            tokio::time::advance(FIRST_BACKOFF).await;
+            let b = f.pick(&[]).unwrap();
+            assert_eq!(b.index(), 1);
+            drop(b);
+            // A probe that answers with headers and then stalls again: still down, and the
+            // backoff grows (it never looked up in between).
+            let probe = f.pick(&[1]).unwrap();
+            assert_eq!(probe.index(), 0);
+            probe.record(UpstreamResult::Answered, "");
+            assert!(!f.views()[0].up);
+            probe.failed_after_answer(UpstreamResult::Deadline, "no first words within 30 s");
+            drop(probe);
+            assert_eq!(
+                f.views()[0].retry_in_ms,
+                Some(2 * FIRST_BACKOFF.as_millis() as u64)
+            );
+            // A probe that gets words brings it back.
+            tokio::time::advance(2 * FIRST_BACKOFF).await;
+            let probe = f.pick(&[1]).unwrap();
+            probe.record(UpstreamResult::Answered, "");
+            probe.first_words(Duration::from_millis(20));
+            assert!(f.views()[0].up);
+            assert!(up_line(&f, 0).ends_with(" 1"));
+            assert_eq!(
+                f.upstreams[0]
+                    .metrics
+                    .upstream_health_changes(&f.views()[0].name),
+                2
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_health_check_brings_back_an_upstream_that_was_only_unreachable() {
+        let f = fleet(&[None, None]);
+        let a = f.pick(&[]).unwrap();
+        a.record(UpstreamResult::Unavailable, "connection refused");
+        drop(a);
+        f.upstreams[0].vouch();
+        assert!(f.views()[0].up);
+        // Unreachable, then its replies failed (or the other way round): the stronger cause
+        // stays, whichever came last.
+        let a = &f.upstreams[0];
+        a.mark_down("connection refused", DownCause::Unreachable);
+        a.mark_down("not an event stream", DownCause::Replies);
+        a.vouch();
+        assert!(!f.views()[0].up);
+        let b = &f.upstreams[1];
+        b.mark_down("not an event stream", DownCause::Replies);
+        b.mark_down("health check: connection refused", DownCause::Unreachable);
+        b.vouch();
+        assert!(!f.views()[1].up);
     }
 }

@@ -326,10 +326,9 @@ impl TextLane {
         monitor.metrics().count_dispatched(Lane::Text);
         inner.used.store(true, Ordering::Relaxed);
         let mut clock = admitted.clock;
-        clock.mark_dispatched(Instant::now());
         let request = Arc::new(request);
         let mut tried = Vec::new();
-        let (slot, upstream) = match self.dispatch(&request, &clock, &mut tried, false).await {
+        let (slot, upstream) = match self.dispatch(&request, &mut clock, &mut tried, false).await {
             Ok(sent) => sent,
             Err(r) => {
                 monitor.finished(Outcome::Failed, clock.submitted().elapsed());
@@ -361,12 +360,14 @@ impl TextLane {
         Ok(TextStream::start(id, admitted.queue_wait, state))
     }
 
-    /// Sends `request` to an upstream with a free slot, moving on to another while one is down
-    /// or busy, until one answers, the first-chunk deadline passes, or none is left.
+    /// Sends `request` to an upstream with a free slot, moving on to another while one is down,
+    /// busy, answers what cannot be read or stalls past the first-chunk deadline, until one
+    /// answers, the total deadline passes, or none is left. Each upstream tried gets the
+    /// first-chunk deadline from when it is sent the request, within the total deadline.
     async fn dispatch(
         &self,
         request: &ChatRequest,
-        clock: &DeadlineClock,
+        clock: &mut DeadlineClock,
         tried: &mut Vec<usize>,
         after_output: bool,
     ) -> Result<(UpstreamSlot, ChatStream), Rejection> {
@@ -392,6 +393,7 @@ impl TextLane {
                 }
             };
             tried.push(slot.index());
+            clock.mark_dispatched(Instant::now());
             let (deadline, kind) = clock.next_deadline();
             let client = slot.upstream().client();
             match tokio::time::timeout_at(deadline, client.stream_chat(request)).await {
@@ -414,8 +416,26 @@ impl TextLane {
                     last = Some(r);
                 }
                 Err(_) => {
-                    slot.record(UpstreamResult::Deadline, "no answer before the deadline");
-                    return Err(self.deadline_rejection(clock, kind, after_output));
+                    let r = self.deadline_rejection(clock, kind, after_output);
+                    if kind != DeadlineKind::FirstChunk {
+                        // The request ran out of time, not necessarily this upstream.
+                        slot.out_of_time();
+                        return Err(r);
+                    }
+                    // A stall through the whole first-chunk deadline: the upstream is marked
+                    // down, and while the total deadline leaves room another is tried.
+                    slot.record(
+                        UpstreamResult::Deadline,
+                        &format!("no answer within {}", human_duration(clock.length_of(kind))),
+                    );
+                    if self.inner.fleet.len() == tried.len() {
+                        return Err(r);
+                    }
+                    tracing::info!(
+                        upstream = slot.upstream().name(),
+                        "no answer before the first-chunk deadline; trying another upstream"
+                    );
+                    last = Some(r);
                 }
             }
         }
@@ -608,8 +628,12 @@ impl StreamState {
             }
         };
         Some(match next {
+            Err(_) if !self.delivered => return self.stalled(kind).await,
             Err(_) => self.deadline_passed(kind).map(Err),
             Ok(None) => {
+                if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+                    slot.completed();
+                }
                 self.finish(Outcome::Completed);
                 None
             }
@@ -642,13 +666,41 @@ impl StreamState {
                         .metrics()
                         .observe_ttft(Lane::Text, now - self.clock.submitted());
                     if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
-                        slot.observe_ttft(now - self.sent_at);
+                        slot.first_words(now - self.sent_at);
                     }
                 }
                 self.delivered |= chunk.text().is_some();
                 Some(Ok(chunk))
             }
         })
+    }
+
+    /// A deadline passed before the first words. At the first-chunk deadline the upstream
+    /// stalls and is marked down, and with an upstream left to try the request moves on (the
+    /// total deadline still bounds it); else the request ends at its deadline.
+    async fn stalled(&mut self, kind: DeadlineKind) -> Option<Option<Item>> {
+        if kind != DeadlineKind::FirstChunk {
+            return Some(self.deadline_passed(kind).map(Err));
+        }
+        if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+            let detail = format!(
+                "no first words within {}",
+                human_duration(self.clock.length_of(kind))
+            );
+            slot.failed_after_answer(UpstreamResult::Deadline, &detail);
+        }
+        let untried = self.tried.len() < self.lane.inner.fleet.len();
+        if untried && !self.ending.is_done() {
+            tracing::info!("no first words before the first-chunk deadline; moving on");
+            return match self.move_on().await {
+                Ok(()) => None,
+                Err(r) => {
+                    self.finish(Outcome::Failed);
+                    Some(Some(Err(self.lane.inner.monitor.reject(r))))
+                }
+            };
+        }
+        Some(self.deadline_passed(kind).map(Err))
     }
 
     /// The upstream failed before the first words: the request goes to another upstream
@@ -658,7 +710,7 @@ impl StreamState {
         self.upstream = Box::pin(futures::stream::empty());
         let (slot, upstream) = self
             .lane
-            .dispatch(&self.request, &self.clock, &mut self.tried, false)
+            .dispatch(&self.request, &mut self.clock, &mut self.tried, false)
             .await?;
         tracing::info!(
             upstream = slot.upstream().name(),
