@@ -94,15 +94,75 @@ fn espeak_speech_speaks_hostile_lines_and_refuses_a_hostile_voice() {
         }
         assert_eq!(std::fs::read_to_string(&bait.victim).unwrap(), "keep me");
     }
-    // A voice name is a value, never an option.
+    // A voice name is a value, never an option: not being one of espeak-ng's, it is refused.
     let voice = format!("--phonout={}", bait.victim.display());
     let err = espeak
         .synthesize("hello", Some(&voice), &cancel)
         .unwrap_err();
-    assert!(
-        matches!(&err, TtsError::Engine { message, .. } if message.contains("would be read as an option")),
-        "{err}"
-    );
+    assert!(matches!(&err, TtsError::UnknownVoice { .. }), "{err}");
     assert!(ipa_phonemes(ESPEAK_PROGRAM, &voice, "hello").is_err());
     assert_eq!(std::fs::read_to_string(&bait.victim).unwrap(), "keep me");
+}
+
+/// espeak-ng behind a script that logs each argument list it is started with, then runs it.
+fn logged_espeak(dir: &std::path::Path) -> (String, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let log = dir.join("calls.log");
+    let program = dir.join("espeak-logged");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec {ESPEAK_PROGRAM} \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (program.to_str().unwrap().to_string(), log)
+}
+
+#[test]
+fn a_voice_name_espeak_does_not_list_is_refused_before_a_process_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (program, log) = logged_espeak(dir.path());
+    let espeak = Espeak::new(program.clone());
+    let cancel = CancellationToken::new();
+    // espeak-ng opens VARIANT in LANGUAGE+VARIANT as a file: the first read /etc/passwd as a
+    // voice, the second aborted it with a buffer overflow.
+    for hostile in [
+        "en-us+../../../../../../../etc/passwd",
+        "en-us+./././././././././././././Denis",
+        "en-us+/etc/passwd",
+    ] {
+        let err = espeak
+            .synthesize("hello", Some(hostile), &cancel)
+            .unwrap_err();
+        assert!(
+            matches!(&err, TtsError::UnknownVoice { voice } if voice == hostile),
+            "{hostile}: {err}"
+        );
+        assert!(matches!(
+            ipa_phonemes(&program, hostile, "hello"),
+            Err(TtsError::UnknownVoice { .. })
+        ));
+    }
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls
+            .lines()
+            .all(|c| c == "--voices" || c == "--voices=variant"),
+        "only the listing ran: {calls}"
+    );
+    // Listed names still speak, as espeak-ng spells them, whatever their case.
+    let take = espeak
+        .synthesize("hello", Some("EN-US+Male3"), &cancel)
+        .unwrap();
+    assert!(take.samples.len() > 1000);
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("-v en-us+m3"), "{calls}");
+    assert_eq!(
+        calls.lines().filter(|c| c.starts_with("--voices")).count(),
+        2,
+        "the voices are listed once: {calls}"
+    );
 }
