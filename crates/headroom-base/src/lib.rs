@@ -16,6 +16,7 @@
 //! |---|---|
 //! | [`allocator`] | the allocator's set-up, once at the top of `main` |
 //! | [`fsutil`] | atomic, durable file writes |
+//! | [`input`] | files named for reading opened only when regular, never blocking on a pipe |
 //! | [`language`] | the languages narration is translated into, with their espeak-ng voices |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
 //! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
@@ -31,6 +32,7 @@ pub mod consent;
 pub mod cpu;
 pub mod fsutil;
 pub mod http;
+pub mod input;
 pub mod language;
 pub mod openai;
 pub mod process;

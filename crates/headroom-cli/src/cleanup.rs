@@ -58,8 +58,15 @@ impl CleanupArgs {
     }
 }
 
+/// The largest transcript file `cleanup` reads (some ten days of speech as text).
+const MAX_TRANSCRIPT_BYTES: u64 = 64 << 20;
+
 pub async fn run(args: CleanupArgs, services: &Services) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.file)
+    let text = headroom_base::input::read_regular(&args.file, MAX_TRANSCRIPT_BYTES)
+        .and_then(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
         .with_context(|| format!("cannot read the transcript {}", args.file.display()))?;
     if text.trim().is_empty() {
         anyhow::bail!("the transcript {} is empty", args.file.display());

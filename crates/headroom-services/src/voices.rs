@@ -513,7 +513,8 @@ impl VoiceLibrary {
         from: &Path,
         limits: ImportLimits,
     ) -> Result<VoiceProfile, LibraryError> {
-        let size = std::fs::metadata(from).map_err(io_error(from))?.len();
+        let file = headroom_base::input::open_regular(from).map_err(io_error(from))?;
+        let size = file.metadata().map_err(io_error(from))?.len();
         if size > limits.file_bytes {
             return Err(LibraryError::ImportTooLarge {
                 path: from.to_path_buf(),
@@ -523,7 +524,6 @@ impl VoiceLibrary {
                 ),
             });
         }
-        let file = std::fs::File::open(from).map_err(io_error(from))?;
         self.import_from(std::io::BufReader::new(file), from, limits)
     }
 

@@ -266,7 +266,8 @@ impl CloningServer {
             path: reference.clip.clone(),
             message: e.to_string(),
         };
-        let bytes = std::fs::metadata(&reference.clip)
+        let bytes = headroom_base::input::open_regular(&reference.clip)
+            .and_then(|file| file.metadata())
             .map_err(unreadable)?
             .len();
         if bytes > MAX_REFERENCE_BYTES {
@@ -277,7 +278,7 @@ impl CloningServer {
                 kind: self.kind.label(),
             });
         }
-        std::fs::read(&reference.clip).map_err(unreadable)
+        headroom_base::input::read_regular(&reference.clip, MAX_REFERENCE_BYTES).map_err(unreadable)
     }
 
     async fn chatterbox(&self, text: &str, reference: &Reference) -> Result<Vec<u8>, CloningError> {

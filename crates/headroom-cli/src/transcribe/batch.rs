@@ -283,12 +283,16 @@ impl Default for Manifest {
     }
 }
 
+/// The largest manifest read (hundreds of thousands of entries): a larger one is not one this
+/// command wrote, and is read as none rather than held in memory.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
 impl Manifest {
     /// The manifest in `folder`; none, or one that cannot be read, is empty (with a warning
     /// for the latter), so everything is transcribed again rather than wrongly skipped.
     pub(super) fn load(folder: &Path) -> Manifest {
         let path = folder.join(MANIFEST);
-        let problem = match std::fs::read(&path) {
+        let problem = match headroom_base::input::read_regular(&path, MAX_MANIFEST_BYTES) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Manifest::default(),
             Err(e) => e.to_string(),
             Ok(bytes) => match serde_json::from_slice::<Manifest>(&bytes) {

@@ -111,7 +111,7 @@ impl Decode {
             path: shown.to_path_buf(),
             message: e.to_string(),
         };
-        let file = std::fs::File::open(path).map_err(read_error)?;
+        let file = headroom_base::input::open_regular(path).map_err(read_error)?;
         let len = file.metadata().map_err(read_error)?.len();
         self.source(file, len, extension, shown)
     }
