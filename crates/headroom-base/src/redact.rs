@@ -1,10 +1,7 @@
-//! Secrets carried inside URLs (`http://user:password@host/`, `?api_key=...`) kept out of
-//! messages, logs, health answers and lane history. A URL is used as given; only what is shown
-//! passes through [`urls`].
-
-/// Query parameters whose values are secrets, matched case-insensitively by name containing
-/// one of these.
-const SECRET_PARAMS: [&str; 6] = ["key", "token", "secret", "password", "signature", "sig"];
+//! Secrets carried inside URLs (`http://user:password@host/`, `?auth=...`) kept out of
+//! messages, logs, metrics, health answers and lane history. A URL is used as given; only what
+//! is shown passes through [`urls`]: its user information and every query value (any parameter
+//! may carry a key, whatever it is named: `auth`, `code`, `x`), shown by name only.
 
 const REDACTED: &str = "<redacted>";
 
@@ -106,22 +103,20 @@ fn redact_one(url: &str) -> String {
     };
     let (path, query) = path.split_at(query_start + 1);
     let (query, fragment) = match query.find('#') {
-        Some(hash) => query.split_at(hash),
-        None => (query, ""),
+        // A fragment may carry a token too (`#access_token=...`).
+        Some(hash) => (&query[..hash], format!("#{REDACTED}")),
+        None => (query, String::new()),
     };
     let query: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if is_secret(name) => format!("{name}={REDACTED}"),
-            _ => pair.to_string(),
+            Some((name, _)) => format!("{name}={REDACTED}"),
+            None if pair.is_empty() => String::new(),
+            // A bare value (`?SEKRIT`) is all value.
+            None => REDACTED.to_string(),
         })
         .collect();
     format!("{authority}{path}{}{fragment}", query.join("&"))
-}
-
-fn is_secret(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    SECRET_PARAMS.iter().any(|s| name.contains(s))
 }
 
 #[cfg(test)]
@@ -136,8 +131,14 @@ mod tests {
         );
         assert_eq!(
             urls("https://gpu.example/v1?api_key=sk-123&model=qwen#x"),
-            "https://gpu.example/v1?api_key=<redacted>&model=qwen#x"
+            "https://gpu.example/v1?api_key=<redacted>&model=<redacted>#<redacted>"
         );
+        // Every value, whatever its name: `auth` is no word the old rule knew.
+        assert_eq!(
+            urls("http://h/v1?auth=SEKRIT7"),
+            "http://h/v1?auth=<redacted>"
+        );
+        assert_eq!(urls("http://h/v1?SEKRIT7"), "http://h/v1?<redacted>");
         assert_eq!(
             urls("error sending request for url (http://u:p@h:1/v1/chat/completions): refused"),
             "error sending request for url (http://<redacted>@h:1/v1/chat/completions): refused"
@@ -172,7 +173,7 @@ mod tests {
         for text in [
             "http://127.0.0.1:8000/v1",
             "no url here",
-            "two: http://a/x and https://b:1/y?model=m",
+            "two: http://a/x and https://b:1/y",
             "mailto-like user@host is not a URL",
         ] {
             assert_eq!(urls(text), text);

@@ -53,6 +53,11 @@ pub async fn run(args: MemoryArgs, services: &Services) -> anyhow::Result<ExitCo
     } else {
         client.get(format!("{base}/v1/headroom/memory"))
     };
+    // serve started with a token (as the README advises) answers nothing without it.
+    let request = match &services.config().server.token {
+        Some(token) => token.authorize(request),
+        None => request,
+    };
     let view: MemoryView = request
         .send()
         .await

@@ -11,6 +11,7 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures::StreamExt;
+use headroom_base::redact;
 use headroom_core::admission::RejectReason;
 use headroom_core::lanes::TextStream;
 use headroom_core::llm::{ChatChunk, ChatRequest, Usage};
@@ -191,12 +192,23 @@ pub(crate) async fn models(State(state): State<Arc<ServerState>>) -> Result<Resp
     Ok(Json(json!({"object": "list", "data": cards})).into_response())
 }
 
+/// `/health`, the one route open without the token: with a token set it says only up or down
+/// (nothing of the upstream's own words, which may name hosts and paths); without one, the
+/// upstream's error too, its URL redacted.
 pub(crate) async fn health(State(state): State<Arc<ServerState>>) -> Response {
-    match state.text_lane.client().health().await {
+    let checked = state.text_lane.client().health().await;
+    let guarded = state.token.token.is_some();
+    match checked {
+        Ok(()) if guarded => Json(json!({"status": "ok", "upstream": "up"})).into_response(),
         Ok(()) => Json(json!({"status": "ok", "upstream": "ok"})).into_response(),
+        Err(_) if guarded => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "degraded", "upstream": "down"})),
+        )
+            .into_response(),
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "degraded", "upstream": e.to_string()})),
+            Json(json!({"status": "degraded", "upstream": redact::urls(&e.to_string())})),
         )
             .into_response(),
     }

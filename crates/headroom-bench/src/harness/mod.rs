@@ -18,6 +18,7 @@ use crate::boundary::{
 };
 use crate::leak::{analyze, LeakReport, LeakThresholds, RunObservation};
 use futures::StreamExt;
+use headroom_base::redact::SecretUrl;
 use headroom_core::admission::YieldRule;
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{is_loopback, ChatRequest, LlmClient};
@@ -140,7 +141,8 @@ pub struct SoakFigures {
 /// Everything `headroom bench run` measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct HarnessReport {
-    pub target: String,
+    /// The server measured, shown and serialized without its secrets.
+    pub target: SecretUrl,
     pub model: Option<String>,
     pub loopback: bool,
     pub concurrency: usize,
@@ -521,7 +523,7 @@ pub async fn run(
     };
 
     Ok(HarnessReport {
-        target: upstream.base_url().to_string(),
+        target: upstream.base_url().as_str().into(),
         model,
         loopback,
         concurrency: config.concurrency,

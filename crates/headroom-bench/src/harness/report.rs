@@ -269,7 +269,7 @@ pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}</style></head><
     let _ = write!(
         out,
         "<p>Target <code>{}</code>, model <code>{}</code> ({}). {} measured batches of {} concurrent streamed requests, max_tokens {}, temperature 0; {} warm-up batch(es) excluded. TTFT is send → first non-empty delta; latency is send → last content chunk; TPOT = (latency − TTFT) / (tokens − 1).</p>",
-        escape(&r.target),
+        escape(&r.target.to_string()),
         escape(r.model.as_deref().unwrap_or("?")),
         if r.loopback { "loopback" } else { "remote: synthetic prompts only" },
         r.batches,
