@@ -253,6 +253,28 @@ async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project
         "format \"ogg\" is not one of mp3, opus, flac, wav or pcm"
     );
 
+    // An agent's calls are bounded as HTTP requests are, and write only what they were told to.
+    let refused = |name: &str, wanted: &str| {
+        let answer = &report[format!("refused_{name}")];
+        assert_eq!(answer["is_error"], true, "{name}: {answer}");
+        let text = answer["text"].as_str().unwrap_or_default();
+        assert!(text.contains(wanted), "{name}: {text}");
+    };
+    refused("too_long", "at most 4096");
+    refused("again", "overwrite: true");
+    refused("device", "not a regular file");
+    refused("aac_extension", "aac is not available");
+    refused("mismatch", "ends in .mp3 but the format is wav");
+    refused("voice_path", "unknown voice");
+    for never in ["long.wav", "y.aac", "z.mp3", "v.wav"] {
+        assert!(!out.join(never).exists(), "{never} was written");
+    }
+    assert_eq!(
+        report["speak_overwrite"]["is_error"], false,
+        "{}",
+        report["speak_overwrite"]
+    );
+
     // The project: listed, its transcript read, cleaned up by the rules, narrated.
     let projects = report["list_projects"]["structured"]["projects"]
         .as_array()
@@ -305,4 +327,49 @@ async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project
     let reader = hound::WavReader::open(narration).unwrap();
     assert!(reader.duration() > 0);
     assert!(!report["narrate_progress"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn every_request_on_stdin_is_answered_even_one_that_is_not_json_or_too_large() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+        .arg("mcp")
+        .env("HEADROOM_PROJECTS_DIR", dir.path().join("projects"))
+        .env("HEADROOM_VOICES_DIR", dir.path().join("voices"))
+        .env_remove("HEADROOM_LLM_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut replies = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // Neither got an answer: the client waited forever.
+    stdin.write_all(b"{not json}\n").await.unwrap();
+    let reply = next_reply(&mut replies).await;
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    assert_eq!(reply["id"], serde_json::Value::Null);
+    let text = "x".repeat(2 << 20);
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"big-1\",\"method\":\"tools/call\",\"params\":{{\"name\":\"speak\",\"arguments\":{{\"text\":\"{text}\",\"output\":\"/tmp/x.wav\"}}}}}}\n"
+    );
+    stdin.write_all(big.as_bytes()).await.unwrap();
+    let reply = next_reply(&mut replies).await;
+    assert_eq!(reply["id"], "big-1", "{reply}");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    drop(stdin);
+    let _ = child.wait().await;
+}
+
+async fn next_reply(
+    replies: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> serde_json::Value {
+    let line = tokio::time::timeout(std::time::Duration::from_secs(60), replies.next_line())
+        .await
+        .expect("an answer, not silence")
+        .unwrap()
+        .expect("a line");
+    serde_json::from_str(&line).unwrap()
 }

@@ -105,6 +105,28 @@ async def main():
             )
             report["speak_ogg"] = answer(result)
 
+            # An agent gets the bounds an HTTP client gets, and writes only what it was told to.
+            hostile = {
+                "too_long": {"text": "word " * 1000, "output": os.path.join(out_dir, "long.wav")},
+                "again": {"text": "Again.", "voice": "en-us", "output": os.path.join(out_dir, "spoken.wav")},
+                "device": {"text": "Hi.", "output": "/dev/null", "format": "wav", "overwrite": True},
+                "aac_extension": {"text": "Hi.", "output": os.path.join(out_dir, "y.aac")},
+                "mismatch": {"text": "Hi.", "output": os.path.join(out_dir, "z.mp3"), "format": "wav"},
+                "voice_path": {
+                    "text": "Hi.",
+                    "voice": "en-us+../../../../../../../etc/passwd",
+                    "output": os.path.join(out_dir, "v.wav"),
+                },
+            }
+            for name, arguments in hostile.items():
+                result = await session.call_tool("speak", arguments)
+                report["refused_" + name] = answer(result)
+            result = await session.call_tool(
+                "speak",
+                {"text": "Again.", "voice": "en-us", "output": os.path.join(out_dir, "spoken.wav"), "overwrite": True},
+            )
+            report["speak_overwrite"] = answer(result)
+
             result = await session.call_tool("list_projects", {})
             report["list_projects"] = answer(result)
 

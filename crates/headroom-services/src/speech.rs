@@ -44,6 +44,9 @@ pub enum SpeechError {
     KnownSpeaker { name: String, message: String },
     #[error("nothing was recorded")]
     NothingRecorded,
+    /// More text than one request to speak may hold ([`MAX_SPEECH_INPUT_CHARS`]).
+    #[error("the text is {chars} characters; one request speaks at most {limit}")]
+    InputTooLong { chars: usize, limit: usize },
     #[error("{source}; the {frames} samples recorded before it are kept in {}", path.display())]
     RecordingCut {
         #[source]
@@ -51,6 +54,73 @@ pub enum SpeechError {
         path: PathBuf,
         frames: u64,
     },
+}
+
+/// The most characters one request to speak may hold, from every entry alike (HTTP, MCP, the
+/// CLI, the desktop): OpenAI's own bound for `/v1/audio/speech`, some five minutes of speech.
+/// A project's whole text is spoken in pieces within it ([`speech_pieces`]).
+pub const MAX_SPEECH_INPUT_CHARS: usize = 4096;
+
+/// `text` within [`MAX_SPEECH_INPUT_CHARS`], or the refusal; checked before any work queues.
+pub fn check_speech_input(text: &str) -> Result<(), SpeechError> {
+    let chars = text.chars().count();
+    if chars > MAX_SPEECH_INPUT_CHARS {
+        return Err(SpeechError::InputTooLong {
+            chars,
+            limit: MAX_SPEECH_INPUT_CHARS,
+        });
+    }
+    Ok(())
+}
+
+/// `texts` (a project's segments, in order) grouped into pieces of at most `max_chars`
+/// characters, each to speak as one request: whole texts together while they fit, a longer
+/// one cut at sentence ends, then at spaces. Nothing is dropped.
+pub fn speech_pieces<'a>(
+    texts: impl IntoIterator<Item = &'a str>,
+    max_chars: usize,
+) -> Vec<String> {
+    let max_chars = max_chars.max(1);
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let push = |part: &str, current: &mut String, pieces: &mut Vec<String>| {
+        let joined =
+            current.chars().count() + usize::from(!current.is_empty()) + part.chars().count();
+        if !current.is_empty() && joined > max_chars {
+            pieces.push(std::mem::take(current));
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(part);
+    };
+    for text in texts {
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if text.chars().count() <= max_chars {
+            push(text, &mut current, &mut pieces);
+            continue;
+        }
+        for sentence in headroom_speech::tts::sentences(text) {
+            if sentence.chars().count() <= max_chars {
+                push(&sentence, &mut current, &mut pieces);
+                continue;
+            }
+            for word in sentence.split_whitespace() {
+                // A "word" longer than a piece (no spaces at all) is cut by characters.
+                let chars: Vec<char> = word.chars().collect();
+                for part in chars.chunks(max_chars) {
+                    push(&part.iter().collect::<String>(), &mut current, &mut pieces);
+                }
+            }
+        }
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
 }
 
 /// Audio to transcribe: where its bytes are and a name for messages. A file is read as it is
@@ -73,7 +143,7 @@ enum InputSource {
 impl AudioInput {
     /// A file on disk; a missing or unreadable file is reported now, before any job queues.
     pub fn from_file(path: &Path) -> Result<AudioInput, SpeechError> {
-        std::fs::File::open(path).map_err(|e| AudioError::Read {
+        headroom_base::input::open_regular(path).map_err(|e| AudioError::Read {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
@@ -640,6 +710,26 @@ impl SpeechService {
             .await
     }
 
+    /// Synthesizes the next sentence of a streamed answer whose first sentence was synthesized
+    /// with [`SpeechService::synthesize`]: interactive work, but in one of the turns streams
+    /// share ([`AudioLane::run_streamed`]), so open streams never fill the lane's queue or
+    /// take its interactive reserve.
+    pub async fn synthesize_streamed(
+        &self,
+        text: String,
+        voice: Option<String>,
+        cancel: CancellationToken,
+    ) -> Result<Audio, SpeechError> {
+        let synthesizer = self.synthesizer.clone();
+        let job = move |cancel: &CancellationToken| {
+            synthesizer.synthesize(&text, voice.as_deref(), cancel)
+        };
+        match self.lane.run_streamed("speech", cancel, job).await {
+            Ok(result) => Ok(result?),
+            Err(rejection) => Err(rejection.into()),
+        }
+    }
+
     /// Synthesizes speech on the audio lane at `priority` (a narration's takes are batch work).
     pub async fn synthesize_at(
         &self,
@@ -648,6 +738,7 @@ impl SpeechService {
         priority: Priority,
         cancel: CancellationToken,
     ) -> Result<Audio, SpeechError> {
+        check_speech_input(&text)?;
         let synthesizer = self.synthesizer.clone();
         let job = move |cancel: &CancellationToken| {
             synthesizer.synthesize(&text, voice.as_deref(), cancel)
@@ -656,5 +747,50 @@ impl SpeechService {
             Ok(result) => Ok(result?),
             Err(rejection) => Err(rejection.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_speech_bound_refuses_one_character_over_it() {
+        assert!(check_speech_input(&"a".repeat(MAX_SPEECH_INPUT_CHARS)).is_ok());
+        // Characters, not bytes.
+        assert!(check_speech_input(&"é".repeat(MAX_SPEECH_INPUT_CHARS)).is_ok());
+        match check_speech_input(&"a".repeat(MAX_SPEECH_INPUT_CHARS + 1)) {
+            Err(SpeechError::InputTooLong { chars, limit }) => {
+                assert_eq!(
+                    (chars, limit),
+                    (MAX_SPEECH_INPUT_CHARS + 1, MAX_SPEECH_INPUT_CHARS)
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pieces_keep_every_word_in_order_within_the_bound() {
+        let long_sentence = "word ".repeat(30);
+        let unbroken = "x".repeat(45);
+        let texts = [
+            "One. Two.",
+            "",
+            long_sentence.as_str(),
+            "Three sentences here. And more! Yes?",
+            unbroken.as_str(),
+        ];
+        let pieces = speech_pieces(texts.iter().copied(), 20);
+        assert!(pieces.iter().all(|p| p.chars().count() <= 20), "{pieces:?}");
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let kept: String = pieces.join(" ");
+        let wanted: String = texts.join(" ");
+        assert_eq!(
+            words(&kept).concat(),
+            words(&wanted).concat(),
+            "nothing dropped or reordered"
+        );
+        assert_eq!(speech_pieces(["a", "b"], 10), vec!["a b".to_string()]);
     }
 }

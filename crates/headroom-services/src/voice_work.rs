@@ -580,6 +580,7 @@ impl Voices {
         text: String,
         cancel: CancellationToken,
     ) -> Result<VoiceTake, VoiceWorkError> {
+        crate::speech::check_speech_input(&text)?;
         let (maker, target) = self.take_maker(voice, None)?;
         let clips = self.clip_files(&maker.profile);
         self.on_lane(
@@ -627,6 +628,7 @@ impl Voices {
         priority: Priority,
         cancel: CancellationToken,
     ) -> Result<(Audio, TakeMethod), VoiceWorkError> {
+        crate::speech::check_speech_input(&text)?;
         let (maker, _) = self.take_maker(voice, language)?;
         self.on_lane("voice take", priority, cancel, move |services, cancel| {
             maker.make(services, &text, cancel)
