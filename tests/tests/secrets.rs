@@ -101,6 +101,61 @@ async fn passwords_in_server_urls_are_never_shown() {
     assert!(health.contains("<redacted>@127.0.0.1"), "{health}");
 }
 
+#[tokio::test]
+async fn urls_kept_in_errors_and_reports_are_shown_without_their_secrets() {
+    use headroom_bench::harness::{self, HarnessConfig};
+    use headroom_workstation::projects::ProjectStore;
+    use headroom_workstation::workstation::Workstation;
+    let secrets = ["hunter2", "sk-in-url"];
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = format!("http://alice:hunter2@127.0.0.1:{port}/v1?auth=sk-in-url");
+    // The text client's own error, as any caller shows or logs it.
+    let error = headroom_core::llm::LlmClient::new(&down, None)
+        .unwrap()
+        .server_info()
+        .await
+        .unwrap_err();
+    let mut shown = format!("{error} {error:?}\n");
+    // Settings' Test connection (its error held the URL as typed).
+    let dir = tempfile::tempdir().unwrap();
+    let services = headroom_tests::services_for(&down);
+    let ws = Workstation::new(
+        ProjectStore::new(dir.path().join("projects")),
+        services.clone(),
+        None,
+    );
+    let tested = ws.test_connection(&down).await.unwrap_err();
+    shown.push_str(&format!("{tested} {tested:?}\n"));
+    // The benchmark's report on a server whose URL carries secrets (its `target`).
+    let upstream = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let with_secrets = upstream
+        .base_url()
+        .replace("http://", "http://alice:hunter2@")
+        + "?auth=sk-in-url";
+    let client = headroom_core::llm::LlmClient::new(&with_secrets, None).unwrap();
+    let config = HarnessConfig {
+        max_tokens: 8,
+        batches: 1,
+        warmup_batches: 0,
+        ..HarnessConfig::default()
+    };
+    let report = harness::run(&services, &client, config, None, "test", &|_| {})
+        .await
+        .unwrap();
+    shown.push_str(&serde_json::to_string(&report).unwrap());
+    shown.push_str(&harness::render_html(&report));
+    shown.push_str(&harness::render_text(&report));
+    for secret in secrets {
+        assert!(!shown.contains(secret), "a secret was shown: {shown}");
+    }
+    assert!(shown.contains("<redacted>@127.0.0.1"), "{shown}");
+    assert!(shown.contains("auth=<redacted>"), "{shown}");
+}
+
 // ---- Redirects: consent is for a destination, not for wherever it points ----
 
 use headroom_core::llm::LlmClient;

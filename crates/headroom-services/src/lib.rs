@@ -10,7 +10,7 @@
 //! use headroom_services::{Environment, Services};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let env = Environment::from_vars(|name| std::env::var_os(name));
+//! let env = Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir);
 //! let config = Config::load(env.config_file.as_deref(), |n| std::env::var(n).ok())?;
 //! let services = Services::new(config, env);
 //! let text = services.text_lane("http://127.0.0.1:8000/v1")?;
@@ -91,8 +91,12 @@ pub struct Environment {
 
 impl Environment {
     /// Resolves everything from `var` (the binary passes `std::env::var_os`); empty values count
-    /// as unset.
-    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Environment {
+    /// as unset. `platform_temp_dir` gives the temporary folder when `TMPDIR` is unset (the
+    /// binary passes `std::env::temp_dir`, which reads the platform's own settings).
+    pub fn from_vars(
+        var: impl Fn(&str) -> Option<OsString>,
+        platform_temp_dir: impl FnOnce() -> PathBuf,
+    ) -> Environment {
         let set = |name: &str| var(name).filter(|v| !v.is_empty());
         let text = |name: &str| set(name).map(|v| v.to_string_lossy().into_owned());
         Environment {
@@ -112,7 +116,7 @@ impl Environment {
             audio_api_key: text("HEADROOM_AUDIO_API_KEY").and_then(ApiKey::new),
             temp_dir: set("TMPDIR")
                 .map(PathBuf::from)
-                .unwrap_or_else(std::env::temp_dir),
+                .unwrap_or_else(platform_temp_dir),
         }
     }
 
@@ -149,7 +153,7 @@ pub enum ServicesError {
     Config(#[from] ConfigError),
     #[error("the text model's server at {url} cannot be used: {source}")]
     Server {
-        url: String,
+        url: headroom_base::redact::SecretUrl,
         #[source]
         source: LlmError,
     },
@@ -441,7 +445,7 @@ impl Services {
             .api_key()
             .filter(|_| config.llm.fleet().iter().any(|u| same_origin(url, &u.url)));
         LlmClient::new(url, key).map_err(|source| ServicesError::Server {
-            url: headroom_base::redact::urls(url),
+            url: url.into(),
             source,
         })
     }
@@ -681,11 +685,14 @@ mod tests {
     use std::ffi::OsString;
 
     fn env() -> Environment {
-        Environment::from_vars(|name| match name {
-            "HEADROOM_MODELS_DIR" => Some(OsString::from("/nonexistent/models")),
-            "HEADROOM_ESPEAK" => Some(OsString::from("")),
-            _ => None,
-        })
+        Environment::from_vars(
+            |name| match name {
+                "HEADROOM_MODELS_DIR" => Some(OsString::from("/nonexistent/models")),
+                "HEADROOM_ESPEAK" => Some(OsString::from("")),
+                _ => None,
+            },
+            std::env::temp_dir,
+        )
     }
 
     #[test]
@@ -695,6 +702,27 @@ mod tests {
         assert_eq!(env.espeak, "espeak-ng", "an empty value counts as unset");
         assert_eq!(env.python, "python3");
         assert!(env.config_file.is_none() && env.audio_api_key.is_none());
+    }
+
+    #[test]
+    fn the_temp_folder_is_tmpdir_else_the_one_the_binary_passes_in() {
+        let platform = || PathBuf::from("/platform/tmp");
+        let with_tmpdir = |value: &'static str| {
+            move |name: &str| (name == "TMPDIR").then(|| OsString::from(value))
+        };
+        assert_eq!(
+            Environment::from_vars(with_tmpdir("/mine"), platform).temp_dir,
+            PathBuf::from("/mine")
+        );
+        assert_eq!(
+            Environment::from_vars(with_tmpdir(""), platform).temp_dir,
+            PathBuf::from("/platform/tmp"),
+            "an empty TMPDIR counts as unset"
+        );
+        assert_eq!(
+            Environment::from_vars(|_| None, platform).temp_dir,
+            PathBuf::from("/platform/tmp")
+        );
     }
 
     #[tokio::test]

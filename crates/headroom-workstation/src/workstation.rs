@@ -11,6 +11,7 @@ use crate::projects::{
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::Destination;
 use headroom_base::fsutil::copy_atomic_from;
+use headroom_base::redact::SecretUrl;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
 use headroom_core::admission::{Priority, Rejection};
@@ -23,14 +24,17 @@ use headroom_core::lanes::{LaneEvent, TextLane};
 use headroom_core::llm::{LlmError, ServerInfo};
 use headroom_gpu::{GpuSampler, SamplerStatus};
 use headroom_services::recording::{LiveRequest, Recorded, Recording};
-use headroom_services::speech::{AudioInput, Resume, SpeakerRequest, SpeechError, Transcription};
+use headroom_services::speech::{
+    speech_pieces, AudioInput, Resume, SpeakerRequest, SpeechError, Transcription,
+    MAX_SPEECH_INPUT_CHARS,
+};
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_services::{LaneView, Services, ServicesError};
 use headroom_speech::asr::diarize::attribute;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
-    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits,
+    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits, RecordTarget,
 };
 use headroom_speech::models::{self, ModelStatus};
 use headroom_speech::tts::Voice;
@@ -39,6 +43,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+/// The pause between the pieces a whole transcript is spoken in, as between sentences.
+const PIECE_PAUSE_MS: u32 = 250;
 
 /// A project voice that names a voice profile: `profile:<id>`.
 pub const PROFILE_VOICE_PREFIX: &str = "profile:";
@@ -71,7 +78,7 @@ pub enum WorkstationError {
     Rejected(Rejection),
     #[error("the text model's server at {url} cannot be used: {source}")]
     Server {
-        url: String,
+        url: SecretUrl,
         #[source]
         source: LlmError,
     },
@@ -421,7 +428,7 @@ impl Workstation {
             .server_info()
             .await
             .map_err(|source| WorkstationError::Server {
-                url: url.to_string(),
+                url: url.into(),
                 source,
             })
     }
@@ -1032,28 +1039,65 @@ impl Workstation {
         if text.trim().is_empty() {
             return Err(WorkstationError::NothingToSpeak);
         }
+        // A whole transcript is longer than one request to speak may be: it is spoken as
+        // pieces within the bound, segments kept whole where they fit, and joined.
+        let pieces = match segment {
+            Some(_) => speech_pieces([text.as_str()], MAX_SPEECH_INPUT_CHARS),
+            None => speech_pieces(
+                project.segments.iter().map(|s| s.speech_text()),
+                MAX_SPEECH_INPUT_CHARS,
+            ),
+        };
         let voice = project.settings.voice.clone().filter(|v| !v.is_empty());
-        let (audio, voice_method, closeness) = match voice
+        let mut clips = Vec::with_capacity(pieces.len());
+        let mut made = None;
+        match voice
             .as_deref()
             .and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX))
         {
             Some(profile) => {
-                let take = self
+                let voices = self
                     .services
                     .voices()
-                    .with_consent(&project.settings.remote_consent())
-                    .speak(profile, text, cancel)
-                    .await?;
-                (take.audio, Some(take.method.label()), Some(take.closeness))
+                    .with_consent(&project.settings.remote_consent());
+                for piece in pieces {
+                    // The first piece's take is scored against the voice; the rest are spoken.
+                    if made.is_none() {
+                        let take = voices.speak(profile, piece, cancel.clone()).await?;
+                        made = Some((take.method.label(), take.closeness));
+                        clips.push(take.audio);
+                    } else {
+                        let (audio, _) = voices
+                            .speak_unscored(
+                                profile,
+                                piece,
+                                None,
+                                Priority::Interactive,
+                                cancel.clone(),
+                            )
+                            .await?;
+                        clips.push(audio);
+                    }
+                }
             }
             None => {
                 let (service, engine_voice) = self.services.speech_for_voice(voice.as_deref())?;
-                (
-                    service.synthesize(text, engine_voice, cancel).await?,
-                    None,
-                    None,
-                )
+                for piece in pieces {
+                    clips.push(
+                        service
+                            .synthesize(piece, engine_voice.clone(), cancel.clone())
+                            .await?,
+                    );
+                }
             }
+        };
+        let audio = match clips.len() {
+            1 => clips.pop().expect("one clip"),
+            _ => headroom_speech::tts::join_clips(&clips, PIECE_PAUSE_MS),
+        };
+        let (voice_method, closeness) = match made {
+            Some((method, closeness)) => (Some(method), Some(closeness)),
+            None => (None, None),
         };
         let created = unix_ms();
         let name = match segment {
@@ -1226,16 +1270,7 @@ impl Workstation {
         let target = {
             let (store, id, relative) =
                 (self.store.clone(), project_id.to_string(), relative.clone());
-            blocking(move || {
-                let project = store.open(&id)?;
-                // The recorder takes a path: `audio/` is checked (made when missing) just before.
-                Ok(store
-                    .beneath(&project.id)?
-                    .dir_path("audio")
-                    .map_err(ProjectError::from)?
-                    .join(relative.trim_start_matches("audio/")))
-            })
-            .await?
+            blocking(move || project_recording_target(&store, &id, &relative)).await?
         };
         // Live text is on by default in the app: when it cannot start (silero-vad not
         // installed, say), the recording goes ahead without it and says why afterwards.
@@ -1277,7 +1312,7 @@ impl Workstation {
     /// last second, and the next start repairs it.
     pub(crate) async fn record_to_file(
         &self,
-        target: PathBuf,
+        target: RecordTarget,
         max_seconds: f64,
         level: Arc<dyn Fn(f32) + Send + Sync>,
         live: Option<LiveRequest>,
@@ -1393,6 +1428,18 @@ pub(crate) fn suggestion_from(output: &CleanupOutput) -> Suggestion {
     }
 }
 
+/// Where a project's new recording `relative` (`audio/recording-<ms>.wav`) is written: through
+/// the project folder's handle, so `audio/` (made when missing) and the recording's files are
+/// reached through no link and created new, never by a path looked up again.
+fn project_recording_target(
+    store: &ProjectStore,
+    id: &str,
+    relative: &str,
+) -> Result<RecordTarget, WorkstationError> {
+    let project = store.open(id)?;
+    Ok(RecordTarget::new(store.beneath(&project.id)?, relative))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1406,7 +1453,10 @@ mod tests {
     fn project_with_links_out() -> (tempfile::TempDir, Arc<Workstation>, String, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let store = ProjectStore::new(dir.path().join("projects"));
-        let services = Services::new(Config::default(), Environment::from_vars(|_| None));
+        let services = Services::new(
+            Config::default(),
+            Environment::from_vars(|_| None, std::env::temp_dir),
+        );
         let ws = Workstation::new(store, services, None);
         let project = ws.store().create("Talk").unwrap();
         ws.store()
@@ -1563,7 +1613,7 @@ mod tests {
         let mut config = Config::default();
         // `.invalid` never resolves: nothing is sent here in any case.
         config.cloning.url = "http://clone.invalid:4123".into();
-        let services = Services::new(config, Environment::from_vars(|_| None));
+        let services = Services::new(config, Environment::from_vars(|_| None, std::env::temp_dir));
         let ws = Workstation::new(
             ProjectStore::new(dir.path().join("projects")),
             services,
@@ -1591,5 +1641,61 @@ mod tests {
             .unwrap();
         assert!(ws.voice_destination(&project).unwrap().allowed);
         assert!(voices(&project).cloning_server().unwrap().is_some());
+    }
+
+    /// A project's recording is written through the project folder's handle: an `audio/` that
+    /// is a link out, or a link planted at the recording's `.partial` name, is refused and
+    /// what it points to is untouched.
+    #[cfg(unix)]
+    #[test]
+    fn a_recording_is_never_written_through_a_link_in_the_project() {
+        use headroom_speech::audio::WavRecorder;
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let store = ProjectStore::new(dir.path().join("projects"));
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("victim.wav"), b"keep").unwrap();
+
+        let linked = store.create("Audio out").unwrap();
+        let folder = store.folder(&linked.id).unwrap();
+        let _ = std::fs::remove_dir_all(folder.join("audio"));
+        symlink(&outside, folder.join("audio")).unwrap();
+        let target = project_recording_target(&store, &linked.id, "audio/recording-1.wav").unwrap();
+        assert!(WavRecorder::create_at(target, 16_000).is_err());
+
+        let planted = store.create("Planted").unwrap();
+        let folder = store.folder(&planted.id).unwrap();
+        std::fs::create_dir_all(folder.join("audio")).unwrap();
+        symlink(
+            outside.join("victim.wav"),
+            folder.join("audio/recording-1.wav.partial"),
+        )
+        .unwrap();
+        let target =
+            project_recording_target(&store, &planted.id, "audio/recording-1.wav").unwrap();
+        assert!(WavRecorder::create_at(target, 16_000).is_err());
+
+        let left: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["victim.wav"], "nothing was written outside");
+        assert_eq!(std::fs::read(outside.join("victim.wav")).unwrap(), b"keep");
+
+        // Where nothing is planted, the recording is made and named as before.
+        let plain = store.create("Plain").unwrap();
+        let target = project_recording_target(&store, &plain.id, "audio/recording-2.wav").unwrap();
+        let mut recorder = WavRecorder::create_at(target, 16_000).unwrap();
+        recorder.write(&[0.1; 1600]).unwrap();
+        let path = recorder.finish().unwrap();
+        assert_eq!(
+            path,
+            store
+                .folder(&plain.id)
+                .unwrap()
+                .join("audio/recording-2.wav")
+        );
+        assert!(path.is_file());
     }
 }

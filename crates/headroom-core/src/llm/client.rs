@@ -1,7 +1,7 @@
 use super::{ApiError, ApiKey, ChatChunk, ChatRequest, LlmError, ModelCard};
 use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
-use headroom_base::redact;
+use headroom_base::redact::{self, SecretUrl};
 use serde_json::Value;
 use std::fmt;
 use std::pin::Pin;
@@ -78,7 +78,7 @@ impl fmt::Debug for LlmClient {
 impl LlmClient {
     pub fn new(base_url: &str, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
         let invalid = |reason: String| LlmError::InvalidUrl {
-            url: redact::urls(base_url),
+            url: base_url.trim().into(),
             reason,
         };
         let mut base = Url::parse(base_url.trim()).map_err(|e| invalid(e.to_string()))?;
@@ -140,9 +140,14 @@ impl LlmClient {
         }
     }
 
+    /// The base URL, kept whole for the request and shown redacted.
+    fn secret_url(&self) -> SecretUrl {
+        self.base.as_str().trim_end_matches('/').into()
+    }
+
     fn unreachable(&self, err: reqwest::Error) -> LlmError {
         LlmError::Unreachable {
-            url: self.shown_url(),
+            url: self.secret_url(),
             message: describe_transport_error(&err),
         }
     }
@@ -249,7 +254,7 @@ impl LlmClient {
         let status = resp.status().as_u16();
         if let Some(redirect) = headroom_base::http::unfollowed_redirect(&resp) {
             return Err(LlmError::Unreachable {
-                url: self.shown_url(),
+                url: self.secret_url(),
                 message: redirect.to_string(),
             });
         }

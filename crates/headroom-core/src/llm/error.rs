@@ -1,15 +1,16 @@
 //! What went wrong talking to an OpenAI-compatible server.
 
 use super::ApiError;
+use headroom_base::redact::SecretUrl;
 use std::time::Duration;
 
 /// What went wrong talking to the server.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
     #[error("invalid server URL {url:?}: {reason}")]
-    InvalidUrl { url: String, reason: String },
+    InvalidUrl { url: SecretUrl, reason: String },
     #[error("cannot reach {url}: {message}")]
-    Unreachable { url: String, message: String },
+    Unreachable { url: SecretUrl, message: String },
     #[error("the prompt does not fit the model's context: {}", .error.message)]
     ContextOverflow { error: Box<ApiError> },
     #[error("the server is overloaded (HTTP {status}): {}", .error.message)]
