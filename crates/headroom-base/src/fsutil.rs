@@ -233,6 +233,13 @@ impl BeneathError {
 /// Writes are atomic as [`write_atomic`]'s: a temporary file in the target's folder (opened
 /// through that folder's handle), synced, renamed over the target in the same folder, and the
 /// folder synced.
+///
+/// Everything else a caller does to the folder's files goes through the handle too, never
+/// through a path looked up again after a check: listing ([`Beneath::read_dir`], `fdopendir`),
+/// removing ([`Beneath::remove_file`], `unlinkat`), writing a file as it is made
+/// ([`Beneath::create_new`] with `O_EXCL`, [`Beneath::create_truncate`]), repairing one in place
+/// ([`Beneath::open_update`]) and renaming ([`Beneath::rename`], `renameat`). Only
+/// [`Beneath::file_path`] hands out a path, for readers that take one.
 #[derive(Debug)]
 pub struct Beneath {
     root: PathBuf,
@@ -248,6 +255,24 @@ pub struct Beneath {
 struct Parts<'a> {
     folders: Vec<&'a std::ffi::OsStr>,
     name: &'a std::ffi::OsStr,
+}
+
+/// What an entry in a folder is, told without following it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Folder,
+    /// A symbolic link: listed, never followed, never opened, written or removed.
+    Link,
+    /// A pipe, a socket, a device.
+    Other,
+}
+
+/// One entry of a folder listed by [`Beneath::read_dir`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: std::ffi::OsString,
+    pub kind: EntryKind,
 }
 
 impl Beneath {
@@ -349,14 +374,6 @@ impl Beneath {
         Ok(self.root.join(relative))
     }
 
-    /// Makes the folder `relative` (as [`Beneath::create_dir_all`]) and returns its path, for a
-    /// writer that takes a path (the recorder). As [`Beneath::file_path`], checked now.
-    pub fn dir_path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, BeneathError> {
-        let relative = relative.as_ref();
-        self.create_dir_all(relative)?;
-        Ok(self.root.join(relative))
-    }
-
     /// Whether `relative` exists (as anything but a link, which is refused).
     pub fn exists(&self, relative: impl AsRef<Path>) -> Result<bool, BeneathError> {
         let relative = relative.as_ref();
@@ -401,12 +418,95 @@ impl Beneath {
         self.create_in(relative, &parts)
     }
 
-    /// Removes the file `relative` (a link there is removed itself, never followed).
+    /// Removes the regular file `relative`, unlinked from its folder's handle. A link there
+    /// (or on the way) is refused by name and left as it is, as is anything but a file.
     pub fn remove_file(&self, relative: impl AsRef<Path>) -> Result<(), BeneathError> {
         let relative = relative.as_ref();
         let parts = self.parts(relative)?;
         self.remove_in(relative, &parts)
     }
+
+    /// The entries of the folder `relative` (the folder itself when empty), sorted by name,
+    /// each with its kind told without following it: read from a handle to the folder reached
+    /// through no link, so a link swapped in for the folder is never listed through.
+    pub fn read_dir(&self, relative: impl AsRef<Path>) -> Result<Vec<Entry>, BeneathError> {
+        let relative = relative.as_ref();
+        let names = if relative.as_os_str().is_empty() {
+            Vec::new()
+        } else {
+            let parts = self.parts(relative)?;
+            Self::all(&parts)
+        };
+        let mut entries = self.read_dir_in(relative, &names)?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    /// Creates the file `relative`, which must not exist, for writing (making the folders on
+    /// the way): whatever is at the name (a file, a link, a pipe) is an error, never opened.
+    pub fn create_new(&self, relative: impl AsRef<Path>) -> Result<std::fs::File, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.create_file_in(relative, &parts, false)
+    }
+
+    /// Opens the file `relative` for writing, emptied, creating it when missing (making the
+    /// folders on the way). Only a regular file is emptied: a link at the name is refused by
+    /// name, anything else (a pipe, a device) is [`BeneathError::NotAFile`].
+    pub fn create_truncate(
+        &self,
+        relative: impl AsRef<Path>,
+    ) -> Result<std::fs::File, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.create_file_in(relative, &parts, true)
+    }
+
+    /// Opens the regular file `relative`, which exists, for reading and writing in place
+    /// (nothing is created or emptied): for repairing a file.
+    pub fn open_update(&self, relative: impl AsRef<Path>) -> Result<std::fs::File, BeneathError> {
+        let relative = relative.as_ref();
+        let parts = self.parts(relative)?;
+        self.open_with(relative, &parts, true)
+    }
+
+    /// Renames the regular file `from` to `to` (making `to`'s folders), both inside the folder,
+    /// replacing a regular file at `to`; a link at either name or on either way is refused by
+    /// name. The folder `to` is in is synced, so the rename survives a crash.
+    pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), BeneathError> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        let (from_parts, to_parts) = (self.parts(from)?, self.parts(to)?);
+        self.rename_in((from, &from_parts), (to, &to_parts))
+    }
+}
+
+/// Removes the temporary files a [`write_atomic`] killed midway left in the folder `relative`
+/// of `folder` (the folder itself when empty), as [`remove_stale_temporaries`] does, but
+/// listing and removing only through the folder's handle: nothing behind a link is listed or
+/// removed. Returns how many were removed.
+pub fn remove_stale_temporaries_beneath(folder: &Beneath, relative: impl AsRef<Path>) -> usize {
+    let relative = relative.as_ref();
+    let Ok(entries) = folder.read_dir(relative) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries {
+        if entry.kind != EntryKind::File {
+            continue;
+        }
+        let Some(pid) = entry.name.to_str().and_then(temporary_owner) else {
+            continue;
+        };
+        if process_alive(pid) {
+            continue;
+        }
+        match folder.remove_file(relative.join(&entry.name)) {
+            Ok(()) => removed += 1,
+            Err(e) if e.is_not_found() => {}
+            Err(e) => tracing::warn!(error = %e, "a stale temporary file stays"),
+        }
+    }
+    removed
 }
 
 #[cfg(unix)]
@@ -478,8 +578,19 @@ impl Beneath {
     }
 
     fn open_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<std::fs::File, BeneathError> {
+        self.open_with(relative, parts, false)
+    }
+
+    /// Opens an existing regular file for reading, and for writing too when `write`.
+    fn open_with(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        write: bool,
+    ) -> Result<std::fs::File, BeneathError> {
         // Non-blocking, so a pipe put where a file was expected cannot hang the open.
-        let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+        let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
+        let flags = access | libc::O_NONBLOCK;
         #[cfg(target_os = "linux")]
         let fast = self
             .fast
@@ -493,7 +604,7 @@ impl Beneath {
                 let dir = self.folder(&parts.folders, false, false)?;
                 let name = sys::c_name(parts.name).map_err(self.io(relative))?;
                 sys::open_at(&dir, &name, flags, 0)
-                    .map_err(|e| self.explain(&dir, &Self::all(parts), e, false))?
+                    .map_err(|e| self.explain(&dir, &Self::all(parts), e, write))?
             }
         };
         let file = std::fs::File::from(fd);
@@ -565,7 +676,7 @@ impl Beneath {
             }
             std::io::copy(content, &mut file)?;
             file.sync_all()?;
-            sys::rename_at(&dir, &tmp, &name)?;
+            sys::rename_at(&dir, &tmp, &dir, &name)?;
             std::fs::File::from(dir.try_clone()?).sync_all()
         })();
         if result.is_err() {
@@ -582,10 +693,123 @@ impl Beneath {
         Ok(std::fs::File::from(fd))
     }
 
+    /// Refuses what is at `relative` in `dir` unless it is a regular file (a link by name);
+    /// `Ok(false)` when nothing is there and `missing_ok`.
+    fn regular_in(
+        &self,
+        dir: &std::os::fd::OwnedFd,
+        relative: &Path,
+        parts: &Parts<'_>,
+        missing_ok: bool,
+    ) -> Result<bool, BeneathError> {
+        match self.kind_in(dir, relative, parts, true) {
+            Ok(mode) if mode & libc::S_IFMT == libc::S_IFREG => Ok(true),
+            Ok(_) => Err(BeneathError::NotAFile {
+                path: self.root.join(relative),
+            }),
+            Err(e) if missing_ok && e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     fn remove_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<(), BeneathError> {
         let dir = self.folder(&parts.folders, false, true)?;
+        // Checked, then unlinked from the same handle: whatever is swapped in meanwhile, only
+        // a name in this folder goes, and nothing a link points to.
+        self.regular_in(&dir, relative, parts, false)?;
         let name = sys::c_name(parts.name).map_err(self.io(relative))?;
         sys::unlink_at(&dir, &name).map_err(self.io(relative))
+    }
+
+    fn read_dir_in(
+        &self,
+        relative: &Path,
+        names: &[&std::ffi::OsStr],
+    ) -> Result<Vec<Entry>, BeneathError> {
+        let dir = self.folder(names, false, false)?;
+        // A description of its own: one shared with the folder's handle would share its place.
+        let listed = sys::open_at(&dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            .and_then(sys::list)
+            .map_err(self.io(relative))?;
+        let mut entries = Vec::with_capacity(listed.len());
+        for name in listed {
+            let c_name = sys::c_name(&name).map_err(self.io(relative))?;
+            let mode = match sys::mode_at(&dir, &c_name) {
+                Ok(mode) => mode,
+                // Removed since it was listed.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(self.io(&relative.join(&name))(e)),
+            };
+            let kind = match mode & libc::S_IFMT {
+                libc::S_IFREG => EntryKind::File,
+                libc::S_IFDIR => EntryKind::Folder,
+                libc::S_IFLNK => EntryKind::Link,
+                _ => EntryKind::Other,
+            };
+            entries.push(Entry { name, kind });
+        }
+        Ok(entries)
+    }
+
+    fn create_file_in(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        truncate: bool,
+    ) -> Result<std::fs::File, BeneathError> {
+        let dir = self.folder(&parts.folders, true, true)?;
+        let name = sys::c_name(parts.name).map_err(self.io(relative))?;
+        let not_a_file = || BeneathError::NotAFile {
+            path: self.root.join(relative),
+        };
+        if !truncate {
+            // O_EXCL: whatever is at the name, a link included, fails the open.
+            let fd = sys::open_at(
+                &dir,
+                &name,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                0o666,
+            )
+            .map_err(|e| self.explain(&dir, &Self::all(parts), e, true))?;
+            return Ok(std::fs::File::from(fd));
+        }
+        self.regular_in(&dir, relative, parts, true)?;
+        // Not O_TRUNC: emptied only once the open file is known to be a regular one (a device
+        // swapped in meanwhile is left alone); non-blocking, so a pipe cannot hang the open.
+        let fd = sys::open_at(
+            &dir,
+            &name,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_NONBLOCK,
+            0o666,
+        )
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => not_a_file(),
+            _ => self.explain(&dir, &Self::all(parts), e, true),
+        })?;
+        let file = std::fs::File::from(fd);
+        if !file.metadata().map_err(self.io(relative))?.is_file() {
+            return Err(not_a_file());
+        }
+        file.set_len(0).map_err(self.io(relative))?;
+        sys::set_blocking(&file).map_err(self.io(relative))?;
+        Ok(file)
+    }
+
+    fn rename_in(
+        &self,
+        (from, from_parts): (&Path, &Parts<'_>),
+        (to, to_parts): (&Path, &Parts<'_>),
+    ) -> Result<(), BeneathError> {
+        let from_dir = self.folder(&from_parts.folders, false, true)?;
+        self.regular_in(&from_dir, from, from_parts, false)?;
+        let to_dir = self.folder(&to_parts.folders, true, true)?;
+        self.regular_in(&to_dir, to, to_parts, true)?;
+        let from_name = sys::c_name(from_parts.name).map_err(self.io(from))?;
+        let to_name = sys::c_name(to_parts.name).map_err(self.io(to))?;
+        sys::rename_at(&from_dir, &from_name, &to_dir, &to_name).map_err(self.io(to))?;
+        std::fs::File::from(to_dir.try_clone().map_err(self.io(to))?)
+            .sync_all()
+            .map_err(self.io(to))
     }
 
     /// Turns the fast path off, so the walk runs (for tests).
@@ -714,11 +938,90 @@ mod sys {
         Ok(st.st_mode)
     }
 
-    pub fn rename_at(dir: &OwnedFd, from: &CStr, to: &CStr) -> io::Result<()> {
+    /// Renames `from` in `from_dir` to `to` in `to_dir` (neither name is followed if a link).
+    pub fn rename_at(
+        from_dir: &OwnedFd,
+        from: &CStr,
+        to_dir: &OwnedFd,
+        to: &CStr,
+    ) -> io::Result<()> {
         // SAFETY: live descriptors and valid names.
         ok_or_error(unsafe {
-            libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr())
+            libc::renameat(
+                from_dir.as_raw_fd(),
+                from.as_ptr(),
+                to_dir.as_raw_fd(),
+                to.as_ptr(),
+            )
         })
+    }
+
+    /// The names in the open folder `dir` (`fdopendir`, which takes the descriptor), without
+    /// `.` and `..`.
+    pub fn list(dir: OwnedFd) -> io::Result<Vec<std::ffi::OsString>> {
+        use std::os::fd::IntoRawFd;
+        struct Stream(*mut libc::DIR);
+        impl Drop for Stream {
+            fn drop(&mut self) {
+                // SAFETY: a stream fdopendir returned, closed once (with its descriptor).
+                unsafe { libc::closedir(self.0) };
+            }
+        }
+        let raw = dir.into_raw_fd();
+        // SAFETY: a descriptor this function owns; on success the stream owns it.
+        let stream = unsafe { libc::fdopendir(raw) };
+        if stream.is_null() {
+            let e = io::Error::last_os_error();
+            // SAFETY: fdopendir failed, so the descriptor is still ours to close.
+            unsafe { libc::close(raw) };
+            return Err(e);
+        }
+        let stream = Stream(stream);
+        let mut names = Vec::new();
+        loop {
+            clear_errno();
+            // SAFETY: a live stream, read by this thread only.
+            let entry = unsafe { libc::readdir(stream.0) };
+            if entry.is_null() {
+                let error = io::Error::last_os_error();
+                return match error.raw_os_error() {
+                    Some(code) if ERRNO_CLEARED && code != 0 => Err(error),
+                    _ => Ok(names),
+                };
+            }
+            // SAFETY: readdir returned an entry whose name is NUL-terminated, valid until the
+            // next readdir on this stream; it is copied before that.
+            let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+            if name != b"." && name != b".." {
+                names.push(OsStr::from_bytes(name).to_os_string());
+            }
+        }
+    }
+
+    /// Whether [`clear_errno`] can clear errno here, so that a failing `readdir` is told
+    /// from the end of the folder (elsewhere the end is assumed).
+    const ERRNO_CLEARED: bool = cfg!(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd"
+    ));
+
+    fn clear_errno() {
+        // SAFETY: the calling thread's errno, set to 0 as readdir(3) asks of its callers.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            *libc::__errno_location() = 0
+        };
+        #[cfg(target_os = "android")]
+        unsafe {
+            *libc::__errno() = 0
+        };
+        #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+        unsafe {
+            *libc::__error() = 0
+        };
     }
 
     pub fn unlink_at(dir: &OwnedFd, name: &CStr) -> io::Result<()> {
@@ -832,9 +1135,117 @@ impl Beneath {
             .map_err(self.io(relative))
     }
 
+    /// Refuses what is at `relative` unless it is a regular file (a link by name); `Ok(false)`
+    /// when nothing is there and `missing_ok`.
+    fn regular_at(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        missing_ok: bool,
+    ) -> Result<bool, BeneathError> {
+        let path = match self.checked_walk(&Self::all(parts), false, true) {
+            Ok(path) => path,
+            Err(e) if missing_ok && e.is_not_found() => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if std::fs::symlink_metadata(&path)
+            .map_err(self.io(relative))?
+            .is_file()
+        {
+            Ok(true)
+        } else {
+            Err(BeneathError::NotAFile { path })
+        }
+    }
+
+    fn open_with(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        write: bool,
+    ) -> Result<std::fs::File, BeneathError> {
+        self.regular_at(relative, parts, false)?;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .open(self.root.join(relative))
+            .map_err(self.io(relative))
+    }
+
     fn remove_in(&self, relative: &Path, parts: &Parts<'_>) -> Result<(), BeneathError> {
         self.folder(&parts.folders, false, true)?;
+        self.regular_at(relative, parts, false)?;
         std::fs::remove_file(self.root.join(relative)).map_err(self.io(relative))
+    }
+
+    fn read_dir_in(
+        &self,
+        relative: &Path,
+        names: &[&std::ffi::OsStr],
+    ) -> Result<Vec<Entry>, BeneathError> {
+        let path = self.checked_walk(names, false, false)?;
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&path).map_err(self.io(relative))? {
+            let entry = entry.map_err(self.io(relative))?;
+            // The entry's own type: a link is not followed to tell.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let kind = if kind.is_symlink() {
+                EntryKind::Link
+            } else if kind.is_file() {
+                EntryKind::File
+            } else if kind.is_dir() {
+                EntryKind::Folder
+            } else {
+                EntryKind::Other
+            };
+            entries.push(Entry {
+                name: entry.file_name(),
+                kind,
+            });
+        }
+        Ok(entries)
+    }
+
+    fn create_file_in(
+        &self,
+        relative: &Path,
+        parts: &Parts<'_>,
+        truncate: bool,
+    ) -> Result<std::fs::File, BeneathError> {
+        self.folder(&parts.folders, true, true)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true);
+        if truncate {
+            self.regular_at(relative, parts, true)?;
+            options.create(true).truncate(false);
+        } else {
+            options.create_new(true);
+        }
+        let file = options
+            .open(self.root.join(relative))
+            .map_err(self.io(relative))?;
+        if truncate {
+            if !file.metadata().map_err(self.io(relative))?.is_file() {
+                return Err(BeneathError::NotAFile {
+                    path: self.root.join(relative),
+                });
+            }
+            file.set_len(0).map_err(self.io(relative))?;
+        }
+        Ok(file)
+    }
+
+    fn rename_in(
+        &self,
+        (from, from_parts): (&Path, &Parts<'_>),
+        (to, to_parts): (&Path, &Parts<'_>),
+    ) -> Result<(), BeneathError> {
+        self.regular_at(from, from_parts, false)?;
+        self.folder(&to_parts.folders, true, true)?;
+        self.regular_at(to, to_parts, true)?;
+        std::fs::rename(self.root.join(from), self.root.join(to)).map_err(self.io(to))
     }
 }
 
@@ -1065,7 +1476,6 @@ mod tests {
             );
             refused(b.write_atomic("project.json", b"x"), "project.json");
             refused(b.write_atomic("alias/a.wav", b"x"), "alias");
-            refused(b.dir_path("exports"), "exports");
             refused(b.copy_atomic_from("exports/a", &mut &b"x"[..]), "exports");
             assert!(matches!(
                 b.open_or_create("exports/a.lock"),
@@ -1117,6 +1527,207 @@ mod tests {
                 Err(BeneathError::NotAFile { .. })
             ));
         }
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn beneath_lists_creates_updates_renames_and_removes_plain_files() {
+        use std::io::{Read, Seek, Write};
+        let (base, root, _) = beneath_scratch("files");
+        for b in both_ways(&root) {
+            let mut new = b.create_new("takes/a.wav").unwrap();
+            new.write_all(b"first").unwrap();
+            drop(new);
+            assert!(matches!(
+                b.create_new("takes/a.wav"),
+                Err(BeneathError::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists
+            ));
+            let mut again = b.create_truncate("takes/a.wav").unwrap();
+            again.write_all(b"two").unwrap();
+            drop(again);
+            assert_eq!(std::fs::read(root.join("takes/a.wav")).unwrap(), b"two");
+            b.create_truncate("takes/b.wav").unwrap();
+            std::fs::create_dir(root.join("takes/sub")).unwrap();
+            let mut update = b.open_update("takes/a.wav").unwrap();
+            let mut read = String::new();
+            update.read_to_string(&mut read).unwrap();
+            assert_eq!(read, "two");
+            update.seek(std::io::SeekFrom::Start(0)).unwrap();
+            update.write_all(b"T").unwrap();
+            drop(update);
+            assert_eq!(std::fs::read(root.join("takes/a.wav")).unwrap(), b"Two");
+            assert!(b.open_update("takes/none.wav").unwrap_err().is_not_found());
+            let listed = b.read_dir("takes").unwrap();
+            let file = |name: &str| Entry {
+                name: name.into(),
+                kind: EntryKind::File,
+            };
+            assert_eq!(
+                listed,
+                [
+                    file("a.wav"),
+                    file("b.wav"),
+                    Entry {
+                        name: "sub".into(),
+                        kind: EntryKind::Folder
+                    }
+                ]
+            );
+            assert!(b
+                .read_dir("")
+                .unwrap()
+                .iter()
+                .any(|e| e.name == "takes" && e.kind == EntryKind::Folder));
+            assert!(b.read_dir("missing").unwrap_err().is_not_found());
+            b.rename("takes/a.wav", "kept/a.wav").unwrap();
+            assert_eq!(std::fs::read(root.join("kept/a.wav")).unwrap(), b"Two");
+            b.rename("takes/b.wav", "kept/a.wav").unwrap();
+            assert_eq!(std::fs::read(root.join("kept/a.wav")).unwrap(), b"");
+            b.remove_file("kept/a.wav").unwrap();
+            assert!(b.remove_file("kept/a.wav").unwrap_err().is_not_found());
+            assert!(matches!(
+                b.remove_file("takes/sub"),
+                Err(BeneathError::NotAFile { .. })
+            ));
+            assert!(b.read_dir("kept").unwrap().is_empty());
+            std::fs::remove_dir_all(root.join("takes")).unwrap();
+            std::fs::remove_dir_all(root.join("kept")).unwrap();
+        }
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    /// Every one of `read_dir`, `remove_file`, `create_new`, `create_truncate`, `open_update`
+    /// and `rename` refuses a link as a folder on the way and as the last name (even one
+    /// pointing back inside), and `..`: nothing outside is listed, opened, emptied or removed.
+    #[cfg(unix)]
+    #[test]
+    fn beneath_lists_writes_renames_and_removes_through_no_link_and_no_dot_dot() {
+        use std::os::unix::fs::symlink;
+        let (base, root, outside) = beneath_scratch("new-links");
+        std::fs::write(outside.join("victim.wav"), b"keep").unwrap();
+        std::fs::write(root.join("speech/mine.wav"), b"mine").unwrap();
+        symlink(&outside, root.join("takes")).unwrap();
+        symlink(outside.join("victim.wav"), root.join("speech/linked.wav")).unwrap();
+        symlink(root.join("speech"), root.join("alias")).unwrap();
+        let is_link = |e: BeneathError, what: &str| {
+            assert!(
+                matches!(e, BeneathError::SymbolicLink { .. }),
+                "{what}: {e:?}"
+            );
+        };
+        let is_outside = |e: BeneathError, what: &str| {
+            assert!(matches!(e, BeneathError::NotInside { .. }), "{what}: {e:?}");
+        };
+        for b in both_ways(&root) {
+            for folder in ["takes", "alias"] {
+                is_link(b.read_dir(folder).unwrap_err(), folder);
+                let file = format!("{folder}/victim.wav");
+                is_link(b.remove_file(&file).unwrap_err(), &file);
+                is_link(
+                    b.create_new(format!("{folder}/new.wav")).unwrap_err(),
+                    &file,
+                );
+                is_link(b.create_truncate(&file).unwrap_err(), &file);
+                is_link(b.open_update(&file).unwrap_err(), &file);
+                is_link(b.rename(&file, "speech/got.wav").unwrap_err(), &file);
+                is_link(b.rename("speech/mine.wav", &file).unwrap_err(), &file);
+            }
+            let last = "speech/linked.wav";
+            is_link(b.remove_file(last).unwrap_err(), last);
+            is_link(b.create_new(last).unwrap_err(), last);
+            is_link(b.create_truncate(last).unwrap_err(), last);
+            is_link(b.open_update(last).unwrap_err(), last);
+            is_link(b.rename(last, "speech/got.wav").unwrap_err(), last);
+            is_link(b.rename("speech/mine.wav", last).unwrap_err(), last);
+            for dots in ["../outside", "speech/../../outside", "/tmp"] {
+                is_outside(b.read_dir(dots).unwrap_err(), dots);
+                let file = format!("{dots}/victim.wav");
+                is_outside(b.remove_file(&file).unwrap_err(), &file);
+                is_outside(b.create_new(&file).unwrap_err(), &file);
+                is_outside(b.create_truncate(&file).unwrap_err(), &file);
+                is_outside(b.open_update(&file).unwrap_err(), &file);
+                is_outside(b.rename(&file, "speech/got.wav").unwrap_err(), &file);
+                is_outside(b.rename("speech/mine.wav", &file).unwrap_err(), &file);
+            }
+            // The links are listed as links, never followed.
+            let speech = b.read_dir("speech").unwrap();
+            assert!(speech
+                .iter()
+                .any(|e| e.name == "linked.wav" && e.kind == EntryKind::Link));
+        }
+        let left: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["victim.wav"], "nothing was made outside");
+        assert_eq!(std::fs::read(outside.join("victim.wav")).unwrap(), b"keep");
+        assert!(
+            root.join("speech/linked.wav").is_symlink(),
+            "the link stays"
+        );
+        assert_eq!(
+            std::fs::read(root.join("speech/mine.wav")).unwrap(),
+            b"mine"
+        );
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn beneath_refuses_to_empty_a_pipe_without_waiting_for_a_reader() {
+        let (base, root, _) = beneath_scratch("fifo-write");
+        let fifo = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+            root.join("speech/take.wav").as_os_str(),
+        ))
+        .unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        for b in both_ways(&root) {
+            for result in [
+                b.create_truncate("speech/take.wav"),
+                b.open_update("speech/take.wav"),
+            ] {
+                assert!(matches!(result, Err(BeneathError::NotAFile { .. })));
+            }
+            assert!(matches!(
+                b.remove_file("speech/take.wav"),
+                Err(BeneathError::NotAFile { .. })
+            ));
+        }
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    /// Crash recovery's clean-up lists and removes only through the folder's handle: a
+    /// temporary's name on a link, or a folder that is a link, leaves what is outside alone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn stale_temporaries_are_removed_beneath_and_never_through_a_link() {
+        use std::os::unix::fs::symlink;
+        let (base, root, outside) = beneath_scratch("stale-beneath");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        // Temporaries of a writer that has ended, named as `write_atomic` names them.
+        let ended_writers = |name: &str| {
+            let ours = format!("{}-", std::process::id());
+            temporary_name(name).replacen(&ours, &format!("{ended}-"), 1)
+        };
+        let stale = ended_writers("talk.wav");
+        assert_eq!(temporary_owner(&stale), Some(ended));
+        std::fs::write(outside.join(&stale), b"keep").unwrap();
+        std::fs::write(root.join("speech").join(&stale), b"x").unwrap();
+        std::fs::write(root.join(&stale), b"x").unwrap();
+        symlink(outside.join(&stale), root.join(ended_writers("a.wav"))).unwrap();
+        symlink(&outside, root.join("exports")).unwrap();
+        let b = Beneath::open(&root, "project").unwrap();
+        assert_eq!(remove_stale_temporaries_beneath(&b, "exports"), 0);
+        assert_eq!(remove_stale_temporaries_beneath(&b, ""), 1);
+        assert_eq!(remove_stale_temporaries_beneath(&b, "speech"), 1);
+        assert_eq!(remove_stale_temporaries_beneath(&b, "missing"), 0);
+        assert!(!root.join(&stale).exists());
+        assert!(!root.join("speech").join(&stale).exists());
+        assert_eq!(std::fs::read(outside.join(&stale)).unwrap(), b"keep");
         std::fs::remove_dir_all(base).unwrap();
     }
 

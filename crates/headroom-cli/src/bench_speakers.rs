@@ -53,7 +53,8 @@ pub struct SpeakersBenchArgs {
     /// Seed for the conversations (speakers, turns, pauses, noise).
     #[arg(long, default_value_t = 29)]
     seed: u64,
-    /// Synthesized sentences are kept here between runs.
+    /// Synthesized sentences are kept here between runs (without it, they are made again in a
+    /// private temporary folder removed at the end).
     #[arg(long)]
     cache: Option<PathBuf>,
     /// Writes each conversation's audio and reference (RTTM) here.
@@ -272,11 +273,23 @@ struct Report {
 }
 
 pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result<()> {
-    let cache = args
-        .cache
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("headroom-bench-speakers"));
-    std::fs::create_dir_all(&cache)?;
+    // Without `--cache`, a folder of this run's own (random name, owner only): a fixed name in
+    // the shared temporary folder could be another user's, holding clips or links they put.
+    let private;
+    let cache = match args.cache.clone() {
+        Some(cache) => {
+            std::fs::create_dir_all(&cache)?;
+            cache
+        }
+        None => {
+            let mut builder = tempfile::Builder::new();
+            builder.prefix("headroom-bench-speakers-");
+            #[cfg(unix)]
+            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+            private = builder.tempdir()?;
+            private.path().to_path_buf()
+        }
+    };
     let flite = installed_program("flite");
     let installed = |m: &str| models::locate(&services.env().models_dir, m).is_ok();
     let voices: Vec<&'static str> = VOICES

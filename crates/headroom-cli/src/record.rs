@@ -5,7 +5,7 @@ use headroom_services::speech::SpeechError;
 use headroom_services::Services;
 use headroom_speech::asr::live::{LiveParams, LiveUpdate};
 use headroom_speech::asr::TranscribeOptions;
-use headroom_speech::audio::input_devices;
+use headroom_speech::audio::{input_devices, RecordTarget};
 use headroom_speech::models::DEFAULT_MODEL;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -105,7 +105,7 @@ pub async fn run(args: RecordArgs, services: &Services) -> anyhow::Result<ExitCo
     let recording = Recording {
         device: args.device.clone(),
         max_seconds: seconds,
-        target: out.clone(),
+        target: RecordTarget::at(&out)?,
         level,
     };
     let recorded = match services.speech().record(recording, live, cancel).await {

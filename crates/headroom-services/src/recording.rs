@@ -6,7 +6,7 @@ use crate::speech::{EngineSource, SpeechError, SpeechService};
 use headroom_core::admission::Priority;
 use headroom_speech::asr::live::{LiveParams, LiveTranscriber, LiveUpdate};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, SAMPLE_RATE};
-use headroom_speech::audio::{record_to, AudioError, StreamResampler, WavRecorder};
+use headroom_speech::audio::{record_to, AudioError, RecordTarget, StreamResampler, WavRecorder};
 use headroom_speech::models;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
@@ -18,8 +18,9 @@ pub struct Recording {
     pub device: Option<String>,
     /// Recording stops after this long (or when cancelled).
     pub max_seconds: f64,
-    /// The WAV file written (through its `.partial` file while recording).
-    pub target: PathBuf,
+    /// The WAV file written (through its `.partial` file while recording, created new), inside
+    /// a folder held open: nothing on the way is looked up again by path.
+    pub target: RecordTarget,
     /// The input level (peak dBFS) about ten times a second.
     pub level: Arc<dyn Fn(f32) + Send + Sync>,
 }
@@ -153,6 +154,8 @@ impl SpeechService {
                 target,
                 level,
             } = recording;
+            // Taken when the first audio comes and the recorder is made.
+            let mut target = Some(target);
             let stop = cancel.child_token();
             let (to_live, from_recorder) = mpsc::channel::<Vec<f32>>();
             std::thread::scope(|scope| {
@@ -166,7 +169,13 @@ impl SpeechService {
                 let mut sink = |rate: u32, chunk: &[f32]| -> Result<(), AudioError> {
                     let writer = match &mut recorder {
                         Some(r) => r,
-                        None => recorder.insert(WavRecorder::create(&target, rate)?),
+                        None => {
+                            let target = target.take().ok_or_else(|| AudioError::Write {
+                                path: PathBuf::new(),
+                                message: "the recording could not start".into(),
+                            })?;
+                            recorder.insert(WavRecorder::create_at(target, rate)?)
+                        }
                     };
                     writer.write(chunk)?;
                     if follower.is_some() {

@@ -10,12 +10,12 @@
 
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::{
-    folder_name, remove_stale_temporaries, sync_dir, Beneath, BeneathError,
+    folder_name, remove_stale_temporaries_beneath, sync_dir, Beneath, BeneathError, EntryKind,
 };
 use headroom_core::admission::RejectReason;
 use headroom_core::cleanup::{CleanupMode, FailurePolicy};
 use headroom_speech::asr::{Segment, Speaker, Transcript, Word};
-use headroom_speech::audio::repair_partial;
+use headroom_speech::audio::repair_partial_in;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -765,10 +765,14 @@ impl ProjectStore {
     /// Makes whole what a crash left in the projects; run when the app starts. Repairs the
     /// recordings it interrupted (their `.partial` files in `audio/`) and removes the temporary
     /// files of writes it cut short (an import of a long recording among them), in every
-    /// project's folders.
+    /// project's folders. Every folder is listed, and every file repaired, renamed or removed,
+    /// through the project folder's handle ([`Beneath`]): a subfolder or a file that is a link
+    /// (out of the project or not) is never listed through, opened or removed.
     pub fn recover_after_crash(&self) -> Recovered {
         let mut recovered = Recovered {
-            temporaries_removed: remove_stale_temporaries(&self.root),
+            temporaries_removed: Beneath::open(&self.root, "projects")
+                .map(|root| remove_stale_temporaries_beneath(&root, ""))
+                .unwrap_or(0),
             ..Recovered::default()
         };
         let Ok(entries) = self.list() else {
@@ -781,31 +785,32 @@ impl ProjectStore {
             let Ok(beneath) = self.beneath(&id) else {
                 continue;
             };
-            recovered.temporaries_removed += remove_stale_temporaries(beneath.root());
-            // A subfolder that is a link out of the project is left alone: nothing there is
-            // the project's to remove or repair.
-            let inside = |sub: &str| beneath.exists(sub).unwrap_or(false);
-            for sub in SUBFOLDERS.into_iter().filter(|sub| inside(sub)) {
-                recovered.temporaries_removed += remove_stale_temporaries(&beneath.shown(sub));
+            recovered.temporaries_removed += remove_stale_temporaries_beneath(&beneath, "");
+            // A subfolder that is a link (out of the project or not) is refused by the listing:
+            // nothing there is the project's to remove or repair.
+            for sub in SUBFOLDERS {
+                recovered.temporaries_removed += remove_stale_temporaries_beneath(&beneath, sub);
             }
-            if !inside("audio") {
-                continue;
-            }
-            let Ok(files) = std::fs::read_dir(beneath.shown("audio")) else {
+            let Ok(files) = beneath.read_dir("audio") else {
                 continue;
             };
-            for file in files.flatten() {
-                let path = file.path();
-                if path.extension().and_then(|e| e.to_str()) != Some("partial") {
+            for file in files {
+                let relative = Path::new("audio").join(&file.name);
+                if file.kind != EntryKind::File
+                    || relative.extension().and_then(|e| e.to_str()) != Some("partial")
+                {
                     continue;
                 }
-                match repair_partial(&path) {
+                match repair_partial_in(&beneath, &relative) {
                     Ok(Some(repaired)) => {
                         tracing::warn!(file = %repaired.display(), "recovered a recording interrupted by a crash");
                         recovered.recordings.push(repaired);
                     }
                     Ok(None) => {}
-                    Err(e) => tracing::error!("cannot recover {}: {e}", path.display()),
+                    Err(e) => tracing::error!(
+                        "cannot recover {}: {e}",
+                        beneath.shown(&relative).display()
+                    ),
                 }
             }
         }
@@ -1245,5 +1250,59 @@ mod tests {
             b"RIFF"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Crash recovery lists, repairs and removes only through the project folder's handle: a
+    /// `.partial` recording or a stale temporary that is a link, or an `audio/` that is a link
+    /// out of the project, leaves what they point to untouched; a real `.partial` is repaired.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn recovery_never_follows_a_link_planted_where_it_lists_repairs_or_removes() {
+        use headroom_speech::audio::{wav_bytes, Audio};
+        use std::os::unix::fs::symlink;
+        let (store, dir) = store();
+        let outside = PathBuf::from(format!("{}-outside", dir.display()));
+        let _ = std::fs::remove_dir_all(&outside);
+        std::fs::create_dir_all(&outside).unwrap();
+        // A recording with half a frame at its end: a repair would cut it and rename it.
+        let mut wav = wav_bytes(&Audio {
+            samples: vec![0.25; 400],
+            sample_rate: 16_000,
+        });
+        wav.push(0x7f);
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        let stale = format!(".talk.wav.headroom-{ended}-0.tmp");
+        std::fs::write(outside.join("victim.wav"), &wav).unwrap();
+        std::fs::write(outside.join("out.wav.partial"), &wav).unwrap();
+        std::fs::write(outside.join(&stale), b"keep").unwrap();
+
+        let planted = store.create("Links in audio").unwrap();
+        let audio = store.folder(&planted.id).unwrap().join("audio");
+        std::fs::create_dir_all(&audio).unwrap();
+        symlink(outside.join("victim.wav"), audio.join("take.wav.partial")).unwrap();
+        symlink(outside.join(&stale), audio.join(&stale)).unwrap();
+        std::fs::write(audio.join("real.wav.partial"), &wav).unwrap();
+
+        let linked = store.create("Audio out").unwrap();
+        let folder = store.folder(&linked.id).unwrap();
+        let _ = std::fs::remove_dir_all(folder.join("audio"));
+        symlink(&outside, folder.join("audio")).unwrap();
+
+        let recovered = store.recover_after_crash();
+        assert_eq!(recovered.recordings, [audio.join("real.wav")]);
+        assert_eq!(recovered.temporaries_removed, 0);
+        assert_eq!(std::fs::read(outside.join("victim.wav")).unwrap(), wav);
+        assert_eq!(std::fs::read(outside.join("out.wav.partial")).unwrap(), wav);
+        assert_eq!(std::fs::read(outside.join(&stale)).unwrap(), b"keep");
+        assert!(!outside.join("out.wav").exists() && !audio.join("take.wav").exists());
+        assert!(
+            audio.join("take.wav.partial").is_symlink(),
+            "the links stay"
+        );
+        assert!(audio.join(&stale).is_symlink());
+        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(outside).unwrap();
     }
 }

@@ -4,10 +4,13 @@
 
 use crate::workstation::{blocking, Workstation, WorkstationError};
 use headroom_base::clock::unix_ms;
+use headroom_base::fsutil::{Beneath, EntryKind};
 use headroom_services::speech::AudioInput;
 use headroom_services::voice_work::{default_voice_name, Closeness, VoiceWorkError};
 use headroom_services::voices::{LibraryError, VoiceLibrary, VoiceProfile};
-use headroom_speech::audio::{self as device, decode_file, wav_bytes, DecodeLimits};
+use headroom_speech::audio::{
+    self as device, decode_file, wav_bytes, AudioError, DecodeLimits, RecordTarget,
+};
 use headroom_speech::cloning::Health;
 use headroom_speech::voice::matching::{MatchProgress, MatchSettings};
 use headroom_speech::voice::ClipReport;
@@ -39,6 +42,9 @@ pub struct VoiceTakeView {
 
 /// Test takes kept per voice; older ones are removed.
 const KEPT_TAKES: usize = 5;
+
+/// The voice's folder of test takes.
+const TAKES: &str = "takes";
 
 impl Workstation {
     pub fn voice_profiles(&self) -> Result<Vec<VoiceProfile>, WorkstationError> {
@@ -115,23 +121,20 @@ impl Workstation {
         cancel: CancellationToken,
     ) -> Result<ClipAdded, WorkstationError> {
         self.open_voice(id).await?;
-        let target = self.services().env().temp_dir.join(format!(
-            "headroom-voice-recording-{}-{}.wav",
-            std::process::id(),
-            unix_ms()
-        ));
+        let temp_dir = self.services().env().temp_dir.clone();
+        let (scratch, target) = blocking(move || recording_scratch(&temp_dir)).await?;
         let recorded = self
-            .record_to_file(target.clone(), max_seconds, level, None, cancel)
+            .record_to_file(target, max_seconds, level, None, cancel)
             .await;
         let added = match recorded {
-            Ok(_) => {
-                self.add_voice_clip(id, &target, CancellationToken::new())
+            Ok(recorded) => {
+                self.add_voice_clip(id, &recorded.path, CancellationToken::new())
                     .await
             }
             Err(e) => Err(e),
         };
         let _ = blocking(move || {
-            let _ = std::fs::remove_file(&target);
+            drop(scratch);
             Ok(())
         })
         .await;
@@ -191,7 +194,7 @@ impl Workstation {
     ) -> Result<VoiceTakeView, WorkstationError> {
         let voices = self.services().voices();
         let take = voices.speak(id, text, cancel).await?;
-        let file = format!("takes/take-{}.wav", unix_ms());
+        let file = format!("{TAKES}/take-{}.wav", unix_ms());
         let duration_secs = take.audio.duration_secs();
         let (library, id, written) = (voices.library().clone(), id.to_string(), file.clone());
         let audio = take.audio;
@@ -201,7 +204,7 @@ impl Workstation {
             voice
                 .write_atomic(&written, &wav_bytes(&audio))
                 .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?;
-            prune_takes(&voice.shown("takes"));
+            prune_takes(&voice);
             Ok(())
         })
         .await?;
@@ -258,19 +261,133 @@ fn voice_file(library: &VoiceLibrary, id: &str, file: &str) -> Result<PathBuf, W
         .map_err(|e| VoiceWorkError::from(LibraryError::from(e)))?)
 }
 
-/// Keeps the newest takes in `folder`.
-fn prune_takes(folder: &Path) {
-    let Ok(entries) = std::fs::read_dir(folder) else {
+/// A folder of its own for a voice clip being recorded, in `temp_dir`: made with a random name
+/// and for its owner only (0700), so no other user can guess the clip's name or plant anything
+/// there; removed (with the clip) when dropped. The clip is written through the folder's handle.
+fn recording_scratch(
+    temp_dir: &Path,
+) -> Result<(tempfile::TempDir, RecordTarget), WorkstationError> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("headroom-voice-recording-");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    // mkdir fails where anything is at the (random) name: never someone else's folder.
+    let scratch = builder
+        .tempdir_in(temp_dir)
+        .map_err(|e| AudioError::Write {
+            path: temp_dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    let folder = Beneath::open(scratch.path(), "recording").map_err(|e| AudioError::Write {
+        path: scratch.path().to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok((scratch, RecordTarget::new(folder, "clip.wav")))
+}
+
+/// Keeps the newest takes in the voice's `takes/` folder, listed and removed through the
+/// folder's handle: only regular files count and go; a link there (or `takes/` itself as a
+/// link) is never followed, listed through or removed.
+fn prune_takes(voice: &Beneath) {
+    let Ok(entries) = voice.read_dir(TAKES) else {
         return;
     };
-    let mut takes: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wav"))
+    let takes: Vec<_> = entries
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::File)
+        .map(|e| e.name)
+        .filter(|name| Path::new(name).extension().is_some_and(|e| e == "wav"))
         .collect();
-    takes.sort();
+    // Sorted by name: `take-<ms>.wav`, oldest first.
     let excess = takes.len().saturating_sub(KEPT_TAKES);
     for old in &takes[..excess] {
-        let _ = std::fs::remove_file(old);
+        if let Err(e) = voice.remove_file(Path::new(TAKES).join(old)) {
+            tracing::warn!(error = %e, "an old test take stays");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pruning lists and removes through the voice folder's handle: a `takes/` that is a link
+    /// out is never listed through (the `.wav` files it points to all stay), and a take that is
+    /// a link is neither counted nor followed; the oldest regular takes go.
+    #[cfg(unix)]
+    #[test]
+    fn pruning_takes_never_follows_a_link_planted_among_them() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        for i in 0..7 {
+            std::fs::write(outside.join(format!("take-{i}.wav")), b"keep").unwrap();
+        }
+        let linked = dir.path().join("linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        symlink(&outside, linked.join(TAKES)).unwrap();
+        prune_takes(&Beneath::open(&linked, "voice").unwrap());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 7);
+
+        let voice = dir.path().join("voice");
+        let takes = voice.join(TAKES);
+        std::fs::create_dir_all(&takes).unwrap();
+        symlink(outside.join("take-0.wav"), takes.join("take-0.wav")).unwrap();
+        for i in 1..=7 {
+            std::fs::write(takes.join(format!("take-{i}.wav")), b"x").unwrap();
+        }
+        prune_takes(&Beneath::open(&voice, "voice").unwrap());
+        let mut left: Vec<_> = std::fs::read_dir(&takes)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "take-0.wav",
+                "take-3.wav",
+                "take-4.wav",
+                "take-5.wav",
+                "take-6.wav",
+                "take-7.wav"
+            ]
+        );
+        assert!(takes.join("take-0.wav").is_symlink());
+        for i in 0..7 {
+            assert_eq!(
+                std::fs::read(outside.join(format!("take-{i}.wav"))).unwrap(),
+                b"keep"
+            );
+        }
+    }
+
+    /// A recorded clip is written in a folder of its own, with a random name and for its owner
+    /// only, not under a name in the shared temporary folder another user could guess and
+    /// plant a link at; the folder goes when dropped.
+    #[cfg(unix)]
+    #[test]
+    fn a_recorded_clip_goes_to_a_private_folder_of_its_own() {
+        use headroom_speech::audio::WavRecorder;
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let (first, target) = recording_scratch(temp.path()).unwrap();
+        let (second, _) = recording_scratch(temp.path()).unwrap();
+        assert_ne!(first.path(), second.path());
+        assert_eq!(first.path().parent().unwrap(), temp.path());
+        let mode = std::fs::metadata(first.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let mut recorder = WavRecorder::create_at(target, 16_000).unwrap();
+        recorder.write(&[0.1; 1600]).unwrap();
+        let path = recorder.finish().unwrap();
+        assert_eq!(path, first.path().join("clip.wav"));
+        assert!(path.is_file());
+        let folder = first.path().to_path_buf();
+        drop(first);
+        assert!(!folder.exists());
     }
 }

@@ -14,7 +14,7 @@ mod wav;
 pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};
 pub use device::{input_devices, play, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
-pub use recording::{partial_path, repair_partial, WavRecorder};
+pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};
 pub use resample::{resample, StreamResampler};
 pub use wav::{wav_bytes, write_wav};
 

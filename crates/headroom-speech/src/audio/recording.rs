@@ -2,8 +2,13 @@
 //! final file, its header brought up to date and the data synced about once a second, renamed
 //! to the final name when the recording ends. A crash (or SIGKILL) loses at most the last
 //! second; [`repair_partial`] makes what was written whole again on the next start.
+//!
+//! Both names are used only through the folder's open handle ([`Beneath`]): the `.partial`
+//! file is created new (a file or link planted at its name is never opened, truncated or
+//! followed), renamed and removed in that folder, never by a path looked up again.
 
 use super::AudioError;
+use headroom_base::fsutil::{Beneath, BeneathError};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,15 +23,50 @@ pub fn partial_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// A WAV file being recorded.
-pub struct WavRecorder {
-    writer: hound::WavWriter<BufWriter<std::fs::File>>,
-    partial: PathBuf,
-    path: PathBuf,
-    frames: u64,
-    synced: Instant,
+/// Where a recording goes: `file`, a path of plain names inside a folder held open.
+#[derive(Debug)]
+pub struct RecordTarget {
+    folder: Beneath,
+    file: PathBuf,
 }
 
+impl RecordTarget {
+    /// `file` (relative, e.g. `audio/recording-1.wav`) inside `folder`.
+    pub fn new(folder: Beneath, file: impl Into<PathBuf>) -> RecordTarget {
+        RecordTarget {
+            folder,
+            file: file.into(),
+        }
+    }
+
+    /// The file at `path`, a place the user chose (the CLI's `--out`): its folder is opened as
+    /// given, the file and its `.partial` file are then used only through it.
+    pub fn at(path: &Path) -> Result<RecordTarget, AudioError> {
+        let (folder, name) = split(path)?;
+        let folder = Beneath::open(folder, "recording").map_err(|e| beneath_error(path, e))?;
+        Ok(RecordTarget::new(folder, name))
+    }
+
+    /// Where the finished recording is, for showing.
+    pub fn shown(&self) -> PathBuf {
+        self.folder.shown(&self.file)
+    }
+}
+
+/// A path's folder (`.` for a bare name) and its file name.
+fn split(path: &Path) -> Result<(&Path, &std::ffi::OsStr), AudioError> {
+    let name = path.file_name().ok_or_else(|| AudioError::Write {
+        path: path.to_path_buf(),
+        message: "not a file name".into(),
+    })?;
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok((folder, name))
+}
+
+/// A recording is written or repaired under `path`.
 fn write_error(path: &Path, e: impl std::fmt::Display) -> AudioError {
     AudioError::Write {
         path: path.to_path_buf(),
@@ -34,26 +74,70 @@ fn write_error(path: &Path, e: impl std::fmt::Display) -> AudioError {
     }
 }
 
+/// [`write_error`] for what [`Beneath`] refused or failed at (its own path left out: `path`
+/// says where).
+fn beneath_error(path: &Path, e: BeneathError) -> AudioError {
+    match e {
+        BeneathError::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            write_error(
+                path,
+                "something is already there; a recording never replaces it",
+            )
+        }
+        BeneathError::Io { source, .. } => write_error(path, source),
+        other => write_error(path, other),
+    }
+}
+
+/// A WAV file being recorded.
+pub struct WavRecorder {
+    writer: hound::WavWriter<BufWriter<std::fs::File>>,
+    /// The same open file as the writer's, for syncing it.
+    file: std::fs::File,
+    target: RecordTarget,
+    partial: PathBuf,
+    frames: u64,
+    synced: Instant,
+}
+
 impl WavRecorder {
-    /// Starts `path`'s recording at `sample_rate` (in its `.partial` file).
+    /// Starts `path`'s recording at `sample_rate` (in its `.partial` file, made new in `path`'s
+    /// folder), as [`WavRecorder::create_at`] does.
     pub fn create(path: &Path, sample_rate: u32) -> Result<WavRecorder, AudioError> {
-        let partial = partial_path(path);
+        WavRecorder::create_at(RecordTarget::at(path)?, sample_rate)
+    }
+
+    /// Starts `target`'s recording at `sample_rate` in its `.partial` file, created new through
+    /// the folder's handle (the folders on the way are made): whatever is at that name already
+    /// (a file, a link, a pipe) is an error, never opened.
+    pub fn create_at(target: RecordTarget, sample_rate: u32) -> Result<WavRecorder, AudioError> {
+        let partial = partial_path(&target.file);
+        let shown = target.folder.shown(&partial);
         let spec = hound::WavSpec {
             channels: 1,
             sample_rate,
             bits_per_sample: 16,
             sample_format: hound::SampleFormat::Int,
         };
-        let file = std::fs::File::create(&partial).map_err(|e| write_error(&partial, e))?;
+        let file = target
+            .folder
+            .create_new(&partial)
+            .map_err(|e| beneath_error(&shown, e))?;
+        let sync = file.try_clone().map_err(|e| write_error(&shown, e))?;
         let writer = hound::WavWriter::new(BufWriter::new(file), spec)
-            .map_err(|e| write_error(&partial, e))?;
+            .map_err(|e| write_error(&shown, e))?;
         Ok(WavRecorder {
             writer,
+            file: sync,
+            target,
             partial,
-            path: path.to_path_buf(),
             frames: 0,
             synced: Instant::now(),
         })
+    }
+
+    fn shown_partial(&self) -> PathBuf {
+        self.target.folder.shown(&self.partial)
     }
 
     /// Appends samples in [-1, 1]; about once a second the header is brought up to date and
@@ -63,7 +147,7 @@ impl WavRecorder {
             let v = (s.clamp(-1.0, 1.0) * i16::MAX as f32).round() as i16;
             self.writer
                 .write_sample(v)
-                .map_err(|e| write_error(&self.partial, e))?;
+                .map_err(|e| write_error(&self.shown_partial(), e))?;
         }
         self.frames += samples.len() as u64;
         if self.synced.elapsed() >= SYNC_EVERY {
@@ -76,10 +160,10 @@ impl WavRecorder {
         // hound's flush writes the header with the current lengths, then flushes the buffer.
         self.writer
             .flush()
-            .map_err(|e| write_error(&self.partial, e))?;
-        std::fs::File::open(&self.partial)
-            .and_then(|f| f.sync_data())
-            .map_err(|e| write_error(&self.partial, e))?;
+            .map_err(|e| write_error(&self.shown_partial(), e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| write_error(&self.shown_partial(), e))?;
         self.synced = Instant::now();
         Ok(())
     }
@@ -88,49 +172,75 @@ impl WavRecorder {
         self.frames
     }
 
-    /// Ends the recording: the header made final, synced, and the file given its name.
+    /// Ends the recording: the header made final, synced, and the file given its name (in the
+    /// same folder, through its handle; the folder synced so the rename survives a crash).
     pub fn finish(self) -> Result<PathBuf, AudioError> {
+        let shown_partial = self.shown_partial();
         let WavRecorder {
             writer,
+            file,
+            target,
             partial,
-            path,
             ..
         } = self;
-        writer.finalize().map_err(|e| write_error(&partial, e))?;
-        std::fs::File::open(&partial)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| write_error(&partial, e))?;
-        std::fs::rename(&partial, &path).map_err(|e| write_error(&path, e))?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // The rename itself must survive a crash.
-            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
-        }
+        writer
+            .finalize()
+            .map_err(|e| write_error(&shown_partial, e))?;
+        file.sync_all()
+            .map_err(|e| write_error(&shown_partial, e))?;
+        let path = target.shown();
+        target
+            .folder
+            .rename(&partial, &target.file)
+            .map_err(|e| beneath_error(&path, e))?;
         Ok(path)
     }
 
     /// Drops a recording that never got going (nothing is left on disk).
     pub fn discard(self) {
-        let partial = self.partial.clone();
-        drop(self.writer);
-        let _ = std::fs::remove_file(partial);
+        let WavRecorder {
+            writer,
+            target,
+            partial,
+            ..
+        } = self;
+        drop(writer);
+        let _ = target.folder.remove_file(partial);
     }
 }
 
-/// Makes a `.partial` recording left by a crash whole: its header's lengths are set from what
-/// the file holds (a partial frame at the end is cut), and it gets its final name, which is
-/// returned. A file too short to hold a header is removed (`None`).
+/// Makes a `.partial` recording left by a crash whole, as [`repair_partial_in`] does, with
+/// `partial`'s folder opened as given.
 pub fn repair_partial(partial: &Path) -> Result<Option<PathBuf>, AudioError> {
-    let error = |e: std::io::Error| write_error(partial, e);
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(partial)
-        .map_err(error)?;
+    let (folder, name) = split(partial)?;
+    let folder = Beneath::open(folder, "recording").map_err(|e| beneath_error(partial, e))?;
+    repair_partial_in(&folder, Path::new(name))
+}
+
+/// Makes the `.partial` recording `partial` (relative to `folder`) that a crash left whole:
+/// its header's lengths are set from what the file holds (a partial frame at the end is cut),
+/// and it gets its final name, whose path is returned. A file too short to hold a header is
+/// removed (`None`). Opened, renamed and removed only through `folder`'s handle: a link at
+/// either name, or on the way, is refused and what it points to left alone.
+pub fn repair_partial_in(folder: &Beneath, partial: &Path) -> Result<Option<PathBuf>, AudioError> {
+    let shown = folder.shown(partial);
+    let error = |e: std::io::Error| write_error(&shown, e);
+    let refused = |e: BeneathError| beneath_error(&shown, e);
+    let name = partial
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".partial"))
+        .ok_or_else(|| AudioError::Corrupt {
+            path: shown.clone(),
+            detail: "not a .partial recording".into(),
+        })?;
+    let repaired = partial.with_file_name(name);
+    let mut file = folder.open_update(partial).map_err(refused)?;
     let len = file.metadata().map_err(error)?.len();
     let mut head = vec![0u8; 4096.min(len as usize)];
     file.read_exact(&mut head).map_err(error)?;
     let not_ours = || AudioError::Corrupt {
-        path: partial.to_path_buf(),
+        path: shown.clone(),
         detail: "not a recording Headroom wrote; it was left as it is".into(),
     };
     if !head.starts_with(b"RIFF") {
@@ -144,7 +254,8 @@ pub fn repair_partial(partial: &Path) -> Result<Option<PathBuf>, AudioError> {
     let mut at = 12usize;
     let data_start = loop {
         let Some(chunk) = head.get(at..at + 8) else {
-            std::fs::remove_file(partial).map_err(error)?;
+            drop(file);
+            folder.remove_file(partial).map_err(refused)?;
             return Ok(None);
         };
         let size = u32::from_le_bytes(chunk[4..8].try_into().expect("4 bytes")) as usize;
@@ -164,17 +275,9 @@ pub fn repair_partial(partial: &Path) -> Result<Option<PathBuf>, AudioError> {
         .map_err(error)?;
     file.write_all(&data_len.to_le_bytes()).map_err(error)?;
     file.sync_all().map_err(error)?;
-    let name = partial
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(".partial"))
-        .ok_or_else(|| AudioError::Corrupt {
-            path: partial.to_path_buf(),
-            detail: "not a .partial recording".into(),
-        })?;
-    let repaired = partial.with_file_name(name);
-    std::fs::rename(partial, &repaired).map_err(error)?;
-    Ok(Some(repaired))
+    drop(file);
+    folder.rename(partial, &repaired).map_err(refused)?;
+    Ok(Some(folder.shown(&repaired)))
 }
 
 #[cfg(test)]
@@ -240,5 +343,47 @@ mod tests {
             Err(AudioError::Corrupt { .. })
         ));
         assert_eq!(std::fs::read(&foreign).unwrap(), b"my notes, not audio");
+    }
+
+    /// A link planted at the name the recording is written under (its `.partial` file) or
+    /// repaired from is never followed: the file it points to, outside, is untouched.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_a_recordings_names_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        let folder = dir.path().join("audio");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(&folder).unwrap();
+        let victim = outside.join("victim.wav");
+        // A WAV with a stale header and half a frame at the end: a repair would cut it.
+        let mut wav = crate::audio::wav_bytes(&crate::audio::Audio {
+            samples: tone(100),
+            sample_rate: 16_000,
+        });
+        wav.push(0x7f);
+        std::fs::write(&victim, &wav).unwrap();
+
+        let path = folder.join("take.wav");
+        std::os::unix::fs::symlink(&victim, partial_path(&path)).unwrap();
+        assert!(
+            WavRecorder::create(&path, 16_000).is_err(),
+            "a link is there"
+        );
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            wav,
+            "the victim is untouched"
+        );
+
+        let planted = folder.join("crash.wav.partial");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(repair_partial(&planted).is_err());
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            wav,
+            "the victim is untouched"
+        );
+        assert!(!folder.join("crash.wav").exists());
     }
 }
