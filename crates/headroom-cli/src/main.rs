@@ -34,6 +34,7 @@ mod plan;
 mod play;
 mod progress;
 mod project;
+mod project_lookup;
 mod record;
 mod serve;
 mod speak;

@@ -9,7 +9,7 @@
 //! gets its own handle on it, and the process's file descriptor 1 is pointed at standard error,
 //! so a stray print anywhere (a library, a native engine) lands in the log, not in the stream.
 
-use crate::project::{project_voice, resolve};
+use crate::project_lookup::{project_voice, resolve};
 use clap::Args;
 use headroom_base::fsutil::write_atomic;
 use headroom_core::admission::Priority;

@@ -3,7 +3,7 @@
 //! stdout (`--json`: segments done, refused by reason, overflowed, the files and the timings).
 
 use crate::progress::Progress;
-use crate::project::{project_voice, resolve};
+use crate::project_lookup::{project_voice, resolve};
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED, EXIT_REJECTED};
 use anyhow::Context;
 use clap::Args;

@@ -3,6 +3,7 @@
 //! never lose each other's writes). Every command takes `--json`.
 
 use crate::progress::Progress;
+use crate::project_lookup::{project_voice, resolve};
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED, EXIT_REJECTED};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -16,7 +17,6 @@ use headroom_workstation::projects::{
 use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::workstation::{
     CleanAllEvent, CleanupSummary, SegmentOutcome, Workstation, WorkstationError,
-    PROFILE_VOICE_PREFIX,
 };
 use serde_json::json;
 use std::path::PathBuf;
@@ -211,27 +211,6 @@ fn parse_switch(value: &str) -> Result<bool, String> {
         "off" | "false" | "no" => Ok(false),
         other => Err(format!("{other:?}: use on or off")),
     }
-}
-
-/// A voice as projects keep it: a voice profile by name becomes `profile:<id>`, as the app
-/// keeps it; anything else (an engine voice) stays as it is.
-pub(crate) fn project_voice(ws: &Workstation, voice: String) -> String {
-    match ws.services().voice_library().open(&voice) {
-        Ok(profile) => format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
-        Err(_) => voice,
-    }
-}
-
-/// A project by its id (folder name) or, failing that, its name (case-insensitive).
-pub(crate) fn resolve(store: &ProjectStore, wanted: &str) -> anyhow::Result<String> {
-    if store.open(wanted).is_ok() {
-        return Ok(wanted.to_string());
-    }
-    let found = store.list()?.into_iter().find_map(|e| match e {
-        ProjectEntry::Ok { id, name, .. } if name.eq_ignore_ascii_case(wanted.trim()) => Some(id),
-        _ => None,
-    });
-    found.with_context(|| format!("no project {wanted:?} (see `headroom project list`)"))
 }
 
 fn print_project(project: &Project, output: Output) {

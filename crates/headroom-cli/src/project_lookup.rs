@@ -1,0 +1,27 @@
+//! Finding what a command names: a project by its id or name, and a voice as projects keep it.
+//! Shared by `headroom project`, `headroom narrate` and the MCP server's project tools.
+
+use anyhow::Context;
+use headroom_workstation::projects::{ProjectEntry, ProjectStore};
+use headroom_workstation::workstation::{Workstation, PROFILE_VOICE_PREFIX};
+
+/// A voice as projects keep it: a voice profile by name becomes `profile:<id>`, as the app
+/// keeps it; anything else (an engine voice) stays as it is.
+pub(crate) fn project_voice(ws: &Workstation, voice: String) -> String {
+    match ws.services().voice_library().open(&voice) {
+        Ok(profile) => format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
+        Err(_) => voice,
+    }
+}
+
+/// A project by its id (folder name) or, failing that, its name (case-insensitive).
+pub(crate) fn resolve(store: &ProjectStore, wanted: &str) -> anyhow::Result<String> {
+    if store.open(wanted).is_ok() {
+        return Ok(wanted.to_string());
+    }
+    let found = store.list()?.into_iter().find_map(|e| match e {
+        ProjectEntry::Ok { id, name, .. } if name.eq_ignore_ascii_case(wanted.trim()) => Some(id),
+        _ => None,
+    });
+    found.with_context(|| format!("no project {wanted:?} (see `headroom project list`)"))
+}
