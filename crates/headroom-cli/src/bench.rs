@@ -1,10 +1,10 @@
+use crate::bench_report::write_json;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_bench::boundary::{flood, proxy_overhead, yield_rules, LatencySummary};
 use headroom_services::speech::AudioInput;
 use headroom_services::Services;
 use headroom_speech::asr::WordErrors;
-use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -154,15 +154,6 @@ fn line(label: &str, s: &Option<LatencySummary>) -> String {
         ),
         None => format!("{label:<28} no samples"),
     }
-}
-
-pub(crate) fn write_json(path: &Option<PathBuf>, report: &impl Serialize) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(report)?;
-    match path {
-        Some(p) => std::fs::write(p, text + "\n")?,
-        None => println!("{text}"),
-    }
-    Ok(())
 }
 
 pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitCode> {

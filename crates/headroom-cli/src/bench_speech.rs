@@ -171,7 +171,7 @@ pub async fn run(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<(
             c.chunks
         );
     }
-    crate::bench::write_json(
+    crate::bench_report::write_json(
         &args.json,
         &Report {
             sentences,

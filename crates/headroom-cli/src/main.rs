@@ -20,6 +20,7 @@ mod bench;
 mod bench_fleet;
 mod bench_isolation;
 mod bench_narration;
+mod bench_report;
 mod bench_speakers;
 mod bench_speech;
 mod bench_voices;
