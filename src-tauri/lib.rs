@@ -175,7 +175,7 @@ pub fn run(window: WindowSetup) {
         "window drawing"
     );
     // Where the services' environment is read (the window's was read by `main`).
-    let env = Environment::from_vars(|name| std::env::var_os(name));
+    let env = Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir);
     let config = match Config::load(env.config_file.as_deref(), |name| std::env::var(name).ok()) {
         Ok(c) => c,
         Err(e) => {

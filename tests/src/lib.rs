@@ -21,7 +21,7 @@ use std::sync::Arc;
 pub fn services(config: Config) -> Arc<Services> {
     Services::new(
         config,
-        Environment::from_vars(|name| std::env::var_os(name)),
+        Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir),
     )
 }
 

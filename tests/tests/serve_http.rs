@@ -457,10 +457,13 @@ async fn metrics_carry_the_gpu_memory_in_use_and_its_floor() {
     .unwrap();
     let mut config = headroom_core::config::Config::default();
     config.llm.url = up.base_url();
-    let env = headroom_services::Environment::from_vars(|name| match name {
-        "HEADROOM_GPU_REPLAY" => Some(trace.clone().into_os_string()),
-        other => std::env::var_os(other),
-    });
+    let env = headroom_services::Environment::from_vars(
+        |name| match name {
+            "HEADROOM_GPU_REPLAY" => Some(trace.clone().into_os_string()),
+            other => std::env::var_os(other),
+        },
+        std::env::temp_dir,
+    );
     let services = headroom_services::Services::new(config, env);
     let server = headroom_tests::serve(&services).await;
     let metrics = reqwest::get(format!("http://{}/metrics", server.addr))

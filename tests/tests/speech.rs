@@ -593,10 +593,13 @@ async fn an_uninstalled_model_says_how_to_install_it() {
     let empty_dir = scratch("no-models");
     let services = headroom_services::Services::new(
         Config::default(),
-        headroom_services::Environment::from_vars(|name| match name {
-            "HEADROOM_MODELS_DIR" => Some(empty_dir.clone().into()),
-            _ => std::env::var_os(name),
-        }),
+        headroom_services::Environment::from_vars(
+            |name| match name {
+                "HEADROOM_MODELS_DIR" => Some(empty_dir.clone().into()),
+                _ => std::env::var_os(name),
+            },
+            std::env::temp_dir,
+        ),
     );
     let err = services
         .speech()

@@ -28,7 +28,7 @@ fn services(dir: &Path, cloning: Option<(&str, &str)>) -> Arc<Services> {
         std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
         "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs the models"
     );
-    let mut env = Environment::from_vars(|name| std::env::var_os(name));
+    let mut env = Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir);
     env.voices_dir = dir.join("voices");
     let mut config = Config::default();
     if let Some((kind, url)) = cloning {

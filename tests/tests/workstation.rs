@@ -862,7 +862,10 @@ async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
 
 /// A workstation whose voice library is its own, in `dir`.
 fn workstation_with_voices(dir: &std::path::Path) -> Arc<Workstation> {
-    let mut env = headroom_services::Environment::from_vars(|name| std::env::var_os(name));
+    let mut env = headroom_services::Environment::from_vars(
+        |name| std::env::var_os(name),
+        std::env::temp_dir,
+    );
     env.voices_dir = dir.join("voices");
     Workstation::new(
         ProjectStore::new(dir.join("projects")),

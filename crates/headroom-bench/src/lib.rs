@@ -10,7 +10,8 @@
 //! use headroom_services::{Environment, Services};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let services = Services::new(Config::default(), Environment::from_vars(|_| None));
+//! let env = Environment::from_vars(|_| None, std::env::temp_dir);
+//! let services = Services::new(Config::default(), env);
 //! let upstream = services.client("http://127.0.0.1:8000/v1")?;
 //! let report = harness::run(&services, &upstream, HarnessConfig::default(), None, "no GPU", &|line| eprintln!("{line}")).await?;
 //! println!("{}", harness::render_text(&report));

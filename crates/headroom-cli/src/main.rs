@@ -200,7 +200,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
     // The one place the process environment is read.
-    let mut env = Environment::from_vars(|name| std::env::var_os(name));
+    let mut env = Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir);
     env.config_file = cli.config.clone().or(env.config_file);
     let mut config = match Config::load(env.config_file.as_deref(), |name| std::env::var(name).ok())
     {

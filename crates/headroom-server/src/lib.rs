@@ -13,7 +13,8 @@
 //! use std::sync::Arc;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let services = Services::new(Config::default(), Environment::from_vars(|_| None));
+//! let env = Environment::from_vars(|_| None, std::env::temp_dir);
+//! let services = Services::new(Config::default(), env);
 //! let state = Arc::new(ServerState::from_services(&services)?);
 //! let listener = bind_loopback("127.0.0.1:8089").await?;
 //! serve(listener, state, async { let _ = tokio::signal::ctrl_c().await; }).await?;

@@ -11,7 +11,7 @@
 //! use std::sync::Arc;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let env = Environment::from_vars(|_| None);
+//! let env = Environment::from_vars(|_| None, std::env::temp_dir);
 //! let store = ProjectStore::new(env.projects_dir.clone());
 //! let services = Services::new(Config::default(), env);
 //! let desk = Workstation::new(store, services, None);
