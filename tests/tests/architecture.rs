@@ -11,16 +11,27 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The library crates (everything under `crates/` but the CLI binary).
-fn library_crates() -> Vec<PathBuf> {
+/// Every crate under `crates/`: the libraries and the CLI.
+fn all_crates() -> Vec<PathBuf> {
     let mut crates: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| !p.ends_with("headroom-cli"))
         .collect();
     crates.sort();
-    assert!(crates.len() >= 8, "{crates:?}");
+    assert!(crates.len() >= 9, "{crates:?}");
+    assert!(
+        crates.iter().any(|p| p.ends_with("headroom-cli")),
+        "{crates:?}"
+    );
     crates
+}
+
+/// The library crates (everything under `crates/` but the CLI binary).
+fn library_crates() -> Vec<PathBuf> {
+    all_crates()
+        .into_iter()
+        .filter(|p| !p.ends_with("headroom-cli"))
+        .collect()
 }
 
 /// Every package's dependencies, by name, from Cargo.lock (a superset of what any one build
@@ -146,30 +157,356 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Source text without `//` comments (doc examples may show what a binary does).
-fn code_of(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// Whether `b` can continue an identifier (any non-ASCII byte counts: only a letter would be
+/// there in this codebase's code).
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// The end (one past the closing quote) of the quoted literal whose contents start at `from`.
+fn end_of_quoted(bytes: &[u8], from: usize, quote: u8) -> usize {
+    let mut i = from;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b if b == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+/// `source` twice: with its comments blanked out, and with its string and character literals'
+/// contents blanked out too (a search of that one finds only code). Blanking keeps every line
+/// break and every byte's position, so a position in one is the same place in the other.
+fn blank_comments_and_literals(source: &str) -> (Vec<u8>, Vec<u8>) {
+    let bytes = source.as_bytes();
+    let mut code = bytes.to_vec();
+    let mut skeleton = bytes.to_vec();
+    let blank = |buffer: &mut Vec<u8>, range: std::ops::Range<usize>| {
+        for b in &mut buffer[range] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let next = bytes.get(i + 1).copied();
+        let literal_end = match bytes[i] {
+            b'/' if next == Some(b'/') => {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(bytes.len(), |n| i + n);
+                blank(&mut code, i..end);
+                blank(&mut skeleton, i..end);
+                i = end;
+                continue;
+            }
+            b'/' if next == Some(b'*') => {
+                // Block comments nest.
+                let (mut depth, mut end) = (0usize, i);
+                while end < bytes.len() {
+                    if bytes[end..].starts_with(b"/*") {
+                        depth += 1;
+                        end += 2;
+                    } else if bytes[end..].starts_with(b"*/") {
+                        depth -= 1;
+                        end += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        end += 1;
+                    }
+                }
+                let end = end.min(bytes.len());
+                blank(&mut code, i..end);
+                blank(&mut skeleton, i..end);
+                i = end;
+                continue;
+            }
+            b'"' => Some((i + 1, end_of_quoted(bytes, i + 1, b'"'))),
+            b'r' if i == 0
+                || !is_ident_byte(bytes[i - 1])
+                || (matches!(bytes[i - 1], b'b' | b'c')
+                    && (i == 1 || !is_ident_byte(bytes[i - 2]))) =>
+            {
+                // A raw string, `r#"…"#` (after a `b` or `c` too), or just an identifier.
+                let hashes = bytes[i + 1..].iter().take_while(|&&b| b == b'#').count();
+                if bytes.get(i + 1 + hashes) == Some(&b'"') {
+                    let start = i + 2 + hashes;
+                    let mut closing = b"\"".to_vec();
+                    closing.extend(std::iter::repeat_n(b'#', hashes));
+                    let end = bytes[start..]
+                        .windows(closing.len())
+                        .position(|w| w == closing.as_slice())
+                        .map_or(bytes.len(), |n| start + n + closing.len());
+                    Some((start, end))
+                } else {
+                    None
+                }
+            }
+            b'\'' if next == Some(b'\\') => {
+                // An escaped character: `'\n'`, `'\''`, `'\u{7b}'`.
+                Some((i + 1, end_of_quoted(bytes, i + 3, b'\'')))
+            }
+            b'\'' => {
+                // A character (`'{'`, `'é'`) or a lifetime or label (`'a`, `'outer:`).
+                let width = source[i + 1..].chars().next().map_or(0, char::len_utf8);
+                (width > 0 && bytes.get(i + 1 + width) == Some(&b'\''))
+                    .then_some((i + 1, i + 2 + width))
+            }
+            _ => None,
+        };
+        match literal_end {
+            Some((start, end)) => {
+                blank(&mut skeleton, start..end.saturating_sub(1).max(start));
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    (code, skeleton)
+}
+
+/// One past the bracket that closes the group (`(…)`, `[…]` or `{…}`) opening at `at`, counting
+/// only the code's brackets (`skeleton` has its literals and comments blanked out).
+fn end_of_group(skeleton: &[u8], at: usize) -> usize {
+    let (open, close) = match skeleton[at] {
+        b'(' => (b'(', b')'),
+        b'[' => (b'[', b']'),
+        _ => (b'{', b'}'),
+    };
+    let mut depth = 0usize;
+    for (i, &b) in skeleton.iter().enumerate().skip(at) {
+        if b == open {
+            depth += 1;
+        } else if b == close {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+    }
+    skeleton.len()
+}
+
+/// Whether `attribute` (`#[…]`) builds what it marks for the tests alone: `#[cfg(test)]`, or
+/// `#[cfg(all(test, …))]`.
+fn is_test_only(attribute: &str) -> bool {
+    let compact: String = attribute.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(predicate) = compact
+        .strip_prefix("#[cfg(")
+        .and_then(|p| p.strip_suffix(")]"))
+    else {
+        return false;
+    };
+    let Some(terms) = predicate
+        .strip_prefix("all(")
+        .and_then(|p| p.strip_suffix(')'))
+    else {
+        return predicate == "test";
+    };
+    // `all`'s terms at its own level (a term may hold commas of its own).
+    let mut depth = 0usize;
+    let top_level = terms.split(|c| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        c == ',' && depth == 0
+    });
+    top_level.into_iter().any(|term| term == "test")
+}
+
+/// Where the module that the attribute ending at `from` in `skeleton` marks ends (one past its
+/// closing brace), after any other attributes and a visibility: `None` when what follows is not
+/// a `mod NAME { … }`.
+fn end_of_module(skeleton: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    let skip_space = |i: &mut usize| {
+        while skeleton.get(*i).is_some_and(u8::is_ascii_whitespace) {
+            *i += 1;
+        }
+    };
+    let word = |i: &mut usize, word: &[u8]| {
+        let found = skeleton[*i..].starts_with(word)
+            && !skeleton
+                .get(*i + word.len())
+                .is_some_and(|&b| is_ident_byte(b));
+        if found {
+            *i += word.len();
+        }
+        found
+    };
+    skip_space(&mut i);
+    while skeleton[i..].starts_with(b"#[") {
+        i = end_of_group(skeleton, i + 1);
+        skip_space(&mut i);
+    }
+    if word(&mut i, b"pub") {
+        skip_space(&mut i);
+        if skeleton.get(i) == Some(&b'(') {
+            i = end_of_group(skeleton, i);
+        }
+        skip_space(&mut i);
+    }
+    if !word(&mut i, b"mod") {
+        return None;
+    }
+    skip_space(&mut i);
+    let name = skeleton[i..]
+        .iter()
+        .take_while(|&&b| is_ident_byte(b))
+        .count();
+    i += name;
+    skip_space(&mut i);
+    (name > 0 && skeleton.get(i) == Some(&b'{')).then(|| end_of_group(skeleton, i))
+}
+
+/// The product code in a Rust source: its comments (doc examples may show what a binary does)
+/// and its test modules (`#[cfg(test)] mod NAME { … }`, `#[cfg(all(test, …))]` too) blanked
+/// out, every line break kept so lines keep their numbers. Everything else stays, a
+/// `#[cfg(test)]` item outside a test module included: product code may follow it.
+fn product_code(source: &str) -> String {
+    let (mut code, skeleton) = blank_comments_and_literals(source);
+    let mut i = 0;
+    while let Some(n) = skeleton[i..].windows(2).position(|w| w == b"#[") {
+        let at = i + n;
+        let attribute_end = end_of_group(&skeleton, at + 1);
+        let attribute = String::from_utf8_lossy(&skeleton[at..attribute_end]);
+        let module_end = if is_test_only(&attribute) {
+            end_of_module(&skeleton, attribute_end)
+        } else {
+            None
+        };
+        i = match module_end {
+            Some(end) => {
+                for b in &mut code[at..end] {
+                    if *b != b'\n' {
+                        *b = b' ';
+                    }
+                }
+                end
+            }
+            None => at + 2,
+        };
+    }
+    String::from_utf8(code).expect("whole characters were blanked")
+}
+
+/// The product code of `file` ([`product_code`]): what every rule here checks, one decision in
+/// one place.
+fn product_code_of(file: &Path) -> String {
+    product_code(&std::fs::read_to_string(file).unwrap())
 }
 
 #[test]
+fn product_code_drops_only_test_modules_and_comments() {
+    let source = r##"use std::process::Command; // Client::new( in a comment
+/* a block comment: Client::builder( /* nested */ still a comment */
+#[cfg(test)]
+fn a_test_helper() -> usize { 1 }
+
+fn after_a_test_item() { Command::new("after"); }
+
+const MARKER: &str = "#[cfg(test)] mod not_a_module {";
+fn after_the_marker_in_a_string() {}
+
+#[cfg(test)]
+mod tests {
+    const BRACES: &str = "}}} {";
+    const RAW: &str = r#"}" }"#;
+    const BYTES: &[u8] = br"}";
+    const CLOSE: char = '}';
+    const QUOTE: char = '\'';
+    // }
+    /* } */
+    fn spawned_in_tests<'a>(x: &'a str) -> &'a str { Command::new(x); x }
+}
+
+fn after_the_tests<'a>(x: &'a str) -> char { '{' }
+
+#[cfg(test)]
+#[allow(dead_code)]
+pub(crate) mod helpers {
+    fn helper_in_tests() { if true { '{'; } }
+}
+
+#[cfg(all(test, unix))]
+mod unix_tests { fn only_on_unix_in_tests() {} }
+
+#[cfg(any(test, feature = "bench"))]
+mod shared { fn shared_with_a_feature() {} }
+
+#[cfg(not(test))]
+mod product { fn product_only() {} }
+
+fn last() -> char { '}' }
+"##;
+    let code = product_code(source);
+    assert_eq!(
+        code.lines().count(),
+        source.lines().count(),
+        "lines keep their numbers"
+    );
+    for kept in [
+        "use std::process::Command;",
+        "fn a_test_helper() -> usize { 1 }",
+        "fn after_a_test_item() { Command::new(\"after\"); }",
+        "const MARKER: &str = \"#[cfg(test)] mod not_a_module {\";",
+        "fn after_the_marker_in_a_string() {}",
+        "fn after_the_tests<'a>(x: &'a str) -> char { '{' }",
+        "fn shared_with_a_feature() {}",
+        "fn product_only() {}",
+        "fn last() -> char { '}' }",
+    ] {
+        assert!(code.contains(kept), "{kept} was dropped from:\n{code}");
+    }
+    for dropped in [
+        "Client::new(",
+        "Client::builder(",
+        "mod tests",
+        "BRACES",
+        "RAW",
+        "BYTES",
+        "CLOSE",
+        "QUOTE",
+        "spawned_in_tests",
+        "helpers",
+        "helper_in_tests",
+        "only_on_unix_in_tests",
+    ] {
+        assert!(!code.contains(dropped), "{dropped} was kept in:\n{code}");
+    }
+}
+
+/// Libraries get their settings and folders from the composition root (`Environment` in
+/// headroom-services, which the binaries fill in); their tests may read what they like.
+#[test]
 fn libraries_never_read_the_process_environment() {
+    let mut found = Vec::new();
     for krate in library_crates() {
         let mut files = Vec::new();
         rust_files(&krate.join("src"), &mut files);
         for file in files {
-            let code = code_of(&file);
-            assert!(
-                !code.contains("env::var"),
-                "{} reads the environment; only the binaries may",
-                file.display()
-            );
+            let code = product_code_of(&file);
+            // `env::temp_dir` reads `TMPDIR` (or the platform's variables).
+            for pattern in ["env::var", "env::temp_dir"] {
+                if code.contains(pattern) {
+                    found.push(format!("{}: {pattern}", file.display()));
+                }
+            }
         }
     }
+    assert!(
+        found.is_empty(),
+        "libraries read the environment; only the binaries may, passing what they read in: \
+         {found:#?}"
+    );
 }
 
 /// The top-level module a file belongs to (`lanes/text.rs` → `lanes`), `None` for the crate root.
@@ -237,7 +574,7 @@ fn cycles_are_found() {
 
 #[test]
 fn module_graphs_are_acyclic() {
-    for krate in library_crates() {
+    for krate in all_crates() {
         let src = krate.join("src");
         let mut files = Vec::new();
         rust_files(&src, &mut files);
@@ -246,7 +583,7 @@ fn module_graphs_are_acyclic() {
             let Some(from) = module_of(&src, file) else {
                 continue;
             };
-            let code = code_of(file);
+            let code = product_code_of(file);
             let uses = graph.entry(from.clone()).or_default();
             for (i, _) in code.match_indices("crate::") {
                 let to: String = code[i + "crate::".len()..]
@@ -277,15 +614,6 @@ fn product_sources() -> Vec<PathBuf> {
     rust_files(&root().join("src-tauri"), &mut files);
     files.sort();
     files
-}
-
-/// The code of `file` before its `#[cfg(test)]` module (tests may start helpers as they like).
-fn product_code_of(file: &Path) -> String {
-    let code = code_of(file);
-    match code.find("#[cfg(test)]") {
-        Some(at) => code[..at].to_string(),
-        None => code,
-    }
 }
 
 #[test]
