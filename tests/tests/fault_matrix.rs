@@ -5,6 +5,7 @@
 //! the upstream connection is closed. The test writes the matrix as a readable report to
 //! `fault-matrix.md` in Cargo's target temp folder and prints it.
 
+use headroom_base::consent::RemoteConsent;
 use headroom_core::admission::{DeadlineKind, Lane, Priority, RejectReason, YieldRule};
 use headroom_core::config::Config;
 use headroom_core::llm::{ChatMessage, ChatRequest};
@@ -147,7 +148,7 @@ async fn run(cell: Cell) -> Result<Row, String> {
         None => (closed_port_url(), None),
     };
     let services = headroom_tests::services(config(&url));
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
 
     // The interactive audio job: it holds the audio lane from before the text request until
     // the request's outcome is known, then speaks a sentence with the embedded synthesizer.

@@ -4,6 +4,7 @@
 //! start, and the subtitles must be the narration's text at those times.
 
 use futures::StreamExt;
+use headroom_base::consent::RemoteConsent;
 use headroom_core::admission::RejectReason;
 use headroom_core::cleanup::FailurePolicy;
 use headroom_core::config::Config;
@@ -345,7 +346,9 @@ async fn a_flooded_text_lane_flags_each_segment_with_its_reason_and_loses_nothin
     let ws = workstation(dir.path(), &llama.base_url());
     let project = transcribed(&ws, "Flooded", true).await;
     let count = project.segments.len();
-    let lane = ws.text_lane(&llama.base_url()).unwrap();
+    let lane = ws
+        .text_lane(&llama.base_url(), &RemoteConsent::none())
+        .unwrap();
     let held = vec![hold_slot(&lane).await, hold_slot(&lane).await];
 
     let reject = NarrationOptions {

@@ -2,6 +2,7 @@
 //! real llama-server, and in front of a fleet of two: streamed text on success,
 //! `RateLimitError` on overload.
 
+use headroom_base::consent::RemoteConsent;
 use headroom_core::config::{Config, UpstreamSettings};
 use headroom_tests::llama::LlamaServer;
 use serde_json::Value;
@@ -45,7 +46,7 @@ async fn the_openai_python_client_sees_text_then_rate_limit_errors() {
     let llama = LlamaServer::start().await;
     let services = headroom_tests::services_for(&llama.base_url());
     services
-        .default_text_lane()
+        .default_text_lane(&RemoteConsent::none())
         .unwrap()
         .discover()
         .await
@@ -65,7 +66,7 @@ async fn the_openai_python_client_over_a_fleet_of_two_llama_servers() {
         capacity: None,
     }];
     let services = headroom_tests::services(config);
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
     lane.discover().await.unwrap();
     assert_eq!(
         lane.snapshot().occupancy.limit,

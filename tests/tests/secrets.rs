@@ -24,7 +24,9 @@ async fn the_key_goes_only_to_the_configured_server() {
     let services = headroom_tests::services(config_with_key(&configured.base_url()));
     for up in [&configured, &elsewhere] {
         // A project's own server URL gets a lane of its own, as the workstation asks for one.
-        let lane = services.text_lane(&up.base_url()).unwrap();
+        let lane = services
+            .text_lane(&up.base_url(), &RemoteConsent::none())
+            .unwrap();
         lane.submit(ask())
             .await
             .unwrap()
@@ -52,7 +54,7 @@ async fn settings_saved_without_the_key_keep_the_key_in_use() {
     from_the_form.llm.url = up.base_url();
     from_the_form.text_lane.max_waiting = 1;
     services.replace_config(from_the_form).unwrap();
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
     lane.submit(ask())
         .await
         .unwrap()
@@ -74,7 +76,7 @@ async fn passwords_in_server_urls_are_never_shown() {
         .port();
     let url = format!("http://alice:hunter2@127.0.0.1:{port}/v1?api_key=sk-in-url");
     let services = headroom_tests::services_for(&url);
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
     let rejection = lane.submit(ask()).await.err().expect("nothing listens");
     let shown = format!(
         "{rejection} {:?} {}",
@@ -193,7 +195,7 @@ async fn the_text_client_follows_no_redirect_to_another_server() {
     );
     // The same through the lane a project's cleanup uses.
     let services = headroom_tests::services_for(&format!("{}/v1", redirector.origin()));
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
     let refused = match lane.submit(ask()).await {
         Ok(stream) => stream.collect_text().await.unwrap_err().1.to_string(),
         Err(rejection) => rejection.to_string(),

@@ -2,6 +2,7 @@
 //! immediate 429s with Retry-After, 400 without touching upstream, 502 when upstream is down.
 
 use futures::StreamExt;
+use headroom_base::consent::RemoteConsent;
 use headroom_core::llm::LlmClient;
 use headroom_server::RunningServer;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
@@ -395,7 +396,7 @@ async fn a_client_that_stops_reading_loses_its_slot_and_the_upstream_is_aborted(
     config.text_lane.total_secs = 1.0;
     let services = headroom_tests::services(config);
     let server = headroom_tests::serve(&services).await;
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
     // A client that asks for a stream, reads the start of the answer, then reads no more.
     let mut client = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let body = chat(true, "go on forever").to_string();

@@ -1,6 +1,7 @@
 //! The signals reach the lanes a front end shows: a text lane whose every request is refused
 //! for minutes is named, in words, on the configured lane's view.
 
+use headroom_base::consent::RemoteConsent;
 use headroom_core::llm::{ChatMessage, ChatRequest};
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 
@@ -19,7 +20,7 @@ async fn a_text_lane_refusing_for_minutes_shows_its_rejection_rate_in_words() {
     )
     .await;
     let services = headroom_tests::services_for(&up.base_url());
-    let lane = services.default_text_lane().unwrap();
+    let lane = services.default_text_lane(&RemoteConsent::none()).unwrap();
     let ask = || ChatRequest::new(vec![ChatMessage::new("user", "hi")]);
     let start = headroom_base::clock::unix_ms();
     assert!(services.observe_signals_at(start).is_empty());

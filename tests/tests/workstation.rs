@@ -1,6 +1,7 @@
 //! The desktop's workflows without a window: the workstation over a real project folder, the
 //! real transcriber and synthesizer, and a controllable OpenAI-compatible server on loopback.
 
+use headroom_base::consent::RemoteConsent;
 use headroom_base::fsutil::BeneathError;
 use headroom_core::admission::RejectReason;
 use headroom_core::config::Config;
@@ -138,7 +139,9 @@ async fn a_full_text_lane_is_a_typed_rejection_and_the_rules_still_work() {
             tokio::spawn(async move { ws.clean_segment(&id, i, false, &cancel, &|_| {}).await })
         })
         .collect();
-    let lane = ws.text_lane(&fake.base_url()).unwrap();
+    let lane = ws
+        .text_lane(&fake.base_url(), &RemoteConsent::none())
+        .unwrap();
     while lane.snapshot().occupancy.in_flight < 2 {
         tokio::task::yield_now().await;
     }
@@ -252,7 +255,7 @@ async fn every_upstream_of_the_configured_text_lane_needs_consent_not_only_the_f
     );
     // Allowed in the project, the lane may use both.
     ws.update_project(&id, |p| {
-        p.settings.remote_text_allowed = Some("http://192.0.2.1:8000".into());
+        p.settings.remote_text_allowed = vec!["http://192.0.2.1:8000".into()];
         Ok(())
     })
     .await
@@ -291,6 +294,36 @@ async fn a_projects_own_servers_share_its_text_lane_and_each_needs_consent() {
     };
     assert_eq!(r.reason, RejectReason::RemoteNotAllowed);
     assert!(r.detail.as_deref().unwrap().contains("192.0.2.1"), "{r:?}");
+    assert_eq!(a.requests() + b.requests(), 0);
+    // Consent to one server elsewhere is not consent to another beside it in the same lane.
+    let b_url = b.base_url();
+    let project = ws
+        .update_project(&id, move |p| {
+            p.settings.upstreams = vec![
+                b_url,
+                "http://192.0.2.1:8000/v1".into(),
+                "http://192.0.2.2:8000/v1".into(),
+            ];
+            p.settings.remote_text_allowed = vec!["http://192.0.2.1:8000".into()];
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .0;
+    let destination = ws.text_destination(&project);
+    assert_eq!(
+        destination.origins,
+        vec!["http://192.0.2.1:8000", "http://192.0.2.2:8000"]
+    );
+    assert!(!destination.allowed);
+    let refused = ws
+        .clean_segment(&id, 0, false, &CancellationToken::new(), &|_| {})
+        .await
+        .unwrap_err();
+    let WorkstationError::Rejected(r) = refused else {
+        panic!("{refused}")
+    };
+    assert!(r.detail.as_deref().unwrap().contains("192.0.2.2"), "{r:?}");
     assert_eq!(a.requests() + b.requests(), 0);
 
     let b_url = b.base_url();
@@ -371,7 +404,7 @@ async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     // With consent the request is sent (and fails to connect: nothing is there).
     let project = ws
         .update_project(&id, move |p| {
-            p.settings.remote_text_allowed = Some("http://192.0.2.1:8000".into());
+            p.settings.remote_text_allowed = vec!["http://192.0.2.1:8000".into()];
             Ok(())
         })
         .await
@@ -390,7 +423,7 @@ async fn a_transcript_goes_to_another_machine_only_with_the_projects_consent() {
     let project = ws
         .update_project(&id, move |p| {
             p.settings.server_url = None;
-            p.settings.remote_text_allowed = None;
+            p.settings.remote_text_allowed = Vec::new();
             Ok(())
         })
         .await
@@ -588,8 +621,8 @@ async fn recordings_and_writes_a_crash_interrupted_are_recovered_at_start() {
     let mut gone = std::process::Command::new("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();
-    let cut_short = audio.join(format!(".talk.wav.{gone_pid}-0.tmp"));
-    let in_progress = audio.join(format!(".talk.wav.{}-99.tmp", std::process::id()));
+    let cut_short = audio.join(format!(".talk.wav.headroom-{gone_pid}-0.tmp"));
+    let in_progress = audio.join(format!(".talk.wav.headroom-{}-99.tmp", std::process::id()));
     std::fs::write(&cut_short, vec![0u8; 4096]).unwrap();
     std::fs::write(&in_progress, b"x").unwrap();
     let recovered = ws.recover_after_crash();

@@ -9,7 +9,7 @@ const SETTINGS: ProjectSettings = {
   cleanup_mode: "cleanup",
   server_url: null,
   upstreams: [],
-  remote_text_allowed: null,
+  remote_text_allowed: [],
   remote_voice_allowed: null,
   voice: null,
   speakers: "off",

@@ -1,7 +1,6 @@
 use crate::{cancel_on_ctrl_c, LaneArgs, EXIT_CANCELLED, EXIT_REJECTED};
 use anyhow::Context;
 use clap::Args;
-use headroom_base::consent::{Payload, Role};
 use headroom_core::admission::{human_duration, Rejection, SuggestedAction};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupMode, CleanupOutput,
@@ -77,11 +76,7 @@ pub async fn run(args: CleanupArgs, services: &Services) -> anyhow::Result<ExitC
     }
     // The transcript leaves the machine only for a server the user allowed.
     let config = services.config();
-    config
-        .privacy
-        .consent()
-        .check(Role::TextModel, &config.llm.url, &[Payload::Text])?;
-    let lane = services.default_text_lane()?;
+    let lane = services.default_text_lane(&config.privacy.consent())?;
     if let Err(e) = lane.discover().await {
         // Not fatal: the request itself will be refused and the policy decides.
         tracing::info!("text model discovery failed: {e}");

@@ -1,6 +1,5 @@
 use crate::LaneArgs;
 use clap::Args;
-use headroom_base::consent::{Payload, Role};
 use headroom_base::redact::SecretUrl;
 use headroom_core::config::{Config, ServeToken, UpstreamSettings};
 use headroom_server::{bind_loopback, serve, ServerState};
@@ -91,17 +90,11 @@ pub async fn run(args: ServeArgs, services: &Services) -> anyhow::Result<ExitCod
         );
     }
     // What clients send to the chat endpoint is relayed to the upstreams: a server on another
-    // machine must be allowed (--allow-remote, privacy.allow_remote) before serve starts.
-    for upstream in config.llm.fleet() {
-        config
-            .privacy
-            .consent()
-            .check(Role::TextModel, &upstream.url, &[Payload::Text])?;
-    }
-    let listener = bind_loopback(&config.server.listen).await?;
-    // The chat endpoint's text lane yields to the same audio lane the speech endpoints use
+    // machine must be allowed (--allow-remote, privacy.allow_remote) before serve starts. The
+    // chat endpoint's text lane yields to the same audio lane the speech endpoints use
     // (text_lane.yield_to_audio), and watches GPU memory when an audio headroom is set.
     let state = Arc::new(ServerState::from_services(services)?);
+    let listener = bind_loopback(&config.server.listen).await?;
     let text_lane = &state.text_lane;
     let discovered = text_lane.discover().await;
     if text_lane.fleet().len() > 1 {

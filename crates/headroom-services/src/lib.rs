@@ -13,7 +13,9 @@
 //! let env = Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir);
 //! let config = Config::load(env.config_file.as_deref(), |n| std::env::var(n).ok())?;
 //! let services = Services::new(config, env);
-//! let text = services.text_lane("http://127.0.0.1:8000/v1")?;
+//! // A server on this machine needs no consent; one elsewhere needs its origin allowed.
+//! let consent = headroom_base::consent::RemoteConsent::none();
+//! let text = services.text_lane("http://127.0.0.1:8000/v1", &consent)?;
 //! // An interactive transcription on `services.speech()` now makes `text` yield (rule `gate`).
 //! assert!(services.audio_lane().snapshot().occupancy.in_flight == 0);
 //! # drop(text);
@@ -37,7 +39,8 @@ pub mod voice_catalog;
 pub mod voice_work;
 pub mod voices;
 
-use headroom_core::admission::MemoryGauge;
+use headroom_base::consent::{Payload, RemoteConsent, Role};
+use headroom_core::admission::{MemoryGauge, RejectReason};
 use headroom_core::config::{Config, ConfigError};
 use headroom_core::lanes::{
     AudioLane, LaneEvent, LaneSnapshot, TextLane, TextLaneConfig, UpstreamSpec, WeakTextLane,
@@ -161,6 +164,10 @@ pub enum ServicesError {
     Speech(#[from] SpeechError),
     #[error(transparent)]
     Voice(#[from] VoiceError),
+    /// A text lane's upstream is on another machine its caller has no consent for: refused
+    /// before a byte is sent, and recorded in that lane's history.
+    #[error(transparent)]
+    NotAllowed(Box<headroom_core::admission::Rejection>),
 }
 
 /// A lane's snapshot with the server it fronts (text lanes).
@@ -453,14 +460,64 @@ impl Services {
     /// The text lane in front of `url`, created on first use: it yields to the audio lane's
     /// interactive jobs and, when `text_lane.audio_headroom_mib` is set, refuses new work under
     /// GPU memory pressure. The configured server's lane (`llm.url`) spans every configured
-    /// upstream (`llm.upstreams`), whose health is checked every few seconds.
-    pub fn text_lane(&self, url: &str) -> Result<TextLane, ServicesError> {
+    /// upstream (`llm.upstreams`), whose health is checked every few seconds. A lane that would
+    /// send to a server on another machine needs `consent` for every such upstream: there is
+    /// no way to a lane without saying what the caller allows.
+    pub fn text_lane(&self, url: &str, consent: &RemoteConsent) -> Result<TextLane, ServicesError> {
+        self.text_lane_for(std::slice::from_ref(&url.to_string()), consent)
+    }
+
+    /// The text lane over `urls`: [`Services::text_lane`] for one (the configured lane for
+    /// none), else one lane over them all (a project's own fleet), created on first use and
+    /// checked every few seconds; refused, as `text_lane` is, without consent for each upstream
+    /// off this machine.
+    pub fn text_lane_for(
+        &self,
+        urls: &[String],
+        consent: &RemoteConsent,
+    ) -> Result<TextLane, ServicesError> {
+        let lane = self.shared_text_lane(urls)?;
+        for upstream in self.text_lane_urls(urls) {
+            if let Err(refused) = consent.check(Role::TextModel, &upstream, &[Payload::Text]) {
+                let rejection =
+                    lane.record_rejection(RejectReason::RemoteNotAllowed, refused.to_string());
+                return Err(ServicesError::NotAllowed(Box::new(rejection)));
+            }
+        }
+        Ok(lane)
+    }
+
+    /// The text lane in front of the configured server (`llm.url`), with `consent` for its
+    /// upstreams off this machine.
+    pub fn default_text_lane(&self, consent: &RemoteConsent) -> Result<TextLane, ServicesError> {
+        self.text_lane_for(&[], consent)
+    }
+
+    /// Every server the lane over `urls` sends to: the configured fleet for none or for the
+    /// configured server, else `urls`.
+    pub fn text_lane_urls(&self, urls: &[String]) -> Vec<String> {
+        let config = self.config();
+        match urls {
+            [] => config.llm.fleet().into_iter().map(|u| u.url).collect(),
+            [one] if *one == config.llm.url => {
+                config.llm.fleet().into_iter().map(|u| u.url).collect()
+            }
+            several => several.to_vec(),
+        }
+    }
+
+    /// The shared lane over `urls`, made on first use (consent is the public callers' check).
+    fn shared_text_lane(&self, urls: &[String]) -> Result<TextLane, ServicesError> {
+        let config = self.config();
+        let key = match urls {
+            [] => config.llm.url.clone(),
+            several => several.join(" "),
+        };
         let mut lanes = self.text_lanes.lock().expect("lanes lock");
-        if let Some(lane) = lanes.get(url) {
+        if let Some(lane) = lanes.get(&key) {
             return Ok(lane.clone());
         }
-        let config = self.config();
-        let upstreams = if url == config.llm.url {
+        let upstreams = if key == config.llm.url {
             config
                 .llm
                 .fleet()
@@ -473,43 +530,15 @@ impl Services {
                 })
                 .collect::<Result<Vec<_>, ServicesError>>()?
         } else {
-            vec![UpstreamSpec::new(self.client(url)?)]
+            urls.iter()
+                .map(|url| Ok(UpstreamSpec::new(self.client(url)?)))
+                .collect::<Result<Vec<_>, ServicesError>>()?
         };
         let lane = self.text_lane_over(upstreams, config.text_lane()?);
         self.runtime
             .spawn(check_health_while_used(lane.downgrade()));
-        lanes.insert(url.to_string(), lane.clone());
+        lanes.insert(key, lane.clone());
         Ok(lane)
-    }
-
-    /// The text lane over `urls`: [`Services::text_lane`] for one, else one lane over them all
-    /// (a project's own fleet), created on first use and checked every few seconds.
-    pub fn text_lane_for(&self, urls: &[String]) -> Result<TextLane, ServicesError> {
-        match urls {
-            [] => self.default_text_lane(),
-            [one] => self.text_lane(one),
-            several => {
-                let key = several.join(" ");
-                let mut lanes = self.text_lanes.lock().expect("lanes lock");
-                if let Some(lane) = lanes.get(&key) {
-                    return Ok(lane.clone());
-                }
-                let upstreams = several
-                    .iter()
-                    .map(|url| Ok(UpstreamSpec::new(self.client(url)?)))
-                    .collect::<Result<Vec<_>, ServicesError>>()?;
-                let lane = self.text_lane_over(upstreams, self.config().text_lane()?);
-                self.runtime
-                    .spawn(check_health_while_used(lane.downgrade()));
-                lanes.insert(key, lane.clone());
-                Ok(lane)
-            }
-        }
-    }
-
-    /// The text lane in front of the configured server (`llm.url`).
-    pub fn default_text_lane(&self) -> Result<TextLane, ServicesError> {
-        self.text_lane(&self.config().llm.url)
     }
 
     /// A text lane with limits of its own (a benchmark's), not shared with other callers but
@@ -555,7 +584,8 @@ impl Services {
     /// Every lane's current state: the audio lane, then each shared text lane in use (at
     /// least the configured server's).
     pub fn lanes(&self) -> Result<Vec<LaneView>, ServicesError> {
-        self.default_text_lane()?;
+        // Made to be shown, not used: nothing is sent through it here.
+        self.shared_text_lane(&[])?;
         let mut views = vec![LaneView {
             server_url: None,
             snapshot: self.audio_lane.snapshot(),
@@ -736,10 +766,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_text_lane_to_another_machine_needs_consent_for_every_upstream() {
+        let services = Services::new(Config::default(), env());
+        let several = [
+            "http://127.0.0.1:9/v1".to_string(),
+            "http://192.0.2.1:8000/v1".to_string(),
+            "http://192.0.2.2:8000/v1".to_string(),
+        ];
+        let none = RemoteConsent::none();
+        assert!(services.text_lane("http://127.0.0.1:9/v1", &none).is_ok());
+        let refused = |consent: &RemoteConsent| match services.text_lane_for(&several, consent) {
+            Err(ServicesError::NotAllowed(rejection)) => rejection,
+            other => panic!("{:?}", other.map(|_| ())),
+        };
+        let rejection = refused(&none);
+        assert_eq!(rejection.reason, RejectReason::RemoteNotAllowed);
+        assert!(rejection.to_string().contains("192.0.2.1"), "{rejection}");
+        // Consent to one origin of a lane is not consent to its others.
+        let one = RemoteConsent::allowing(["http://192.0.2.1:8000"]);
+        assert!(refused(&one).to_string().contains("192.0.2.2"));
+        let both = RemoteConsent::allowing(["http://192.0.2.1:8000", "http://192.0.2.2:8000"]);
+        let lane = services.text_lane_for(&several, &both).unwrap();
+        assert_eq!(
+            lane.snapshot()
+                .rejected_total
+                .get(&RejectReason::RemoteNotAllowed),
+            Some(&2),
+            "each refusal is in the lane's history"
+        );
+    }
+
+    #[tokio::test]
     async fn every_text_lane_yields_to_the_one_audio_lane() {
         let services = Services::new(Config::default(), env());
         // Nothing listens on port 9: the gate refuses before any request would be sent.
-        let lane = services.text_lane("http://127.0.0.1:9/v1").unwrap();
+        let lane = services
+            .text_lane("http://127.0.0.1:9/v1", &RemoteConsent::none())
+            .unwrap();
         let (started_tx, started_rx) = tokio::sync::oneshot::channel();
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let audio = services.audio_lane().clone();
@@ -770,7 +833,9 @@ mod tests {
         release_tx.send(()).unwrap();
         job.await.unwrap().unwrap();
         // The same lane is handed out again for the same server.
-        let again = services.text_lane("http://127.0.0.1:9/v1").unwrap();
+        let again = services
+            .text_lane("http://127.0.0.1:9/v1", &RemoteConsent::none())
+            .unwrap();
         assert_eq!(
             again.snapshot().rejected_total,
             lane.snapshot().rejected_total

@@ -787,51 +787,15 @@ impl Workstation {
     }
 
     /// The text lane for a project's text model, refusing (visibly, in the lane's history) when
-    /// the server is on another machine the project has not allowed.
+    /// any server it sends to is on another machine neither the project nor the settings allow.
     pub(crate) fn permitted_text_lane(
         &self,
         project: &Project,
     ) -> Result<TextLane, WorkstationError> {
         let urls = self.server_urls_for(project);
-        let lane = self.text_lane_for(&urls)?;
-        let destination = self.text_destination(project);
-        if !destination.allowed {
-            return Err(WorkstationError::Rejected(lane.record_rejection(
-                headroom_core::admission::RejectReason::RemoteNotAllowed,
-                format!(
-                    "this project's server is {}, not this machine, and the project has not \
-                     allowed its transcript to go there",
-                    destination.host
-                ),
-            )));
-        }
-        // The lane also sends to its other upstreams (the project's own, or the configured
-        // lane's): each of them needs the same consent.
-        let config = self.config();
-        let others: Vec<String> = if urls.len() > 1 {
-            urls[1..].to_vec()
-        } else if urls[0] == config.llm.url {
-            config.llm.upstreams.iter().map(|u| u.url.clone()).collect()
-        } else {
-            Vec::new()
-        };
-        let consent = config.privacy.consent();
-        for upstream in &others {
-            let other = headroom_base::consent::Destination::of(upstream);
-            let allowed = consent.permits(&other)
-                || project.settings.remote_text_allowed.as_deref() == Some(other.origin.as_str());
-            if !allowed {
-                return Err(WorkstationError::Rejected(lane.record_rejection(
-                    headroom_core::admission::RejectReason::RemoteNotAllowed,
-                    format!(
-                        "the text lane's upstream {} is not this machine, and neither the \
-                         project nor privacy.allow_remote allows its transcript to go there",
-                        other.host
-                    ),
-                )));
-            }
-        }
-        Ok(lane)
+        Ok(self
+            .services()
+            .text_lane_for(&urls, &self.text_consent(project))?)
     }
 
     /// Saves a change to one narrated segment and reports its new state.

@@ -130,10 +130,12 @@ pub struct ProjectSettings {
     /// More servers beside `server_url` behind this project's text lane (each with its own
     /// slots, health and breaker); only with a `server_url` of the project's own.
     pub upstreams: Vec<String>,
-    /// The one server on another machine (its origin, e.g. `https://gpu.example:8000`) this
-    /// project's transcript may be sent to, by the user's explicit consent. Servers on this
-    /// machine need none; a different server elsewhere needs consent again.
-    pub remote_text_allowed: Option<String>,
+    /// The servers on other machines (their origins, e.g. `https://gpu.example:8000`) this
+    /// project's transcript may be sent to, by the user's explicit consent: each upstream of
+    /// its text lane off this machine needs its own. Servers on this machine need none. (A
+    /// project saved with one origin reads as a list of that one.)
+    #[serde(default, deserialize_with = "one_or_many_origins")]
+    pub remote_text_allowed: Vec<String>,
     /// The one cloning server on another machine (its origin) this project's text and voice
     /// clips may be sent to, by the user's explicit consent; servers on this machine need
     /// none. A different server elsewhere needs consent again.
@@ -151,6 +153,27 @@ impl ProjectSettings {
     pub fn remote_consent(&self) -> headroom_base::consent::RemoteConsent {
         headroom_base::consent::RemoteConsent::allowing(self.remote_voice_allowed.iter())
     }
+
+    /// What this project allows off this machine for its transcript: its text lane's servers.
+    pub fn text_consent(&self) -> headroom_base::consent::RemoteConsent {
+        headroom_base::consent::RemoteConsent::allowing(self.remote_text_allowed.iter())
+    }
+}
+
+/// Origins as a list, or as the one origin (or none) older projects saved.
+fn one_or_many_origins<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Origins {
+        One(Option<String>),
+        Many(Vec<String>),
+    }
+    Ok(match Origins::deserialize(deserializer)? {
+        Origins::One(one) => one.into_iter().collect(),
+        Origins::Many(many) => many,
+    })
 }
 
 impl Default for ProjectSettings {
@@ -161,7 +184,7 @@ impl Default for ProjectSettings {
             cleanup_mode: CleanupMode::Cleanup,
             server_url: None,
             upstreams: Vec::new(),
-            remote_text_allowed: None,
+            remote_text_allowed: Vec::new(),
             remote_voice_allowed: None,
             voice: None,
             speakers: SpeakerSetting::default(),
@@ -974,7 +997,8 @@ impl ProjectStore {
             Err(e) => return Err(e.into()),
         };
         if !same {
-            let mut from = std::fs::File::open(source).map_err(ProjectError::from_io(source))?;
+            let mut from = headroom_base::input::open_regular(source)
+                .map_err(ProjectError::from_io(source))?;
             beneath.copy_atomic_from(&relative, &mut from)?;
         }
         Ok(relative)

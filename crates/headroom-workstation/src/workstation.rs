@@ -9,7 +9,7 @@ use crate::projects::{
     SpeechTake, Suggestion, SuggestionSource, TextNote, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
-use headroom_base::consent::Destination;
+use headroom_base::consent::{Destination, RemoteConsent};
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_base::redact::SecretUrl;
 use headroom_bench::boundary::BenchError;
@@ -115,6 +115,7 @@ impl From<ServicesError> for WorkstationError {
             ServicesError::Server { url, source } => WorkstationError::Server { url, source },
             ServicesError::Speech(e) => e.into(),
             ServicesError::Voice(e) => WorkstationError::Voice(VoiceWorkError::Voice(e)),
+            ServicesError::NotAllowed(rejection) => WorkstationError::Rejected(*rejection),
         }
     }
 }
@@ -264,6 +265,9 @@ pub struct TextDestination {
     pub host: String,
     /// `scheme://host:port`: what the project's consent names.
     pub origin: String,
+    /// Every origin off this machine the data would go to (each upstream of a text lane
+    /// elsewhere): the project's consent names each of them.
+    pub origins: Vec<String>,
     /// Localhost or a loopback address: the text does not leave the machine.
     pub on_this_machine: bool,
     /// On this machine, or another the project allowed.
@@ -370,17 +374,38 @@ impl Workstation {
     /// Where a project's text goes when it is cleaned with the text model, and whether it may.
     pub fn text_destination(&self, project: &Project) -> TextDestination {
         let destination = Destination::of(&self.server_url_for(project));
+        // The project's consent, or the settings' (`--allow-remote`, privacy.allow_remote), as
+        // for its cloning server, for every server its lane sends to.
+        let consent = self.text_consent(project);
+        let upstreams: Vec<Destination> = self
+            .services
+            .text_lane_urls(&self.server_urls_for(project))
+            .iter()
+            .map(|url| Destination::of(url))
+            .collect();
+        let mut origins: Vec<String> = Vec::new();
+        for upstream in upstreams.iter().filter(|u| !u.on_this_machine) {
+            if !origins.contains(&upstream.origin) {
+                origins.push(upstream.origin.clone());
+            }
+        }
         TextDestination {
             url: destination.url.redacted(),
-            // The project's consent, or the settings' (`--allow-remote`, privacy.allow_remote),
-            // as for its cloning server.
-            allowed: project.settings.remote_text_allowed.as_deref()
-                == Some(destination.origin.as_str())
-                || self.config().privacy.consent().permits(&destination),
+            allowed: upstreams.iter().all(|u| consent.permits(u)),
             host: destination.host,
             origin: destination.origin,
+            origins,
             on_this_machine: destination.on_this_machine,
         }
+    }
+
+    /// What may leave the machine for a project's text: the settings' consent and the
+    /// project's own.
+    pub fn text_consent(&self, project: &Project) -> RemoteConsent {
+        self.config()
+            .privacy
+            .consent()
+            .and(&project.settings.text_consent())
     }
 
     /// Where a project's takes in a voice profile go when a cloning server is configured (its
@@ -401,19 +426,23 @@ impl Workstation {
             url: destination.url.redacted(),
             allowed: consent.permits(&destination),
             host: destination.host,
+            origins: if destination.on_this_machine {
+                Vec::new()
+            } else {
+                vec![destination.origin.clone()]
+            },
             origin: destination.origin,
             on_this_machine: destination.on_this_machine,
         })
     }
 
-    /// The text lane in front of `url`.
-    pub fn text_lane(&self, url: &str) -> Result<TextLane, WorkstationError> {
-        Ok(self.services.text_lane(url)?)
-    }
-
-    /// The text lane in front of `urls` (one lane over them all when there are several).
-    pub fn text_lane_for(&self, urls: &[String]) -> Result<TextLane, WorkstationError> {
-        Ok(self.services.text_lane_for(urls)?)
+    /// The text lane in front of `url`, with what `consent` allows off this machine.
+    pub fn text_lane(
+        &self,
+        url: &str,
+        consent: &RemoteConsent,
+    ) -> Result<TextLane, WorkstationError> {
+        Ok(self.services.text_lane(url, consent)?)
     }
 
     /// Every lane's current state: the audio lane, then each text lane in use.

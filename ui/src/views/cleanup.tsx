@@ -30,7 +30,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
   useEffect(() => setServerUrl(shownServers()), [project.id, project.settings.server_url, project.settings.upstreams.join(" ")]);
   useEffect(() => {
     api.textDestination(project.id).then(setDestination, (e) => setError(asUiError(e)));
-  }, [project.id, project.settings.server_url, project.settings.remote_text_allowed]);
+  }, [project.id, project.settings.server_url, project.settings.upstreams.join(" "), project.settings.remote_text_allowed.join(" ")]);
   // Saved elsewhere since this view loaded: the refusal is shown with what is there now.
   const save = (change: Partial<ProjectSettings>) =>
     guard(async () => {
@@ -62,7 +62,8 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
               ? t("cleanup.thisMachine")
               : t("cleanup.anotherMachine", { host: destination.host }))}
         </span>
-        {destination && !destination.on_this_machine && (
+        {/* One consent for every server elsewhere that the project's text lane sends to. */}
+        {destination && destination.origins.length > 0 && (
           <label class="toggle">
             <input
               type="checkbox"
@@ -70,7 +71,7 @@ export function ProjectCleanupSettings(props: { project: Project; onProject: (p:
               checked={destination.allowed}
               onChange={(e) =>
                 save({
-                  remote_text_allowed: (e.target as HTMLInputElement).checked ? destination.origin : null,
+                  remote_text_allowed: (e.target as HTMLInputElement).checked ? destination.origins : [],
                 })
               }
             />
