@@ -52,10 +52,17 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_from(path, &mut &bytes[..], owner_only)
 }
 
+/// [`write_atomic`] for a file that must be new: the finished temporary file is linked in
+/// under `path` only if nothing is there (`AlreadyExists` otherwise, whatever it is: a file, a
+/// link, a pipe that appeared meanwhile), so nothing is ever replaced.
+pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, &mut &bytes[..], None, Place::New)
+}
+
 /// Copies the file at `from` to `path` as [`write_atomic`] writes, reading it in pieces (a
 /// large recording is never held in memory).
 pub fn copy_atomic(from: &Path, path: &Path) -> std::io::Result<()> {
-    let mut source = std::fs::File::open(from)?;
+    let mut source = crate::input::open_regular(from)?;
     copy_atomic_from(&mut source, path)
 }
 
@@ -69,6 +76,24 @@ fn write_atomic_from(
     path: &Path,
     content: &mut dyn std::io::Read,
     permissions: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
+    write_atomic_with(path, content, permissions, Place::Replace)
+}
+
+/// How a finished temporary file takes its name.
+#[derive(Clone, Copy)]
+enum Place {
+    /// Renamed over whatever is there.
+    Replace,
+    /// Linked in only where nothing is.
+    New,
+}
+
+fn write_atomic_with(
+    path: &Path,
+    content: &mut dyn std::io::Read,
+    permissions: Option<std::fs::Permissions>,
+    place: Place,
 ) -> std::io::Result<()> {
     let dir = path
         .parent()
@@ -93,7 +118,13 @@ fn write_atomic_from(
         }
         std::io::copy(content, &mut file)?;
         file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
+        match place {
+            Place::Replace => std::fs::rename(&tmp, path)?,
+            Place::New => {
+                std::fs::hard_link(&tmp, path)?;
+                std::fs::remove_file(&tmp)?;
+            }
+        }
         sync_dir(dir)
     })();
     if result.is_err() {
@@ -102,21 +133,26 @@ fn write_atomic_from(
     result
 }
 
-/// A temporary file's name for a write of `name`: `.NAME.PID-N.tmp`, unique in this process.
+/// Marks a temporary file as Headroom's: a user's own `.notes.999999-1.tmp` is never one.
+const TEMPORARY_MARK: &str = "headroom-";
+
+/// A temporary file's name for a write of `name`: `.NAME.headroom-PID-N.tmp`, unique in this
+/// process.
 fn temporary_name(name: &str) -> String {
     format!(
-        ".{name}.{}-{}.tmp",
+        ".{name}.{TEMPORARY_MARK}{}-{}.tmp",
         std::process::id(),
         NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
     )
 }
 
 /// The process id in a temporary file's name as [`write_atomic`] makes it
-/// (`.NAME.PID-N.tmp`), or `None` for any other name.
+/// (`.NAME.headroom-PID-N.tmp`), or `None` for any other name.
 fn temporary_owner(file_name: &str) -> Option<u32> {
     let middle = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
     let (rest, counter) = middle.rsplit_once('-')?;
     let (_, pid) = rest.rsplit_once('.')?;
+    let pid = pid.strip_prefix(TEMPORARY_MARK)?;
     counter.parse::<u64>().ok()?;
     pid.parse().ok()
 }
@@ -1029,17 +1065,7 @@ mod sys {
         ok_or_error(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) })
     }
 
-    /// Clears `O_NONBLOCK` on an opened file.
-    pub fn set_blocking(file: &std::fs::File) -> io::Result<()> {
-        let fd = file.as_raw_fd();
-        // SAFETY: a live descriptor; F_GETFL/F_SETFL change only its status flags.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if flags < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: as above.
-        ok_or_error(unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) })
-    }
+    pub use crate::input::set_blocking;
 }
 
 /// Elsewhere: each part is checked (not a link) before the path is used.
@@ -1285,9 +1311,19 @@ mod tests {
 
     #[test]
     fn temporary_names_give_their_writer() {
-        assert_eq!(temporary_owner(".project.json.4242-7.tmp"), Some(4242));
-        assert_eq!(temporary_owner(".a.b-c.wav.17-0.tmp"), Some(17));
+        assert_eq!(
+            temporary_owner(".project.json.headroom-4242-7.tmp"),
+            Some(4242)
+        );
+        assert_eq!(temporary_owner(".a.b-c.wav.headroom-17-0.tmp"), Some(17));
+        assert_eq!(
+            temporary_owner(&temporary_name("talk.wav")),
+            Some(std::process::id())
+        );
         for other in [
+            // A user's own file shaped like the old names: never taken.
+            ".notes.999999-1.tmp",
+            ".project.json.4242-7.tmp",
             "project.json",
             ".project.json",
             ".x.tmp",
@@ -1310,16 +1346,21 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let ended = child.id();
         child.wait().unwrap();
-        let stale = dir.join(format!(".talk.wav.{ended}-0.tmp"));
-        let ours = dir.join(format!(".talk.wav.{}-0.tmp", std::process::id()));
+        let stale = dir.join(format!(".talk.wav.headroom-{ended}-0.tmp"));
+        let ours = dir.join(format!(".talk.wav.headroom-{}-0.tmp", std::process::id()));
         let keep = dir.join("talk.wav");
-        for path in [&stale, &ours, &keep] {
+        let users = dir.join(format!(".notes.{ended}-1.tmp"));
+        for path in [&stale, &ours, &keep, &users] {
             std::fs::write(path, b"x").unwrap();
         }
         assert_eq!(remove_stale_temporaries(&dir), 1);
         assert!(!stale.exists());
         assert!(ours.exists(), "a live writer's file stays");
         assert!(keep.exists());
+        assert!(
+            users.exists(),
+            "a user's file named like an old temporary stays"
+        );
         assert_eq!(remove_stale_temporaries(&dir.join("missing")), 0);
         std::fs::remove_dir_all(dir).unwrap();
     }

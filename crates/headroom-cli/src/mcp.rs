@@ -9,12 +9,16 @@
 //! gets its own handle on it, and the process's file descriptor 1 is pointed at standard error,
 //! so a stray print anywhere (a library, a native engine) lands in the log, not in the stream.
 
+mod stdio;
+
 use crate::project_lookup::{project_voice, resolve};
 use clap::Args;
-use headroom_base::fsutil::write_atomic;
+use headroom_base::fsutil::{write_atomic, write_atomic_new};
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::FailurePolicy;
-use headroom_services::speech::{AudioInput, SpeakerRequest, SpeechError, Transcription};
+use headroom_services::speech::{
+    check_speech_input, AudioInput, SpeakerRequest, SpeechError, Transcription,
+};
 use headroom_services::Services;
 use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, ExportFormat};
@@ -45,8 +49,9 @@ pub async fn run(_args: McpArgs, services: Arc<Services>) -> anyhow::Result<Exit
     let output = protocol_output()?;
     let server = HeadroomMcp::new(services);
     tracing::info!("headroom mcp: serving the Model Context Protocol on stdio");
+    let transport = stdio::BoundedStdio::new(tokio::io::BufReader::new(tokio::io::stdin()), output);
     let running = server
-        .serve((tokio::io::stdin(), output))
+        .serve(transport)
         .await
         .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
     running.waiting().await?;
@@ -182,17 +187,22 @@ pub struct TranscribeParams {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SpeakParams {
-    /// The text to speak.
+    /// The text to speak: at most 4096 characters.
     pub text: String,
-    /// Where to write the audio (a file path on this machine; written atomically).
+    /// Where to write the audio: a new file on this machine (written atomically), inside the
+    /// client's roots when it declares any. Its extension is the format's (.mp3, .opus or
+    /// .ogg, .flac, .wav, .pcm or .raw).
     pub output: String,
+    /// Replace the file at output when there is one (only a regular file is ever replaced).
+    #[serde(default)]
+    pub overwrite: bool,
     /// A voice from list_voices: a voice profile's name, kokoro[-STYLE], piper-joe, an
     /// espeak-ng voice (en-us, de, ...) or one of OpenAI's names (alloy, ...). The default
     /// voice when not given.
     #[serde(default)]
     pub voice: Option<String>,
     /// mp3, opus, flac, wav or pcm (24 kHz 16-bit little-endian, no header); from the
-    /// output's extension when not given, else wav.
+    /// output's extension when not given.
     #[serde(default)]
     pub format: Option<String>,
     /// batch (the default) or interactive.
@@ -418,11 +428,13 @@ impl HeadroomMcp {
         if p.text.trim().is_empty() {
             return Err("there is no text to speak".into());
         }
+        check_speech_input(&p.text).map_err(|e| e.to_string())?;
         let output = PathBuf::from(&p.output);
-        if output.is_dir() {
-            return Err(format!("{} is a folder: give a file to write", p.output));
-        }
         let format = speech_format(p.format.as_deref(), &output)?;
+        // Checked before any work: an agent may be steered by what it reads, so it writes
+        // nowhere its client did not open to it, and replaces nothing it was not told to.
+        let roots = client_roots(&context).await?;
+        output_allowed(&output, p.overwrite, roots.as_deref())?;
         let priority: Priority = p.priority.unwrap_or_default().into();
         let cancel = context.ct.clone();
         let voice = p.voice.filter(|v| !v.trim().is_empty());
@@ -452,7 +464,7 @@ impl HeadroomMcp {
         }
         let audio = spoken?;
         let duration = audio.duration_secs();
-        write_speech(audio, format, output.clone()).await?;
+        write_speech(audio, format, output.clone(), p.overwrite).await?;
         structured(json!({
             "path": output,
             "format": format.name(),
@@ -607,9 +619,14 @@ impl HeadroomMcp {
 )]
 impl ServerHandler for HeadroomMcp {}
 
-/// The format to write: the one asked for, else the output's extension when it names one,
-/// else WAV.
+/// The format to write: the one asked for, else the one the output's extension names; the
+/// extension must be the format's, so a `.aac` file never holds WAV bytes.
 fn speech_format(asked: Option<&str>, output: &Path) -> Result<SpeechFormat, String> {
+    let extension = output
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let named = extension.as_deref().and_then(format_of_extension);
     let format = match asked {
         Some(name) => name.parse::<SpeechFormat>().map_err(|e| {
             format!(
@@ -618,24 +635,135 @@ fn speech_format(asked: Option<&str>, output: &Path) -> Result<SpeechFormat, Str
                 SpeechFormat::available_list()
             )
         })?,
-        None => output
-            .extension()
-            .and_then(|e| e.to_str())
-            .and_then(|e| e.parse::<SpeechFormat>().ok())
-            .filter(|f| f.unavailable().is_none())
-            .unwrap_or(SpeechFormat::Wav),
+        None => match (&extension, named) {
+            (_, Some(format)) => format,
+            (Some(ext), None) => {
+                return Err(format!(
+                    "the output's extension .{ext} is no format speak writes: give output a \
+                     name ending in .mp3, .opus, .flac, .wav or .pcm, or say format"
+                ))
+            }
+            (None, None) => {
+                return Err(
+                    "the output has no extension: end it in .mp3, .opus, .flac, .wav or .pcm, \
+                     or say format"
+                        .into(),
+                )
+            }
+        },
     };
     if let Some(reason) = format.unavailable() {
         return Err(format!("{format} is not available: {reason}"));
     }
+    if let Some(ext) = &extension {
+        if named != Some(format) {
+            return Err(format!(
+                "the output ends in .{ext} but the format is {format}: name it .{} or ask for \
+                 the format its extension names",
+                format.name()
+            ));
+        }
+    }
     Ok(format)
 }
 
-/// Encodes `audio` and writes it to `output` atomically, off the async threads.
-async fn write_speech(audio: Audio, format: SpeechFormat, output: PathBuf) -> Result<(), String> {
+/// The format a file extension names (`ogg` for Opus in Ogg, `raw` for headerless PCM).
+fn format_of_extension(extension: &str) -> Option<SpeechFormat> {
+    match extension {
+        "ogg" => Some(SpeechFormat::Opus),
+        "raw" => Some(SpeechFormat::Pcm),
+        other => other.parse::<SpeechFormat>().ok(),
+    }
+}
+
+/// The client's roots as folders, when it declares the roots capability (`None` when it does
+/// not: then any path the user can write is allowed, as for the CLI). Roots are deprecated by
+/// SEP-2577 in the SDK, but clients in use today declare them, and they are the user's word on
+/// where an agent may write.
+#[allow(deprecated)]
+async fn client_roots(
+    context: &RequestContext<RoleServer>,
+) -> Result<Option<Vec<PathBuf>>, String> {
+    let declares = context
+        .peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.roots.is_some());
+    if !declares {
+        return Ok(None);
+    }
+    let listed = context
+        .peer
+        .list_roots()
+        .await
+        .map_err(|e| format!("the client declares roots but did not list them: {e}"))?;
+    Ok(Some(
+        listed
+            .roots
+            .iter()
+            .filter_map(|root| url::Url::parse(&root.uri).ok()?.to_file_path().ok())
+            .collect(),
+    ))
+}
+
+/// Whether speak may write `output`: inside one of `roots` when there are any (a root whose
+/// URI is not a local path allows nothing), never through a link, onto an existing file only
+/// with `overwrite`, and never onto anything but a regular file.
+fn output_allowed(output: &Path, overwrite: bool, roots: Option<&[PathBuf]>) -> Result<(), String> {
+    let shown = output.display();
+    let Some(name) = output.file_name() else {
+        return Err(format!("{shown} names no file"));
+    };
+    let parent = match output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => parent.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let folder = parent
+        .canonicalize()
+        .map_err(|e| format!("cannot write {shown}: its folder {}: {e}", parent.display()))?;
+    if let Some(roots) = roots {
+        let inside = roots
+            .iter()
+            .filter_map(|root| root.canonicalize().ok())
+            .any(|root| folder.starts_with(&root));
+        if !inside {
+            return Err(format!(
+                "{shown} is outside the roots this client opened to Headroom"
+            ));
+        }
+    }
+    match std::fs::symlink_metadata(folder.join(name)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot write {shown}: {e}")),
+        Ok(meta) if meta.file_type().is_symlink() => Err(format!(
+            "{shown} is a symbolic link: speak never writes through one"
+        )),
+        Ok(meta) if meta.is_dir() => Err(format!("{shown} is a folder: give a file to write")),
+        Ok(meta) if !meta.is_file() => Err(format!(
+            "{shown} is not a regular file (a device, pipe or socket): speak writes only files"
+        )),
+        Ok(_) if !overwrite => Err(format!(
+            "{shown} exists: say overwrite: true to replace it, or give a new name"
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Encodes `audio` and writes it to `output` atomically, off the async threads: as a new file
+/// (refused if one appeared meanwhile) unless `overwrite`.
+async fn write_speech(
+    audio: Audio,
+    format: SpeechFormat,
+    output: PathBuf,
+    overwrite: bool,
+) -> Result<(), String> {
     tokio::task::spawn_blocking(move || {
         let bytes = encode(&audio, format).map_err(|e| e.to_string())?;
-        write_atomic(&output, &bytes).map_err(|e| format!("cannot write {}: {e}", output.display()))
+        let written = if overwrite {
+            write_atomic(&output, &bytes)
+        } else {
+            write_atomic_new(&output, &bytes)
+        };
+        written.map_err(|e| format!("cannot write {}: {e}", output.display()))
     })
     .await
     .map_err(|e| e.to_string())?
@@ -646,28 +774,87 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_speech_format_is_the_one_asked_else_the_extensions_else_wav() {
-        let out = Path::new("/tmp/a.mp3");
-        assert_eq!(speech_format(None, out).unwrap(), SpeechFormat::Mp3);
+    fn the_speech_format_is_the_one_asked_or_the_extensions_and_they_must_agree() {
+        let format = |asked: Option<&str>, out: &str| speech_format(asked, Path::new(out));
+        assert_eq!(format(None, "/tmp/a.mp3").unwrap(), SpeechFormat::Mp3);
+        assert_eq!(format(None, "/tmp/a.OGG").unwrap(), SpeechFormat::Opus);
         assert_eq!(
-            speech_format(Some("flac"), out).unwrap(),
+            format(Some("flac"), "/tmp/a.flac").unwrap(),
             SpeechFormat::Flac
         );
         assert_eq!(
-            speech_format(None, Path::new("/tmp/a.audio")).unwrap(),
-            SpeechFormat::Wav
+            format(Some("pcm"), "/tmp/a.raw").unwrap(),
+            SpeechFormat::Pcm
         );
+        // `.aac` wrote WAV bytes.
+        let e = format(None, "/tmp/a.aac").unwrap_err();
+        assert!(e.starts_with("aac is not available: "), "{e}");
+        let e = format(Some("wav"), "/tmp/a.aac").unwrap_err();
+        assert!(e.contains("ends in .aac but the format is wav"), "{e}");
+        let e = format(Some("flac"), "/tmp/a.mp3").unwrap_err();
+        assert!(e.contains("ends in .mp3 but the format is flac"), "{e}");
+        let e = format(None, "/tmp/a.audio").unwrap_err();
+        assert!(e.contains(".audio is no format"), "{e}");
+        assert!(format(None, "/tmp/bashrc").is_err());
         assert_eq!(
-            speech_format(None, Path::new("/tmp/a.aac")).unwrap(),
+            format(Some("wav"), "/tmp/bashrc").unwrap(),
             SpeechFormat::Wav
         );
-        let e = speech_format(Some("ogg"), out).unwrap_err();
+        let e = format(Some("ogg"), "/tmp/a.mp3").unwrap_err();
         assert_eq!(
             e,
             "format \"ogg\" is not one of mp3, opus, flac, wav or pcm"
         );
-        let e = speech_format(Some("aac"), out).unwrap_err();
-        assert!(e.starts_with("aac is not available: "), "{e}");
+    }
+
+    #[test]
+    fn speak_replaces_only_a_regular_file_it_was_told_to_and_stays_in_the_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("inside");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let new = inside.join("new.wav");
+        assert!(output_allowed(&new, false, None).is_ok());
+        let existing = inside.join("rc.wav");
+        std::fs::write(&existing, b"keep me").unwrap();
+        let e = output_allowed(&existing, false, None).unwrap_err();
+        assert!(e.contains("overwrite: true"), "{e}");
+        assert!(output_allowed(&existing, true, None).is_ok());
+        // Never a device, a pipe or a link, whatever overwrite says.
+        let e = output_allowed(Path::new("/dev/null"), true, None).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let fifo = inside.join("pipe.wav");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        assert!(output_allowed(&fifo, true, None)
+            .unwrap_err()
+            .contains("not a regular file"));
+        let link = inside.join("link.wav");
+        std::os::unix::fs::symlink(outside.join("victim"), &link).unwrap();
+        assert!(output_allowed(&link, true, None)
+            .unwrap_err()
+            .contains("symbolic link"));
+        assert!(output_allowed(&inside, true, None)
+            .unwrap_err()
+            .contains("folder"));
+        // Inside the declared roots only (a path with `..` is judged by where it leads).
+        let roots = [inside.clone()];
+        assert!(output_allowed(&new, false, Some(&roots)).is_ok());
+        let escape = inside.join("../outside/x.wav");
+        let e = output_allowed(&escape, false, Some(&roots)).unwrap_err();
+        assert!(e.contains("outside the roots"), "{e}");
+        assert!(
+            output_allowed(&new, false, Some(&[])).is_err(),
+            "no root allows nothing"
+        );
+        // Written as a new file: one that appeared since is not replaced.
+        write_atomic_new(&new, b"one").unwrap();
+        assert!(write_atomic_new(&new, b"two").is_err());
+        assert_eq!(std::fs::read(&new).unwrap(), b"one");
     }
 
     #[test]

@@ -1256,6 +1256,169 @@ async fn text_that_looks_like_an_espeak_option_is_spoken_not_obeyed() {
 }
 
 #[tokio::test]
+async fn a_voice_name_espeak_does_not_list_is_refused_by_the_cli_and_serve() {
+    // espeak-ng reads LANGUAGE+VARIANT and opens VARIANT as a file: the first made it read
+    // /etc/passwd as a voice, the second aborted it with a buffer overflow (500 engine_failed).
+    let hostile = [
+        "en-us+../../../../../../../etc/passwd",
+        "en-us+./././././././././././././Denis",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let out_wav = dir.path().join("o.wav");
+    for voice in hostile {
+        let out = headroom(
+            &[
+                "speak",
+                "--voice",
+                voice,
+                "--out",
+                out_wav.to_str().unwrap(),
+                "--",
+                "hello",
+            ],
+            &[],
+        )
+        .await;
+        assert!(!out.status.success(), "{voice}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("unknown voice") && stderr.contains(voice),
+            "{voice}: {stderr}"
+        );
+        assert!(!out_wav.exists());
+    }
+    let serve = headroom_tests::serve_process::ServeProcess::start(
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
+        &closed_port_url(),
+        &[],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    for voice in hostile {
+        let answer = http
+            .post(format!("{}/audio/speech", serve.base))
+            .json(&serde_json::json!({"model": "tts-1", "voice": voice, "input": "hello"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 400, "{voice}");
+        let body: serde_json::Value = answer.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(voice), "{voice}: {body}");
+    }
+    // A variant espeak-ng lists still speaks.
+    let answer = http
+        .post(format!("{}/audio/speech", serve.base))
+        .json(&serde_json::json!({
+            "model": "tts-1", "voice": "en-us+m3", "input": "hello", "response_format": "wav"
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+}
+
+#[tokio::test]
+async fn a_named_pipe_or_a_device_is_refused_as_input_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.wav");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    // Opening a pipe for reading waits for a writer: `transcribe pipe.wav` hung there, and
+    // Ctrl-C did not stop it. The bound only turns such a hang into a failure.
+    for args in [
+        vec!["transcribe", fifo],
+        vec!["transcribe", "/dev/zero"],
+        vec!["cleanup", fifo, "--no-llm"],
+        vec!["voice", "add", "Pipe", fifo],
+    ] {
+        let voices = dir.path().join("voices");
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(120),
+            headroom(&args, &[("HEADROOM_VOICES_DIR", voices.to_str().unwrap())]),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{args:?} blocked on its input"));
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("not a regular file"), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn an_upstreams_query_values_are_never_shown_and_the_cli_sends_serves_token() {
+    // `auth` is no name a secret was recognised by: its value went to /metrics (29 times),
+    // /v1/headroom/lanes, stderr and the unauthenticated /health.
+    let upstream = format!("{}?auth=SEKRIT7", closed_port_url());
+    let config = "[server]\ntoken = \"tok-serve-123\"\n";
+    let serve = headroom_tests::serve_process::ServeProcess::start_with(
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
+        &upstream,
+        headroom_tests::serve_process::ServeOptions {
+            config,
+            ..Default::default()
+        },
+    )
+    .await;
+    let root = serve.root();
+    let http = reqwest::Client::new();
+    let health = http.get(format!("{root}/health")).send().await.unwrap();
+    assert_eq!(health.status(), 503, "the upstream is down");
+    let health: serde_json::Value = health.json().await.unwrap();
+    assert_eq!(
+        health,
+        serde_json::json!({"status": "degraded", "upstream": "down"}),
+        "with a token, /health says only up or down"
+    );
+    let mut shown = String::new();
+    for path in ["/metrics", "/v1/headroom/lanes"] {
+        let answer = http
+            .get(format!("{root}{path}"))
+            .bearer_auth("tok-serve-123")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        shown.push_str(&answer.text().await.unwrap());
+    }
+    // A request that reaches the upstream, so its errors are shown too.
+    let chat = http
+        .post(format!("{}/chat/completions", serve.base))
+        .bearer_auth("tok-serve-123")
+        .json(&serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    shown.push_str(&chat.text().await.unwrap());
+    shown.push_str(&serve.stderr());
+    assert!(shown.contains("auth=<redacted>"), "{shown}");
+    assert!(
+        !shown.contains("SEKRIT7"),
+        "a query value was shown: {shown}"
+    );
+
+    // `headroom memory` presents the configured token (it got 401 before).
+    let dir = tempfile::tempdir().unwrap();
+    let client_config = dir.path().join("client.toml");
+    std::fs::write(&client_config, config).unwrap();
+    let out = headroom(
+        &["memory", "--server", &root],
+        &[("HEADROOM_CONFIG", client_config.to_str().unwrap())],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("headroom serve at"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[tokio::test]
 async fn secrets_inside_urls_are_never_printed() {
     use headroom_tests::fake_cloning::{FakeCloning, Kind};
     let secrets = ["s3cret-pw", "K3Y-value"];
