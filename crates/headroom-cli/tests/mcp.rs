@@ -261,6 +261,7 @@ async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project
         assert!(text.contains(wanted), "{name}: {text}");
     };
     refused("too_long", "at most 4096");
+    assert_eq!(report["speak_again_first"]["is_error"], false);
     refused("again", "overwrite: true");
     refused("device", "not a regular file");
     refused("aac_extension", "aac is not available");
@@ -274,6 +275,19 @@ async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project
         "{}",
         report["speak_overwrite"]
     );
+    // Replaced when told to: the file holds the second, longer take.
+    let reader = hound::WavReader::open(out.join("again.wav")).unwrap();
+    let seconds = reader.duration() as f64 / reader.spec().sample_rate as f64;
+    let duration = |name: &str| {
+        report[name]["structured"]["duration_secs"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        (seconds - duration("speak_overwrite")).abs() < 0.01,
+        "{seconds} s"
+    );
+    assert!(seconds > duration("speak_again_first") + 0.3, "{seconds} s");
 
     // The project: listed, its transcript read, cleaned up by the rules, narrated.
     let projects = report["list_projects"]["structured"]["projects"]

@@ -106,9 +106,12 @@ async def main():
             report["speak_ogg"] = answer(result)
 
             # An agent gets the bounds an HTTP client gets, and writes only what it was told to.
+            again = os.path.join(out_dir, "again.wav")
+            result = await session.call_tool("speak", {"text": "Once.", "voice": "en-us", "output": again})
+            report["speak_again_first"] = answer(result)
             hostile = {
                 "too_long": {"text": "word " * 1000, "output": os.path.join(out_dir, "long.wav")},
-                "again": {"text": "Again.", "voice": "en-us", "output": os.path.join(out_dir, "spoken.wav")},
+                "again": {"text": "Again.", "voice": "en-us", "output": again},
                 "device": {"text": "Hi.", "output": "/dev/null", "format": "wav", "overwrite": True},
                 "aac_extension": {"text": "Hi.", "output": os.path.join(out_dir, "y.aac")},
                 "mismatch": {"text": "Hi.", "output": os.path.join(out_dir, "z.mp3"), "format": "wav"},
@@ -123,7 +126,7 @@ async def main():
                 report["refused_" + name] = answer(result)
             result = await session.call_tool(
                 "speak",
-                {"text": "Again.", "voice": "en-us", "output": os.path.join(out_dir, "spoken.wav"), "overwrite": True},
+                {"text": "Again, and once more, and again.", "voice": "en-us", "output": again, "overwrite": True},
             )
             report["speak_overwrite"] = answer(result)
 
