@@ -235,7 +235,7 @@ impl Services {
             SpeechService::new(
                 audio_lane.clone(),
                 env.models_dir.clone(),
-                Arc::new(Espeak::new(env.espeak.clone())),
+                Arc::new(Espeak::new(env.espeak.clone()).with_temp_dir(env.temp_dir.clone())),
                 residency.clone(),
             )
             .with_voice_library(voice_library.clone()),

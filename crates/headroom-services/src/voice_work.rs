@@ -190,6 +190,7 @@ fn default_voice_take(services: &Services, text: &str) -> Result<Audio, VoiceWor
         Ok(kokoro.speak(text, &Style::shipped(DEFAULT_STYLE), 1.0, &cancel)?)
     } else {
         Ok(Espeak::new(services.env().espeak.clone())
+            .with_temp_dir(services.env().temp_dir.clone())
             .synthesize(text, Some("en-us"), &cancel)
             .map_err(VoiceError::from)?)
     }
@@ -305,7 +306,8 @@ fn decode_as_recorded(
 
 /// espeak-ng with a matched variant's pitch.
 fn espeak_for(services: &Services, setting: &EspeakSetting) -> Espeak {
-    let mut espeak = Espeak::new(services.env().espeak.clone());
+    let mut espeak =
+        Espeak::new(services.env().espeak.clone()).with_temp_dir(services.env().temp_dir.clone());
     espeak.pitch = setting.pitch;
     espeak
 }

@@ -4,7 +4,7 @@ use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
 use headroom_base::process::{ProcessError, Tool};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
 
@@ -15,6 +15,8 @@ pub struct Espeak {
     pub speed: u32,
     /// Base pitch, 0–99 (espeak-ng's default is 50).
     pub pitch: u32,
+    /// Where its output's private folders are made; the platform's temporary folder if unset.
+    temp_dir: Option<PathBuf>,
 }
 
 /// The program run when none is configured.
@@ -33,19 +35,30 @@ impl Espeak {
             program: program.into(),
             speed: 165,
             pitch: 50,
+            temp_dir: None,
         }
+    }
+
+    /// The same engine making its output's private folders inside `dir` (the one the
+    /// composition root was given), not the platform's.
+    pub fn with_temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.temp_dir = Some(dir.into());
+        self
     }
 
     fn speak_one(&self, text: &str, voice: &str) -> Result<Audio, TtsError> {
         // A file, not --stdout: streamed WAV headers carry no length. It lives in a private
         // folder of its own (not a guessable name in the shared temp folder) and goes with it.
-        let folder = tempfile::Builder::new()
-            .prefix("headroom-espeak-")
-            .tempdir()
-            .map_err(|e| TtsError::Engine {
-                engine: "espeak-ng".into(),
-                message: format!("cannot make a folder for its output: {e}"),
-            })?;
+        let mut folder = tempfile::Builder::new();
+        folder.prefix("headroom-espeak-");
+        let folder = match &self.temp_dir {
+            Some(dir) => folder.tempdir_in(dir),
+            None => folder.tempdir(),
+        }
+        .map_err(|e| TtsError::Engine {
+            engine: "espeak-ng".into(),
+            message: format!("cannot make a folder for its output: {e}"),
+        })?;
         self.speak_to(text, voice, &folder.path().join("speech.wav"))
     }
 
