@@ -209,6 +209,12 @@ impl ServeToken {
         self.0.is_empty()
     }
 
+    /// `request` carrying this token as `Authorization: Bearer`: how a client of `serve` on
+    /// this machine (the CLI's `memory`) presents the token `serve` was configured with.
+    pub fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request.bearer_auth(&self.0)
+    }
+
     /// Whether `presented` is this token, in time that depends on the lengths only.
     pub fn matches(&self, presented: &[u8]) -> bool {
         let expected = self.0.as_bytes();
@@ -516,10 +522,16 @@ impl Config {
     }
 
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let read = |source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut headroom_base::input::open_regular(path).map_err(read)?,
+            &mut text,
+        )
+        .map_err(read)?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
