@@ -31,9 +31,6 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
-/// The longest text `/v1/audio/speech` takes, as OpenAI's endpoint does.
-const MAX_SPEECH_CHARS: usize = 4096;
-
 pub fn routes(state: Arc<ServerState>) -> Router<Arc<ServerState>> {
     Router::new()
         .route(
@@ -859,12 +856,8 @@ async fn speech(
     let format = speech_format(request.response_format.as_deref())?;
     let stream = speech_stream(request.stream_format.as_deref())?;
     let speed = speech_speed(request.speed)?;
-    if request.input.chars().count() > MAX_SPEECH_CHARS {
-        return Err(HttpError::bad_request(
-            "input_too_long",
-            format!("the input is over {MAX_SPEECH_CHARS} characters"),
-        ));
-    }
+    // The one bound on text to speak, for every entry.
+    headroom_services::speech::check_speech_input(&request.input)?;
     let voice = request.voice.filter(|v| !v.trim().is_empty());
     refuse_instructions(request.instructions.as_deref(), voice.as_deref())?;
     let cancel = CancellationToken::new();

@@ -192,6 +192,7 @@ impl HttpError {
                 SpeechError::Asr(AsrError::Cancelled) | SpeechError::Tts(TtsError::Cancelled) => {
                     (S::REQUEST_TIMEOUT, SERVER, "cancelled")
                 }
+                SpeechError::InputTooLong { .. } => (S::BAD_REQUEST, INVALID, "input_too_long"),
                 SpeechError::Tts(TtsError::UnknownVoice { .. } | TtsError::EmptyText) => {
                     (S::BAD_REQUEST, INVALID, "invalid_voice_or_input")
                 }

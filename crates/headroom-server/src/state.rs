@@ -54,11 +54,13 @@ impl ServerState {
         }
     }
 
-    /// The server `headroom serve` runs: the configured upstream's shared text lane.
+    /// The server `headroom serve` runs: the configured upstream's shared text lane, with the
+    /// settings' consent (`--allow-remote`, `privacy.allow_remote`) for its upstreams elsewhere.
     pub fn from_services(services: &Services) -> Result<ServerState, ServicesError> {
+        let consent = services.config().privacy.consent();
         Ok(Self::with_text_lane(
             services,
-            services.default_text_lane()?,
+            services.default_text_lane(&consent)?,
         ))
     }
 

@@ -5,7 +5,7 @@ mod espeak;
 mod kokoro;
 mod piper;
 
-pub use espeak::{ipa_phonemes, Espeak, ESPEAK_PROGRAM};
+pub use espeak::{ipa_phonemes, voice_names, Espeak, EspeakVoices, ESPEAK_PROGRAM};
 pub use kokoro::{Kokoro, Style, DEFAULT_STYLE, KOKORO_SAMPLE_RATE, STYLE_DIM};
 pub use piper::Piper;
 
