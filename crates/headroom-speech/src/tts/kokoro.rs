@@ -3,7 +3,9 @@
 //! Each shipped style is a table with one row per input length; a [`Style`] mixes shipped
 //! styles and adds an offset, which is what an approximate voice match searches over.
 
-use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
+use super::{
+    piece_phonemes, speak_in_pieces, synthesize_by_sentence, Synthesizer, TtsError, Voice,
+};
 use crate::audio::Audio;
 use ort::value::Tensor;
 use serde::{Deserialize, Serialize};
@@ -19,6 +21,9 @@ pub const KOKORO_SAMPLE_RATE: u32 = 24_000;
 pub const STYLE_DIM: usize = 256;
 /// Rows in a shipped style table: one per input length, so at most this many phonemes a call.
 const STYLE_ROWS: usize = 510;
+/// The most phonemes Kokoro is given at once: a style row each, less the pads at either end.
+/// A longer sentence is spoken in pieces ([`speak_in_pieces`]), never cut short.
+const MAX_PHONEMES: usize = STYLE_ROWS - 2;
 /// The style used when none is named. Every shipped style's English is understood by the
 /// embedded Whisper within a word in 27 (the README's voice table); this one is the first.
 pub const DEFAULT_STYLE: &str = "jf_alpha";
@@ -171,8 +176,7 @@ impl Kokoro {
         Ok(out)
     }
 
-    /// Kokoro's ids for a sentence's phonemes (unknown symbols dropped), at most the style
-    /// table's length.
+    /// Kokoro's ids for phonemes (unknown symbols dropped), all of them.
     fn ids_of(&self, phonemes: &str) -> Vec<i64> {
         let mut ipa = phonemes.to_string();
         for (from, to) in IPA_TO_KOKORO {
@@ -180,19 +184,44 @@ impl Kokoro {
         }
         ipa.chars()
             .filter_map(|c| self.vocab.get(&c).copied())
-            .take(STYLE_ROWS - 2)
             .collect()
     }
 
+    /// Speaks a sentence, in pieces of at most [`MAX_PHONEMES`] phonemes where it is longer.
     fn speak_sentence(
         &self,
         sentence: &str,
         style: &Style,
         speed: f32,
+        cancel: &CancellationToken,
     ) -> Result<Option<Audio>, TtsError> {
-        let phonemes =
-            super::espeak::ipa_phonemes(&self.espeak_program, &self.espeak_voice, sentence)?;
-        let ids = self.ids_of(&phonemes);
+        speak_in_pieces(
+            sentence,
+            MAX_PHONEMES,
+            cancel,
+            |piece, last| {
+                let phonemes =
+                    piece_phonemes(&self.espeak_program, &self.espeak_voice, piece, last)?;
+                let ids = self.ids_of(&phonemes);
+                Ok((ids.len(), ids))
+            },
+            |ids| self.speak_ids(ids, style, speed),
+        )
+    }
+
+    /// Speaks at most [`MAX_PHONEMES`] ids (`None`: only punctuation, nothing to say).
+    fn speak_ids(
+        &self,
+        ids: Vec<i64>,
+        style: &Style,
+        speed: f32,
+    ) -> Result<Option<Audio>, TtsError> {
+        if ids.len() > MAX_PHONEMES {
+            return Err(engine_error(format!(
+                "{} phonemes at once, over the {MAX_PHONEMES} Kokoro takes",
+                ids.len()
+            )));
+        }
         if ids.iter().all(|&id| id <= 16) {
             // Only punctuation and spaces: nothing to say.
             return Ok(None);
@@ -231,7 +260,7 @@ impl Kokoro {
         cancel: &CancellationToken,
     ) -> Result<Audio, TtsError> {
         synthesize_by_sentence(text, 200, cancel, |sentence| {
-            self.speak_sentence(sentence, style, speed)
+            self.speak_sentence(sentence, style, speed, cancel)
         })
     }
 }

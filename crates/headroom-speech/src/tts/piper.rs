@@ -1,7 +1,9 @@
 //! A neural voice: Piper (VITS) models run by ONNX Runtime ([`crate::onnx`]). Text becomes
 //! IPA phonemes with espeak-ng (a separate process), phonemes become the model's ids.
 
-use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
+use super::{
+    piece_phonemes, speak_in_pieces, synthesize_by_sentence, Synthesizer, TtsError, Voice,
+};
 use crate::audio::Audio;
 use ort::value::Tensor;
 use serde_json::Value;
@@ -10,6 +12,14 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 const ENGINE: &str = "piper";
+/// The most ids Piper is given at once: two per phoneme, so about 300 phonemes, some 50
+/// words or 15 seconds of speech. The model takes any length, but the longer the input the
+/// more words it slurs, and its memory grows with it: 300 words without punctuation in one
+/// piece were heard by whisper-tiny.en as 270 to 273 of 300 and took 1.9 GB (Whisper
+/// included); in pieces of at most 1,000 ids 282 to 291 (0.7 GB), of at most 600 285 to 295
+/// (0.5 GB), as sentences of 15 words 291 and 292. A longer sentence is spoken in pieces
+/// ([`speak_in_pieces`]).
+const MAX_IDS: usize = 600;
 
 fn engine_error(message: impl std::fmt::Display) -> TtsError {
     TtsError::Engine {
@@ -67,10 +77,6 @@ impl Piper {
         })
     }
 
-    fn phonemes(&self, sentence: &str) -> Result<String, TtsError> {
-        super::espeak::ipa_phonemes(&self.espeak_program, &self.espeak_voice, sentence)
-    }
-
     /// Piper's id sequence: start, then each phoneme followed by the pad, then end.
     fn ids_of(&self, phonemes: &str) -> Vec<i64> {
         let id = |c: char| self.ids.get(&c).cloned().unwrap_or_default();
@@ -86,8 +92,27 @@ impl Piper {
         out
     }
 
-    fn speak_sentence(&self, sentence: &str) -> Result<Audio, TtsError> {
-        let ids = self.ids_of(&self.phonemes(sentence)?);
+    /// Speaks a sentence, in pieces of at most [`MAX_IDS`] ids where it is longer.
+    fn speak_sentence(
+        &self,
+        sentence: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Audio>, TtsError> {
+        speak_in_pieces(
+            sentence,
+            MAX_IDS,
+            cancel,
+            |piece, last| {
+                let phonemes =
+                    piece_phonemes(&self.espeak_program, &self.espeak_voice, piece, last)?;
+                let ids = self.ids_of(&phonemes);
+                Ok((ids.len(), ids))
+            },
+            |ids| self.speak_ids(ids).map(Some),
+        )
+    }
+
+    fn speak_ids(&self, ids: Vec<i64>) -> Result<Audio, TtsError> {
         let n = ids.len();
         let samples = self
             .session
@@ -129,7 +154,7 @@ impl Synthesizer for Piper {
         cancel: &CancellationToken,
     ) -> Result<Audio, TtsError> {
         synthesize_by_sentence(text, 200, cancel, |sentence| {
-            self.speak_sentence(sentence).map(Some)
+            self.speak_sentence(sentence, cancel)
         })
     }
 }
