@@ -223,11 +223,12 @@ server_url: string | null,
  */
 upstreams: Array<string>, 
 /**
- * The one server on another machine (its origin, e.g. `https://gpu.example:8000`) this
- * project's transcript may be sent to, by the user's explicit consent. Servers on this
- * machine need none; a different server elsewhere needs consent again.
+ * The servers on other machines (their origins, e.g. `https://gpu.example:8000`) this
+ * project's transcript may be sent to, by the user's explicit consent: each upstream of
+ * its text lane off this machine needs its own. Servers on this machine need none. (A
+ * project saved with one origin reads as a list of that one.)
  */
-remote_text_allowed: string | null, 
+remote_text_allowed: Array<string>, 
 /**
  * The one cloning server on another machine (its origin) this project's text and voice
  * clips may be sent to, by the user's explicit consent; servers on this machine need
@@ -270,6 +271,11 @@ url: string, host: string,
  * `scheme://host:port`: what the project's consent names.
  */
 origin: string, 
+/**
+ * Every origin off this machine the data would go to (each upstream of a text lane
+ * elsewhere): the project's consent names each of them.
+ */
+origins: Array<string>, 
 /**
  * Localhost or a loopback address: the text does not leave the machine.
  */
@@ -492,7 +498,13 @@ max_in_flight: number,
 /**
  * Further slots only interactive work may take, beside running batch work.
  */
-interactive_reserve: number, max_waiting: number, queue_wait_secs: number, 
+interactive_reserve: number, 
+/**
+ * Places in the lane the later sentences of streamed speech hold at once, all streams
+ * together; other streams wait their turn outside the queue, which stays for requests a
+ * person is waiting on.
+ */
+stream_places: number, max_waiting: number, queue_wait_secs: number, 
 /**
  * Speech models (Whisper, voices, VAD, embedder) unused this long are let go, and loaded
  * again when next needed; 0 keeps them until memory is freed by hand.
@@ -541,6 +553,11 @@ read_timeout_secs: number,
  * The slowest body accepted, in bytes a second averaged over `read_timeout_secs`.
  */
 min_read_bytes_per_sec: number, 
+/**
+ * A client that takes none of an answer waiting for it for this many seconds (a
+ * streamed take it stopped reading) is disconnected, and the work for it stopped.
+ */
+write_timeout_secs: number, 
 /**
  * Request bodies held in memory at once, across all requests (chat and speech bodies;
  * uploads go to disk). A body that does not fit is refused at once (503

@@ -153,6 +153,9 @@ pub struct ServerSettings {
     pub read_timeout_secs: f64,
     /// The slowest body accepted, in bytes a second averaged over `read_timeout_secs`.
     pub min_read_bytes_per_sec: usize,
+    /// A client that takes none of an answer waiting for it for this many seconds (a
+    /// streamed take it stopped reading) is disconnected, and the work for it stopped.
+    pub write_timeout_secs: f64,
     /// Request bodies held in memory at once, across all requests (chat and speech bodies;
     /// uploads go to disk). A body that does not fit is refused at once (503
     /// `request_memory_full`), never queued.
@@ -176,6 +179,7 @@ impl Default for ServerSettings {
             max_connections: 512,
             read_timeout_secs: 10.0,
             min_read_bytes_per_sec: 1024,
+            write_timeout_secs: 10.0,
             max_buffered_body_bytes: 32 * 1024 * 1024,
             token: None,
         }
@@ -187,6 +191,14 @@ impl ServerSettings {
     /// measured over; `None` for a value [`Config::check`] refuses.
     pub fn read_timeout(&self) -> Option<Duration> {
         Duration::try_from_secs_f64(self.read_timeout_secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+    }
+
+    /// How long a client may take none of an answer waiting for it; `None` for a value
+    /// [`Config::check`] refuses.
+    pub fn write_timeout(&self) -> Option<Duration> {
+        Duration::try_from_secs_f64(self.write_timeout_secs)
             .ok()
             .filter(|d| !d.is_zero())
     }
@@ -252,6 +264,10 @@ pub struct AudioLaneSettings {
     pub max_in_flight: usize,
     /// Further slots only interactive work may take, beside running batch work.
     pub interactive_reserve: usize,
+    /// Places in the lane the later sentences of streamed speech hold at once, all streams
+    /// together; other streams wait their turn outside the queue, which stays for requests a
+    /// person is waiting on.
+    pub stream_places: usize,
     pub max_waiting: usize,
     pub queue_wait_secs: f64,
     /// Speech models (Whisper, voices, VAD, embedder) unused this long are let go, and loaded
@@ -271,6 +287,7 @@ impl Default for AudioLaneSettings {
         AudioLaneSettings {
             max_in_flight: lane.max_in_flight,
             interactive_reserve: lane.interactive_reserve,
+            stream_places: lane.stream_places,
             max_waiting: lane.max_waiting,
             queue_wait_secs: lane.queue_wait.as_secs_f64(),
             model_idle_secs: DEFAULT_MODEL_IDLE_SECS,
@@ -453,6 +470,13 @@ impl Config {
                 value: self.server.read_timeout_secs.to_string(),
             });
         }
+        if self.server.write_timeout().is_none() {
+            return Err(ConfigError::Invalid {
+                name: "server.write_timeout_secs",
+                expected: "a positive number of seconds",
+                value: self.server.write_timeout_secs.to_string(),
+            });
+        }
         if self.server.max_buffered_body_bytes < self.server.max_body_bytes {
             return Err(ConfigError::Invalid {
                 name: "server.max_buffered_body_bytes",
@@ -601,6 +625,7 @@ impl Config {
         AudioLaneConfig {
             max_in_flight: a.max_in_flight.max(1),
             interactive_reserve: a.interactive_reserve,
+            stream_places: a.stream_places.max(1),
             max_waiting: a.max_waiting,
             queue_wait,
             batch_gives_way: a.batch_gives_way,
@@ -763,6 +788,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("read_timeout_secs"));
+        for bad in [0.0, -1.0, f64::NAN] {
+            let mut config = Config::default();
+            config.server.write_timeout_secs = bad;
+            assert!(config
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("write_timeout_secs"));
+        }
         let mut config = Config::default();
         config.server.max_connections = 0;
         assert!(config

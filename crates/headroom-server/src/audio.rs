@@ -5,9 +5,10 @@
 use crate::body_budget::read_body;
 use crate::chat::unread_error;
 use crate::min_rate::is_too_slow;
+use crate::write_deadline::ClientTaking;
 use crate::{HttpError, ServerState};
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Multipart, State};
+use axum::extract::{DefaultBodyLimit, Extension, Multipart, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -710,6 +711,14 @@ fn stream_response(stream: SpeechStream, format: SpeechFormat, body: Body) -> Re
 /// start is still an HTTP error), encoding and sending each as it is ready. The body ends
 /// when the last is sent; a client that goes away stops the work (`cancel` fires when the
 /// sending task ends).
+///
+/// Synthesis never runs far ahead of the client: a sentence is synthesized only once the
+/// connection has taken every part before it (the channel holds one part) and its socket is
+/// not waiting on the client (`taking`; the kernel keeps little unsent:
+/// [`crate::write_deadline`]). A client that stops reading therefore stops the work once its
+/// own receive buffer is full, holds no place in the audio lane while it waits, and is
+/// disconnected at the write timeout, which drops this body and cancels the job. The later
+/// sentences take the streams' turns in the lane ([`SpeechService::synthesize_streamed`]).
 fn streamed_speech(
     speech: Arc<SpeechService>,
     voice: Option<String>,
@@ -718,8 +727,9 @@ fn streamed_speech(
     encoder: StreamEncoder,
     stream: SpeechStream,
     cancel: CancellationToken,
+    taking: Option<ClientTaking>,
 ) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<StreamPart>(2);
+    let (tx, rx) = tokio::sync::mpsc::channel::<StreamPart>(1);
     tokio::spawn(async move {
         let _stop_on_exit = cancel.clone().drop_guard();
         let mut joiner = tts::ClipJoiner::new(SENTENCE_PAUSE_MS);
@@ -728,13 +738,27 @@ fn streamed_speech(
         let mut next = Some(first);
         let mut rest = rest.into_iter();
         let failure = loop {
+            // Room for the next part: the client has taken every part before it (or went away).
+            let Ok(room) = tx.reserve().await else {
+                return;
+            };
+            // ...and its socket takes bytes: one full with what a client has not read holds
+            // the next sentence back until it reads (or the write timeout disconnects it).
+            if let Some(taking) = &taking {
+                tokio::select! {
+                    () = taking.until_taking() => {}
+                    () = tx.closed() => return,
+                }
+            }
             let clip = match next.take() {
                 Some(clip) => clip,
                 None => match rest.next() {
                     None => break None,
                     Some(sentence) => {
+                        let spoken =
+                            speech.synthesize_streamed(sentence, voice.clone(), cancel.clone());
                         let synthesized = tokio::select! {
-                            spoken = speech.synthesize(sentence, voice.clone(), cancel.clone()) => spoken,
+                            spoken = spoken => spoken,
                             // The client went away: stop now, not after this sentence.
                             () = tx.closed() => return,
                         };
@@ -762,11 +786,7 @@ fn streamed_speech(
             match bytes {
                 // FLAC holds everything for the end; other formats may hold a short piece.
                 Ok(bytes) if bytes.is_empty() => {}
-                Ok(bytes) => {
-                    if tx.send(StreamPart::Audio(bytes)).await.is_err() {
-                        return;
-                    }
-                }
+                Ok(bytes) => room.send(StreamPart::Audio(bytes)),
                 Err(e) => break Some(HttpError::Encode(e)),
             }
         };
@@ -835,6 +855,7 @@ async fn encoded(audio: Audio, speed: f32, format: SpeechFormat) -> Result<Vec<u
 
 async fn speech(
     State(state): State<Arc<ServerState>>,
+    taking: Option<Extension<ClientTaking>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
@@ -958,6 +979,7 @@ async fn speech(
         encoder,
         stream,
         cancel,
+        taking.map(|Extension(taking)| taking),
     );
     Ok(stream_response(stream, format, body))
 }

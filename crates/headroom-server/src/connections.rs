@@ -4,13 +4,17 @@
 //! [`HttpError`] path, with `Retry-After`) and closed without its request being read. Headers
 //! must arrive within the read timeout (hyper's `header_read_timeout`, which also ends a
 //! keep-alive connection left idle that long), so a client that opens a connection and sends
-//! nothing, or a header a byte at a time, gives its permit back.
+//! nothing, or a header a byte at a time, gives its permit back. An answer must be taken: a
+//! client that takes none of one for the write timeout is disconnected
+//! ([`crate::write_deadline`]), and the kernel keeps little unsent for it meanwhile.
 
+use crate::write_deadline::{is_not_reading, limit_unsent, ClientTaking, WriteDeadline};
 use crate::HttpError;
 use axum::body::Body;
-use axum::http::Response;
+use axum::http::{Request, Response};
 use axum::Router;
 use headroom_core::metrics::Metrics;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
@@ -70,6 +74,9 @@ pub struct ConnectionPolicy {
     pub limit: ConnectionLimit,
     /// How long a client may take over a request's headers (and idle between requests).
     pub header_timeout: Duration,
+    /// How long an answer may wait on a client that takes none of it
+    /// ([`crate::write_deadline`]).
+    pub write_timeout: Duration,
 }
 
 /// The largest request head (request line and headers) taken; a larger one is refused (431).
@@ -181,14 +188,28 @@ pub async fn serve_connections(
             continue;
         };
         let _ = stream.set_nodelay(true);
+        if let Err(e) = limit_unsent(&stream) {
+            tracing::debug!(error = %e, "cannot limit the bytes kept unsent for a connection");
+        }
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(policy.header_timeout)
             .max_header_size(MAX_HEAD_BYTES)
             .max_buf_size(MAX_CONNECTION_BUFFER);
-        let conn =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        // Each request on the connection can see whether its socket waits on the client.
+        let taking = ClientTaking::new();
+        let io = TokioIo::new(WriteDeadline::new(
+            stream,
+            policy.write_timeout,
+            taking.clone(),
+        ));
+        let app = TowerToHyperService::new(app.clone());
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(taking.clone());
+            hyper::service::Service::call(&app, request)
+        });
+        let conn = builder.serve_connection(io, service);
         let conn = graceful.watch(conn);
         let metrics = metrics.clone();
         tokio::spawn(async move {
@@ -196,6 +217,9 @@ pub async fn serve_connections(
                 if e.is_timeout() {
                     metrics.count_connection_refusal(crate::error::HEADER_TIMEOUT, 1);
                     tracing::debug!("closed a connection whose headers did not arrive in time");
+                } else if let Some(not_reading) = is_not_reading(&e) {
+                    metrics.count_connection_refusal(crate::error::CLIENT_NOT_READING, 1);
+                    tracing::warn!("{not_reading}");
                 } else {
                     tracing::debug!(error = %e, "a connection ended with an error");
                 }

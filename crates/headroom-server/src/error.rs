@@ -83,6 +83,9 @@ pub const BODY_TOO_SLOW: &str = "body_too_slow";
 pub const HEADER_TIMEOUT: &str = "header_timeout";
 /// The code of a request without the server's token (OpenAI's for a bad key).
 pub const INVALID_API_KEY: &str = "invalid_api_key";
+/// The metric reason of a connection closed because its client took none of its answer for
+/// the write timeout (a streamed take nobody reads; [`crate::write_deadline`]).
+pub const CLIENT_NOT_READING: &str = "client_not_reading";
 /// Every reason `headroom_connection_refusals` counts.
 pub const CONNECTION_REFUSALS: &[&str] = &[
     TOO_MANY_CONNECTIONS,
@@ -90,6 +93,7 @@ pub const CONNECTION_REFUSALS: &[&str] = &[
     BODY_TOO_SLOW,
     HEADER_TIMEOUT,
     INVALID_API_KEY,
+    CLIENT_NOT_READING,
 ];
 
 impl From<Rejection> for HttpError {

@@ -23,7 +23,8 @@
 //!
 //! Policies compose like tower layers, each small, named and tested alone, and are stacked in
 //! one place: per connection in [`serve`] ([`connections`]: a place among
-//! `server.max_connections`, headers within the read timeout), per request in [`router`]
+//! `server.max_connections`, headers within the read timeout, answers taken within the write
+//! timeout by [`write_deadline`]), per request in [`router`]
 //! ([`guard`], then [`auth`], then [`min_rate`] on the body), and where a handler holds a body in
 //! memory, [`body_budget`].
 //!
@@ -34,6 +35,7 @@
 //! | [`guard`] | loopback `Host` only, no foreign browser `Origin`, JSON or multipart bodies |
 //! | [`auth`] | the optional bearer token on every route but `/health` |
 //! | [`min_rate`] | a body sent below the minimum rate is cut off |
+//! | [`write_deadline`] | a client that takes none of its answer for the write timeout is disconnected |
 //! | [`body_budget`] | one bound on the request bodies held in memory at once |
 //! | [`state`] | [`ServerState`], borrowed from the services |
 //! | `chat` | `/v1/chat/completions` (typed, unknown fields passed through, SSE), models, health, metrics, lanes |
@@ -50,6 +52,7 @@ pub mod guard;
 mod memory;
 pub mod min_rate;
 pub mod state;
+pub mod write_deadline;
 
 pub use error::{rejection_status, HttpError};
 pub use state::ServerState;

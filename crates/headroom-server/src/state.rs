@@ -78,6 +78,7 @@ impl ServerState {
             connections: ConnectionPolicy {
                 limit: ConnectionLimit::new(limits.max_connections),
                 header_timeout: read_timeout,
+                write_timeout: limits.write_timeout().unwrap_or(Duration::from_secs(10)),
             },
             min_rate: MinRate::new(read_timeout, limits.min_read_bytes_per_sec),
             body_budget: BodyBudget::new(limits.max_buffered_body_bytes),

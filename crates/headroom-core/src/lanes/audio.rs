@@ -8,7 +8,7 @@ use headroom_base::cpu::{CpuShare, CpuShareView};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, watch, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +23,11 @@ pub struct AudioLaneConfig {
     /// Slots beyond `max_in_flight` kept for interactive work: a person's job starts beside a
     /// running batch job (a narration's take, a voice match's) instead of waiting for it.
     pub interactive_reserve: usize,
+    /// Places in the lane (running or waiting) that the later sentences of streamed speech
+    /// hold at once, all streams together ([`AudioLane::run_streamed`]); the other streams
+    /// wait their turn outside the lane's queue. So the queue and the interactive reserve stay
+    /// for requests a person is waiting on however many streams are open. At least 1.
+    pub stream_places: usize,
     pub max_waiting: usize,
     /// Longest wait for a slot before a job is refused.
     pub queue_wait: Duration,
@@ -37,6 +42,7 @@ impl Default for AudioLaneConfig {
         AudioLaneConfig {
             max_in_flight: 1,
             interactive_reserve: 1,
+            stream_places: 1,
             max_waiting: 8,
             queue_wait: Duration::from_secs(60),
             batch_gives_way: true,
@@ -104,6 +110,8 @@ pub struct AudioLane {
     monitor: Arc<LaneMonitor>,
     interactive: Arc<watch::Sender<usize>>,
     cpu: Arc<CpuShare>,
+    /// Turns for the later sentences of streamed speech ([`AudioLaneConfig::stream_places`]).
+    stream_turns: Arc<Semaphore>,
 }
 
 impl AudioLane {
@@ -131,6 +139,7 @@ impl AudioLane {
             monitor,
             interactive: Arc::new(watch::channel(0).0),
             cpu: CpuShare::new(config.batch_gives_way),
+            stream_turns: Arc::new(Semaphore::new(config.stream_places.max(1))),
         }
     }
 
@@ -163,6 +172,39 @@ impl AudioLane {
             .cpu
             .batch(job, || false, || headroom_base::cpu::compute(work));
         self.monitor.metrics().observe_batch_report(job, &report);
+        out
+    }
+
+    /// Runs the next sentence of a streamed answer (whose first sentence ran as interactive
+    /// work, a person waiting for the first sound): this is the one place that decides what of
+    /// the lane streams may take. It waits for one of the [`AudioLaneConfig::stream_places`]
+    /// turns shared by every open stream, outside the lane's queue (never refused for want of
+    /// a place, first come first served), then runs as interactive work. So however many
+    /// streams are open (a client that stopped reading, twenty listeners) they hold at most
+    /// that many places, and the wait queue and the interactive reserve stay for requests a
+    /// person is waiting on. A stream whose client takes nothing asks for no turn at all (the
+    /// server synthesizes a sentence only once the client has taken the one before).
+    pub async fn run_streamed<T, F>(
+        &self,
+        job: &'static str,
+        cancel: CancellationToken,
+        work: F,
+    ) -> Result<T, Rejection>
+    where
+        T: Send + 'static,
+        F: FnOnce(&CancellationToken) -> T + Send + 'static,
+    {
+        let turn = tokio::select! {
+            turn = self.stream_turns.clone().acquire_owned() => {
+                turn.expect("the stream turns are never closed")
+            }
+            _ = cancel.cancelled() => {
+                return Err(self.monitor.reject(self.stack.rejection(RejectReason::Cancelled)
+                    .with_detail("while waiting for a stream's turn")));
+            }
+        };
+        let out = self.run(job, Priority::Interactive, cancel, work).await;
+        drop(turn);
         out
     }
 
@@ -270,6 +312,7 @@ mod tests {
             AudioLaneConfig {
                 max_in_flight: limit,
                 interactive_reserve: 0,
+                stream_places: 1,
                 max_waiting: waiting,
                 queue_wait: Duration::from_secs(30),
                 batch_gives_way: true,
@@ -322,6 +365,84 @@ mod tests {
         assert_eq!(r.lane, Lane::Audio);
         release_tx.send(()).unwrap();
         busy.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streams_take_turns_outside_the_queue_and_leave_it_to_interactive_work() {
+        let lane = AudioLane::new(
+            AudioLaneConfig {
+                max_in_flight: 1,
+                interactive_reserve: 1,
+                stream_places: 1,
+                max_waiting: 1,
+                ..AudioLaneConfig::default()
+            },
+            Arc::new(Metrics::new()),
+        );
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (release, released) = mpsc::channel::<()>();
+        let released = Arc::new(std::sync::Mutex::new(released));
+        let streams: Vec<_> = (0..4)
+            .map(|_| {
+                let (lane, order, released) = (lane.clone(), order.clone(), released.clone());
+                tokio::spawn(async move {
+                    lane.run_streamed("speech", CancellationToken::new(), move |_| {
+                        order.lock().unwrap().push("stream");
+                        released.lock().unwrap().recv().unwrap();
+                    })
+                    .await
+                })
+            })
+            .collect();
+        let occupancy = || lane.snapshot().occupancy;
+        async fn until(what: &str, done: impl Fn() -> bool) {
+            let give_up = Instant::now() + Duration::from_secs(10);
+            while !done() {
+                assert!(Instant::now() < give_up, "waited 10 s for {what}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        until("a stream's sentence to run", || occupancy().in_flight == 1).await;
+        // Four streams, one place: the other three wait for their turn outside the queue.
+        assert_eq!((occupancy().in_flight, occupancy().waiting), (1, 0));
+        // A cancelled stream stops waiting for its turn.
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let gone = lane
+            .run_streamed("speech", cancel, |_| unreachable!("never runs"))
+            .await
+            .unwrap_err();
+        assert_eq!(gone.reason, RejectReason::Cancelled);
+        // A request a person waits on finds the queue free, and runs before the streams' next
+        // sentences.
+        let person = {
+            let (lane, order) = (lane.clone(), order.clone());
+            tokio::spawn(async move {
+                lane.run(
+                    "speech",
+                    Priority::Interactive,
+                    CancellationToken::new(),
+                    move |_| order.lock().unwrap().push("interactive"),
+                )
+                .await
+            })
+        };
+        until("the request to wait in the queue", || {
+            occupancy().waiting == 1
+        })
+        .await;
+        for _ in 0..4 {
+            release.send(()).unwrap();
+        }
+        person.await.unwrap().unwrap();
+        for stream in streams {
+            stream.await.unwrap().unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["stream", "interactive", "stream", "stream", "stream"]
+        );
+        assert_eq!(occupancy().in_flight, 0);
     }
 
     #[tokio::test]
