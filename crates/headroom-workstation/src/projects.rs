@@ -1013,6 +1013,18 @@ impl ProjectStore {
     ) -> Result<PathBuf, ProjectError> {
         Ok(self.beneath(&project.id)?.write_atomic(relative, bytes)?)
     }
+
+    /// Writes what `content` reads to a file inside the project (atomically, in pieces).
+    pub fn write_file_from(
+        &self,
+        project: &Project,
+        relative: &str,
+        content: &mut dyn std::io::Read,
+    ) -> Result<PathBuf, ProjectError> {
+        Ok(self
+            .beneath(&project.id)?
+            .copy_atomic_from(relative, content)?)
+    }
 }
 
 #[cfg(test)]

@@ -34,10 +34,10 @@ use headroom_speech::asr::diarize::attribute;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
-    self as device, decode_file, wav_bytes, AudioError, Decode, DecodeLimits, RecordTarget,
+    self as device, decode_file, Audio, AudioError, Decode, DecodeLimits, RecordTarget, WavStream,
 };
 use headroom_speech::models::{self, ModelStatus};
-use headroom_speech::tts::Voice;
+use headroom_speech::tts::{ClipJoiner, Voice};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -142,6 +142,70 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(WorkstationError::TaskFailed)?
+}
+
+/// A take written to an unnamed temporary file piece by piece as it is spoken (each piece
+/// joined to the one before with [`PIECE_PAUSE_MS`] of pause), then copied into the project
+/// atomically: a take of any length costs the memory of one piece.
+struct TakeOnDisk {
+    /// Read back for the copy; the stream below writes through a clone of it.
+    file: std::fs::File,
+    wav: WavStream<std::io::BufWriter<std::fs::File>>,
+    joiner: ClipJoiner,
+}
+
+impl TakeOnDisk {
+    /// `take` with `piece` written after it (a new take, in `temp_dir`, for the first piece),
+    /// on the blocking pool.
+    async fn add(
+        take: Option<TakeOnDisk>,
+        piece: Audio,
+        temp_dir: PathBuf,
+    ) -> Result<TakeOnDisk, WorkstationError> {
+        blocking(move || {
+            let mut take = match take {
+                Some(take) => take,
+                None => {
+                    let failed = |e: std::io::Error| AudioError::Write {
+                        path: temp_dir.clone(),
+                        message: e.to_string(),
+                    };
+                    let file = tempfile::tempfile_in(&temp_dir).map_err(failed)?;
+                    let writer = std::io::BufWriter::new(file.try_clone().map_err(failed)?);
+                    TakeOnDisk {
+                        file,
+                        wav: WavStream::new(writer, piece.sample_rate, &temp_dir)?,
+                        joiner: ClipJoiner::new(PIECE_PAUSE_MS),
+                    }
+                }
+            };
+            take.wav.append(&take.joiner.next(piece))?;
+            Ok(take)
+        })
+        .await
+    }
+
+    fn duration_secs(&self) -> f64 {
+        self.wav.duration_secs()
+    }
+
+    /// Completes the WAV and copies it to `relative` in the project.
+    fn into_project(
+        self,
+        store: &ProjectStore,
+        project: &Project,
+        relative: &str,
+    ) -> Result<(), WorkstationError> {
+        use std::io::Seek;
+        let TakeOnDisk { mut file, wav, .. } = self;
+        wav.finish()?;
+        file.rewind().map_err(|e| AudioError::Write {
+            path: relative.into(),
+            message: e.to_string(),
+        })?;
+        store.write_file_from(project, relative, &mut file)?;
+        Ok(())
+    }
 }
 
 /// Ends a job (its record and lock files go) on the blocking pool.
@@ -1078,7 +1142,10 @@ impl Workstation {
             ),
         };
         let voice = project.settings.voice.clone().filter(|v| !v.is_empty());
-        let mut clips = Vec::with_capacity(pieces.len());
+        // Each piece goes to disk as it is spoken: a whole transcript's take (hours of audio)
+        // never sits in memory, only the piece being spoken.
+        let temp_dir = self.services.env().temp_dir.clone();
+        let mut spoken: Option<TakeOnDisk> = None;
         let mut made = None;
         match voice
             .as_deref()
@@ -1091,12 +1158,12 @@ impl Workstation {
                     .with_consent(&project.settings.remote_consent());
                 for piece in pieces {
                     // The first piece's take is scored against the voice; the rest are spoken.
-                    if made.is_none() {
+                    let audio = if made.is_none() {
                         let take = voices.speak(profile, piece, cancel.clone()).await?;
                         made = Some((take.method.label(), take.closeness));
-                        clips.push(take.audio);
+                        take.audio
                     } else {
-                        let (audio, _) = voices
+                        voices
                             .speak_unscored(
                                 profile,
                                 piece,
@@ -1104,26 +1171,23 @@ impl Workstation {
                                 Priority::Interactive,
                                 cancel.clone(),
                             )
-                            .await?;
-                        clips.push(audio);
-                    }
+                            .await?
+                            .0
+                    };
+                    spoken = Some(TakeOnDisk::add(spoken, audio, temp_dir.clone()).await?);
                 }
             }
             None => {
                 let (service, engine_voice) = self.services.speech_for_voice(voice.as_deref())?;
                 for piece in pieces {
-                    clips.push(
-                        service
-                            .synthesize(piece, engine_voice.clone(), cancel.clone())
-                            .await?,
-                    );
+                    let audio = service
+                        .synthesize(piece, engine_voice.clone(), cancel.clone())
+                        .await?;
+                    spoken = Some(TakeOnDisk::add(spoken, audio, temp_dir.clone()).await?);
                 }
             }
         };
-        let audio = match clips.len() {
-            1 => clips.pop().expect("one clip"),
-            _ => headroom_speech::tts::join_clips(&clips, PIECE_PAUSE_MS),
-        };
+        let spoken = spoken.ok_or(WorkstationError::NothingToSpeak)?;
         let (voice_method, closeness) = match made {
             Some((method, closeness)) => (Some(method), Some(closeness)),
             None => (None, None),
@@ -1133,10 +1197,10 @@ impl Workstation {
             Some(i) => format!("speech/segment-{}-{created}.wav", i + 1),
             None => format!("speech/all-{created}.wav"),
         };
-        let duration_secs = audio.duration_secs();
+        let duration_secs = spoken.duration_secs();
         {
             let (store, name) = (self.store.clone(), name.clone());
-            blocking(move || Ok(store.write_file(&project, &name, &wav_bytes(&audio))?)).await?;
+            blocking(move || spoken.into_project(&store, &project, &name)).await?;
         }
         let take = SpeechTake {
             file: name,
@@ -1518,6 +1582,66 @@ mod tests {
             std::os::unix::fs::symlink(&outside, folder.join(sub)).unwrap();
         }
         (dir, ws, project.id, outside)
+    }
+
+    /// A project whose whole text is over the bound on one request to speak (4096
+    /// characters) is spoken piece by piece, each piece written to disk as it is made (in the
+    /// composition root's temporary folder, unnamed, so nothing is left there), into one take.
+    #[tokio::test]
+    async fn a_whole_text_over_the_speech_bound_is_spoken_in_pieces_into_one_take() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join("temp");
+        std::fs::create_dir_all(&temp).unwrap();
+        let services = Services::new(
+            Config::default(),
+            Environment::from_vars(|_| None, || temp.clone()),
+        );
+        let ws = Workstation::new(
+            ProjectStore::new(dir.path().join("projects")),
+            services,
+            None,
+        );
+        let project = ws.store().create("Long talk").unwrap();
+        let line = "The harbour master counted the boats again before the evening tide came in.";
+        let segments: Vec<Segment> = (0..130)
+            .map(|i| Segment {
+                speaker: None,
+                start: i as f64 * 5.0,
+                end: i as f64 * 5.0 + 4.5,
+                text: format!("{line} Line {i}."),
+                words: Vec::new(),
+            })
+            .collect();
+        let chars: usize = segments.iter().map(|s| s.text.chars().count() + 1).sum();
+        assert!(chars > 2 * MAX_SPEECH_INPUT_CHARS, "{chars} characters");
+        ws.store()
+            .update(&project.id, |p| {
+                p.set_transcript(&Transcript {
+                    speakers: Vec::new(),
+                    language: Some("en".into()),
+                    duration: 650.0,
+                    segments,
+                });
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        let take = ws
+            .synthesize(&project.id, None, CancellationToken::new())
+            .await
+            .unwrap();
+        let file = ws.store().folder(&project.id).unwrap().join(&take.file);
+        let secs = decode_file(&file, DecodeLimits::default())
+            .unwrap()
+            .duration_secs();
+        assert!(
+            (secs - take.duration_secs).abs() < 1e-3,
+            "{secs} vs {take:?}"
+        );
+        // Every piece is in it: more than one piece's worth of speech (4096 characters are
+        // at most about four minutes at espeak-ng's pace).
+        assert!(secs > 400.0, "{secs:.0} s for {chars} characters");
+        let left: Vec<_> = std::fs::read_dir(&temp).unwrap().collect();
+        assert!(left.is_empty(), "left in the temporary folder: {left:?}");
     }
 
     fn names_the_link(error: &WorkstationError, link: &str) {

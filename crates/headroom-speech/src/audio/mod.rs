@@ -16,7 +16,7 @@ pub use device::{input_devices, play, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
 pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};
 pub use resample::{resample, StreamResampler};
-pub use wav::{wav_bytes, write_wav};
+pub use wav::{wav_bytes, write_wav, WavStream};
 
 use std::path::PathBuf;
 
