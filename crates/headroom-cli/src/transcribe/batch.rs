@@ -714,6 +714,23 @@ mod tests {
         assert_eq!(Manifest::load(dir.path()).version, MANIFEST_VERSION);
     }
 
+    /// A 1 GiB manifest (reported: read whole, 1.06 GB peak) is not one this command wrote:
+    /// refused by its size before a byte is read, and counted as none.
+    #[test]
+    fn a_manifest_over_the_bound_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join(MANIFEST)).unwrap();
+        // Sparse: a gigabyte that costs no disk, and would cost a gigabyte of memory to read.
+        file.set_len(1 << 30).unwrap();
+        let loaded = Manifest::load(dir.path());
+        assert!(loaded.transcripts.is_empty());
+        assert_eq!(loaded.version, MANIFEST_VERSION);
+        let error =
+            headroom_base::input::read_regular(&dir.path().join(MANIFEST), MAX_MANIFEST_BYTES)
+                .unwrap_err();
+        assert!(error.to_string().contains("at most 67108864"), "{error}");
+    }
+
     #[test]
     fn the_summary_names_each_failed_input_once_with_why() {
         let tally = Tally {
