@@ -707,6 +707,13 @@ fn stream_response(stream: SpeechStream, format: SpeechFormat, body: Body) -> Re
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
+/// A streamed answer's text: its first sentence already spoken (before the headers, so a
+/// failure to start is still an HTTP error) and the sentences still to speak.
+struct StreamedSentences {
+    first: Audio,
+    rest: Vec<String>,
+}
+
 /// Speaks `rest` sentence by sentence after `first` (already synthesized, so a failure to
 /// start is still an HTTP error), encoding and sending each as it is ready. The body ends
 /// when the last is sent; a client that goes away stops the work (`cancel` fires when the
@@ -722,8 +729,7 @@ fn stream_response(stream: SpeechStream, format: SpeechFormat, body: Body) -> Re
 fn streamed_speech(
     speech: Arc<SpeechService>,
     voice: Option<String>,
-    first: Audio,
-    rest: Vec<String>,
+    StreamedSentences { first, rest }: StreamedSentences,
     encoder: StreamEncoder,
     stream: SpeechStream,
     cancel: CancellationToken,
@@ -974,8 +980,10 @@ async fn speech(
     let body = streamed_speech(
         speech,
         voice,
-        first,
-        sentences.collect(),
+        StreamedSentences {
+            first,
+            rest: sentences.collect(),
+        },
         encoder,
         stream,
         cancel,
