@@ -386,7 +386,7 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
             && transcript.segments[0].end > transcript.segments[0].start
     );
 
-    // A server that refuses says so, naming itself.
+    // Text over the one speech bound is refused here, before anything is sent.
     let bad = client.speech_using(
         None,
         Some(Arc::new(
@@ -395,6 +395,17 @@ async fn remote_backends_speak_and_transcribe_through_another_server() {
     );
     let err = bad
         .synthesize("x".repeat(5000), None, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("at most 4096"), "{err}");
+    // A server that refuses says so, naming itself (serve refuses a voice espeak-ng does not
+    // list).
+    let err = bad
+        .synthesize(
+            "Hello.".to_string(),
+            Some("en-us+../../../../etc/passwd".to_string()),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(err.to_string().contains("HTTP 400"), "{err}");
