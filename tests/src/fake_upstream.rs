@@ -176,10 +176,14 @@ impl FakeUpstream {
         self.shared.recorder.max_concurrent.load(Ordering::SeqCst)
     }
 
-    /// Waits until exactly `n` response streams are open.
+    /// Waits until exactly `n` response streams are open; fails the test after
+    /// [`crate::UNTIL_DEADLINE`] rather than hang it.
     pub async fn until_open_streams(&self, n: usize) {
         let mut rx = self.open_rx.clone();
-        rx.wait_for(|open| *open == n).await.unwrap();
+        tokio::time::timeout(crate::UNTIL_DEADLINE, rx.wait_for(|open| *open == n))
+            .await
+            .unwrap_or_else(|_| panic!("waited {:?} for {n} open streams", crate::UNTIL_DEADLINE))
+            .unwrap();
     }
 }
 

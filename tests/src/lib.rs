@@ -51,3 +51,24 @@ pub fn closed_port_url() -> String {
         .port();
     format!("http://127.0.0.1:{port}/v1")
 }
+
+/// How long [`until`] waits for a condition before failing the test.
+pub const UNTIL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Polls `holds` until it is true; fails the test naming `what` after [`UNTIL_DEADLINE`], so a
+/// regression fails CI instead of hanging it. For conditions nothing announces (a lane's
+/// occupancy, a server's count); where a channel announces the change, wait on it instead.
+pub async fn until<F, Fut>(what: &str, mut holds: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let give_up = tokio::time::Instant::now() + UNTIL_DEADLINE;
+    while !holds().await {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "waited {UNTIL_DEADLINE:?} for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}

@@ -421,9 +421,10 @@ async fn a_flooded_text_lane_flags_each_segment_with_its_reason_and_loses_nothin
 
     // With the lane free again, the segments the rules stood in for go to the model.
     drop(held);
-    while lane.snapshot().occupancy.in_flight > 0 {
-        tokio::task::yield_now().await;
-    }
+    headroom_tests::until("the held requests to leave the lane", || {
+        std::future::ready(lane.snapshot().occupancy.in_flight == 0)
+    })
+    .await;
     let summary = ws
         .narrate(&project.id, fallback, &|_| {}, &CancellationToken::new())
         .await
@@ -519,9 +520,10 @@ async fn an_interrupted_narration_resumes_without_redoing_finished_segments() {
     );
     // The take in progress runs on to its end on its blocking thread (its child processes
     // could hold a copy of the job's lock for a moment): wait until the audio lane is idle.
-    while ws.services().audio_lane().snapshot().occupancy.in_flight > 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    headroom_tests::until("the audio lane to be idle", || {
+        std::future::ready(ws.services().audio_lane().snapshot().occupancy.in_flight == 0)
+    })
+    .await;
     let interrupted = ws.interrupted_jobs().unwrap();
     assert_eq!(interrupted.len(), 1, "{interrupted:?}");
     assert_eq!(interrupted[0].kind, "narrate");

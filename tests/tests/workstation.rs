@@ -142,9 +142,10 @@ async fn a_full_text_lane_is_a_typed_rejection_and_the_rules_still_work() {
     let lane = ws
         .text_lane(&fake.base_url(), &RemoteConsent::none())
         .unwrap();
-    while lane.snapshot().occupancy.in_flight < 2 {
-        tokio::task::yield_now().await;
-    }
+    headroom_tests::until("both held requests to take their slots", || {
+        std::future::ready(lane.snapshot().occupancy.in_flight >= 2)
+    })
+    .await;
     let refused = ws
         .clean_segment(&id, 2, false, &CancellationToken::new(), &|_| {})
         .await
@@ -158,9 +159,10 @@ async fn a_full_text_lane_is_a_typed_rejection_and_the_rules_still_work() {
 
     // The user's "use rule-based cleanup" choice sends nothing. (The two held requests hold
     // their slots from admission; wait until they have reached the server too.)
-    while fake.requests() < 2 {
-        tokio::task::yield_now().await;
-    }
+    headroom_tests::until("both held requests to reach the server", || {
+        std::future::ready(fake.requests() >= 2)
+    })
+    .await;
     let before = fake.requests();
     let rules = ws
         .clean_segment(&id, 2, true, &CancellationToken::new(), &|_| {})

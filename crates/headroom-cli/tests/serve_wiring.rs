@@ -96,13 +96,11 @@ fn transcribe(
 /// Polls the lanes endpoint until the audio lane runs a job (the transcription).
 async fn until_audio_runs(http: &reqwest::Client, base: &str) {
     let url = format!("{base}/headroom/lanes");
-    loop {
+    headroom_tests::until("the audio lane to run the transcription", || async {
         let lanes: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
-        if lanes["audio"]["occupancy"]["in_flight"].as_u64() == Some(1) {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
+        lanes["audio"]["occupancy"]["in_flight"].as_u64() == Some(1)
+    })
+    .await;
 }
 
 async fn audio_priority_rejections(http: &reqwest::Client, server: &ServeProcess) -> u64 {
