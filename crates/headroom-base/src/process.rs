@@ -267,16 +267,28 @@ impl Tool {
         Ok(Running { child, program })
     }
 
-    /// Starts the program detached from Headroom's streams (a file opener), not waiting.
-    pub fn launch(self) -> Result<(), ProcessError> {
+    /// Starts the program detached from Headroom's streams (a file opener), not waiting; a
+    /// thread of its own collects its exit, so none is left a zombie. Its process id.
+    pub fn launch(self) -> Result<u32, ProcessError> {
         let (mut command, program) = self.command()?;
-        command
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| Self::spawn_error(&program, e))?;
-        Ok(())
+        let id = child.id();
+        let reaped = std::thread::Builder::new()
+            .name(format!("reap {program}"))
+            .spawn(move || {
+                if let Err(e) = child.wait() {
+                    tracing::debug!(error = %e, "a launched program's exit was not collected");
+                }
+            });
+        if let Err(e) = reaped {
+            tracing::warn!(error = %e, program, "no thread to collect a launched program's exit");
+        }
+        Ok(id)
     }
 }
 
@@ -362,6 +374,24 @@ mod tests {
                 "--phonout=v"
             ]
         );
+    }
+
+    /// Reported: each "open report" left a zombie (`launch` never waited on its child).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_launched_program_is_never_left_a_zombie() {
+        let id = Tool::new("true").launch().unwrap();
+        let stat = format!("/proc/{id}/stat");
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // Gone once its exit is collected; a zombie stays, in state `Z`, until then.
+        while let Ok(line) = std::fs::read_to_string(&stat) {
+            let state = line[line.rfind(')').unwrap() + 2..].chars().next();
+            assert!(
+                std::time::Instant::now() < give_up,
+                "process {id} still there after 30 s, state {state:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     #[test]
