@@ -132,6 +132,12 @@ pub struct LaneArgs {
     /// The model's context in tokens (default: asked from the server, else 4096).
     #[arg(long)]
     context_tokens: Option<u32>,
+    /// The longest input a request may carry, in characters (beyond: rejected at once).
+    #[arg(long)]
+    max_input_chars: Option<usize>,
+    /// The reply budget, in tokens, for requests that set none.
+    #[arg(long)]
+    max_tokens: Option<u32>,
     /// Longest wait for a slot, in seconds.
     #[arg(long)]
     queue_wait_secs: Option<f64>,
@@ -145,6 +151,10 @@ pub struct LaneArgs {
     /// running ones).
     #[arg(long)]
     yield_to_audio: Option<headroom_core::admission::YieldRule>,
+    /// With an NVIDIA GPU: refuse text work while less than this much GPU memory is free, in
+    /// MiB, kept for the audio models.
+    #[arg(long)]
+    audio_headroom_mib: Option<u64>,
 }
 
 impl LaneArgs {
@@ -159,6 +169,12 @@ impl LaneArgs {
         if let Some(v) = self.context_tokens {
             t.context_tokens = Some(v);
         }
+        if let Some(v) = self.max_input_chars {
+            t.max_input_chars = v;
+        }
+        if let Some(v) = self.max_tokens {
+            t.max_tokens = v;
+        }
         if let Some(v) = self.queue_wait_secs {
             t.queue_wait_secs = v;
         }
@@ -170,6 +186,9 @@ impl LaneArgs {
         }
         if let Some(v) = self.yield_to_audio {
             t.yield_to_audio = v;
+        }
+        if let Some(v) = self.audio_headroom_mib {
+            t.audio_headroom_mib = Some(v);
         }
     }
 }
@@ -273,4 +292,51 @@ pub fn cancel_on_ctrl_c(token: tokio_util::sync::CancellationToken) {
             token.cancel();
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README promises a flag for every `[text_lane]` key, on `cleanup` and `serve`.
+    #[test]
+    fn every_text_lane_key_has_a_flag() {
+        let keys = serde_json::to_value(headroom_core::config::TextLaneSettings::default())
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>();
+        let lane = LaneArgs::augment_args(clap::Command::new("lane"));
+        let flags: Vec<String> = lane
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(|long| long.replace('-', "_"))
+            .collect();
+        let missing: Vec<_> = keys.iter().filter(|k| !flags.contains(k)).collect();
+        assert!(missing.is_empty(), "keys without a flag: {missing:?}");
+        // And a flag sets its key.
+        let cli = Cli::try_parse_from([
+            "headroom",
+            "serve",
+            "--max-input-chars",
+            "900",
+            "--max-tokens",
+            "64",
+            "--audio-headroom-mib",
+            "2048",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("serve")
+        };
+        let mut config = Config::default();
+        args.configure(&mut config);
+        let t = &config.text_lane;
+        assert_eq!(
+            (t.max_input_chars, t.max_tokens, t.audio_headroom_mib),
+            (900, 64, Some(2048))
+        );
+    }
 }
