@@ -1,6 +1,7 @@
 //! Cancellation handles for running jobs, keyed by the id the front end chose, so a job can be
 //! cancelled before its command has returned.
 
+use headroom_base::sync::Locked;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -19,21 +20,14 @@ pub struct JobGuard {
 
 impl Drop for JobGuard {
     fn drop(&mut self) {
-        self.jobs
-            .running
-            .lock()
-            .expect("jobs lock")
-            .remove(&self.id);
+        self.jobs.running.locked().remove(&self.id);
     }
 }
 
 impl Jobs {
     pub fn start(&self, id: &str) -> JobGuard {
         let cancel = CancellationToken::new();
-        self.running
-            .lock()
-            .expect("jobs lock")
-            .insert(id.to_string(), cancel.clone());
+        self.running.locked().insert(id.to_string(), cancel.clone());
         JobGuard {
             jobs: self.clone(),
             id: id.to_string(),
@@ -43,7 +37,7 @@ impl Jobs {
 
     /// Cancels a running job; false when no such job is running.
     pub fn cancel(&self, id: &str) -> bool {
-        match self.running.lock().expect("jobs lock").get(id) {
+        match self.running.locked().get(id) {
             Some(token) => {
                 token.cancel();
                 true

@@ -31,6 +31,7 @@
 //! interactive use (a model's
 //! own threads would inherit the idle priority and serve interactive work at it).
 
+use crate::sync::Locked;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,7 +149,7 @@ impl CpuShare {
 
     fn state(&self) -> MutexGuard<'_, State> {
         // The state is counters only: a panic elsewhere leaves it usable.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// An interactive job starts: batch work pauses at its next safe point. It ends when the

@@ -25,6 +25,7 @@
 //! | [`process`] | programs started with data only on stdin, as option values or after `--` |
 //! | [`cpu`] | batch work giving the CPU to interactive work while it runs |
 //! | [`http`] | outbound HTTP clients that follow no redirect to another origin |
+//! | [`sync`] | a lock whose holder panicked is taken with its value, one rule everywhere |
 
 pub mod allocator;
 pub mod clock;
@@ -37,3 +38,4 @@ pub mod language;
 pub mod openai;
 pub mod process;
 pub mod redact;
+pub mod sync;

@@ -8,6 +8,7 @@
 //! (the CLI's); the rest, and the shared figures and errors, need no HTTP server.
 
 use futures::StreamExt;
+use headroom_base::sync::Locked;
 use headroom_core::admission::{RejectReason, Rejection};
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
@@ -183,13 +184,7 @@ async fn text_load(
     outcomes: Arc<std::sync::Mutex<BTreeMap<String, usize>>>,
     generating: Arc<tokio::sync::watch::Sender<usize>>,
 ) -> Result<(), Rejection> {
-    let count = |key: &str| {
-        *outcomes
-            .lock()
-            .expect("outcomes")
-            .entry(key.to_string())
-            .or_default() += 1
-    };
+    let count = |key: &str| *outcomes.locked().entry(key.to_string()).or_default() += 1;
     while !stop.is_cancelled() {
         let attempt = async {
             match lane.submit(request.clone()).await {
@@ -267,7 +262,7 @@ async fn wait_for_load(
         _ = &mut limit => Err(BenchError::NoProgress(format!(
             "{streams} requests were not generating after {} s (outcomes so far: {:?})",
             LOAD_START_LIMIT.as_secs(),
-            outcomes.lock().expect("outcomes")
+            outcomes.locked()
         ))),
     }
 }
@@ -357,7 +352,7 @@ pub async fn yield_rules(
             rule,
             audio_under_load: under,
             p50_ratio,
-            text_outcomes: outcomes.lock().expect("outcomes").clone(),
+            text_outcomes: outcomes.locked().clone(),
         });
     }
     Ok(YieldReport {

@@ -5,6 +5,7 @@
 //! the absolute baseline, the peak and peak − baseline: with a preallocated KV cache the delta
 //! alone says little, so both are always reported.
 
+use headroom_base::sync::Locked;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -432,7 +433,7 @@ impl GpuSampler {
                 reason: self.inner.no_gpu_reason.clone(),
             };
         }
-        let ring = self.inner.ring.lock().expect("ring lock");
+        let ring = self.inner.ring.locked();
         SamplerStatus::Sampling {
             device: self.inner.device.clone(),
             period_ms: self.inner.period.as_millis() as u64,
@@ -453,9 +454,9 @@ impl GpuSampler {
     /// Takes a reading now (also what the background thread does each period).
     pub fn sample_now(&self) -> Option<MemorySample> {
         let reader = self.inner.reader.as_ref()?;
-        let reading = reader.lock().expect("reader lock").read();
+        let reading = reader.locked().read();
         let at_ms = self.now_ms();
-        let mut ring = self.inner.ring.lock().expect("ring lock");
+        let mut ring = self.inner.ring.locked();
         match reading {
             Ok(memory) => {
                 let sample = MemorySample {
@@ -487,24 +488,18 @@ impl GpuSampler {
     }
 
     pub fn latest(&self) -> Option<MemorySample> {
-        self.inner
-            .ring
-            .lock()
-            .expect("ring lock")
-            .samples
-            .back()
-            .cloned()
+        self.inner.ring.locked().samples.back().cloned()
     }
 
     fn samples_where(&self, keep: impl Fn(&MemorySample) -> bool) -> Vec<MemorySample> {
-        let ring = self.inner.ring.lock().expect("ring lock");
+        let ring = self.inner.ring.locked();
         ring.samples.iter().filter(|s| keep(s)).cloned().collect()
     }
 
     /// The lowest memory in use over the readings kept (ten minutes at the defaults): what
     /// stays allocated between bursts of work. A floor that keeps rising is a leak.
     pub fn floor_bytes(&self) -> Option<u64> {
-        let ring = self.inner.ring.lock().expect("ring lock");
+        let ring = self.inner.ring.locked();
         ring.samples.iter().map(|s| s.memory.used_bytes).min()
     }
 
@@ -526,7 +521,7 @@ impl GpuSampler {
                 at_ms: s.at_ms,
             },
             None => WindowStart {
-                seq: self.inner.ring.lock().expect("ring lock").next_seq,
+                seq: self.inner.ring.locked().next_seq,
                 at_ms: self.now_ms(),
             },
         }

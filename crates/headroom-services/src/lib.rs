@@ -40,6 +40,7 @@ pub mod voice_work;
 pub mod voices;
 
 use headroom_base::consent::{Payload, RemoteConsent, Role};
+use headroom_base::sync::Locked;
 use headroom_core::admission::{MemoryGauge, RejectReason};
 use headroom_core::config::{Config, ConfigError};
 use headroom_core::lanes::{
@@ -276,7 +277,7 @@ impl Services {
             publish_gpu_memory(&self.metrics, gpu);
         }
         let text = self.metrics.render();
-        let mut signals = self.signals.lock().expect("signals lock");
+        let mut signals = self.signals.locked();
         if let Err(e) = signals.observe(at_unix_ms, &text) {
             tracing::warn!("signals skipped a reading: {e}");
         }
@@ -285,11 +286,7 @@ impl Services {
 
     /// The signals crossed at the last reading, in the table's order.
     pub fn crossed_signals(&self) -> Vec<CrossedSignal> {
-        self.signals
-            .lock()
-            .expect("signals lock")
-            .crossed()
-            .to_vec()
+        self.signals.locked().crossed().to_vec()
     }
 
     /// These services as a shared value (for a front end that keeps them).
@@ -301,7 +298,7 @@ impl Services {
 
     /// The settings now in force.
     pub fn config(&self) -> Config {
-        self.config.lock().expect("config lock").clone()
+        self.config.locked().clone()
     }
 
     pub fn env(&self) -> &Environment {
@@ -513,7 +510,7 @@ impl Services {
             [] => config.llm.url.clone(),
             several => several.join(" "),
         };
-        let mut lanes = self.text_lanes.lock().expect("lanes lock");
+        let mut lanes = self.text_lanes.locked();
         if let Some(lane) = lanes.get(&key) {
             return Ok(lane.clone());
         }
@@ -568,7 +565,7 @@ impl Services {
     /// next use; requests already running keep their slots until they end.
     pub fn replace_config(&self, mut new: Config) -> Result<(), ServicesError> {
         new.check()?;
-        let mut config = self.config.lock().expect("config lock");
+        let mut config = self.config.locked();
         // The key comes from the environment or the file, never from a front end's settings
         // form: settings without one keep the key in use.
         if new.llm.api_key.is_none() {
@@ -577,7 +574,7 @@ impl Services {
         self.residency.set_idle_after(new.audio_lane.model_idle());
         *config = new;
         drop(config);
-        self.text_lanes.lock().expect("lanes lock").clear();
+        self.text_lanes.locked().clear();
         Ok(())
     }
 
@@ -593,7 +590,7 @@ impl Services {
             signals: Vec::new(),
         }];
         let configured = self.config().llm.url;
-        let lanes = self.text_lanes.lock().expect("lanes lock");
+        let lanes = self.text_lanes.locked();
         let mut urls: Vec<&String> = lanes.keys().collect();
         urls.sort();
         for url in urls {

@@ -7,6 +7,7 @@
 //! What each model costs is measured, not estimated: the process's resident memory before and
 //! after it loads (models load one at a time, on the audio lane).
 
+use headroom_base::sync::Locked;
 use serde::Serialize;
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -84,9 +85,7 @@ impl<T> Drop for Loading<'_, T> {
 /// A lock whose data stays consistent whatever panicked while it was held (every change under
 /// these locks is one assignment).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.locked()
 }
 
 impl<T> Resident<T> {

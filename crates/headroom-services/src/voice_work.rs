@@ -11,6 +11,7 @@ use crate::{Services, ServicesError};
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::RemoteConsent;
 use headroom_base::language::Language;
+use headroom_base::sync::Locked;
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::config::CloningSettings;
 use headroom_speech::asr::{word_error_rate, TranscribeOptions, Transcriber};
@@ -222,7 +223,7 @@ impl LaneSlots {
             Ok(result) => result,
             Err(rejection) => {
                 let message = rejection.to_string();
-                *self.refused.lock().expect("refusal lock") = Some(rejection);
+                *self.refused.locked() = Some(rejection);
                 Err(VoiceError::Search(message))
             }
         }
@@ -532,7 +533,7 @@ impl Voices {
         .await
         .map_err(|e| VoiceWorkError::Voice(VoiceError::Search(format!("it stopped: {e}"))))?;
         // A take the lane refused stopped the search: say why, as every front end does.
-        let refused = refusals.refused.lock().expect("refusal lock").take();
+        let refused = refusals.refused.locked().take();
         match (found, refused) {
             (Err(_), Some(rejection)) => Err(VoiceWorkError::Rejected(rejection)),
             (result, _) => result,

@@ -9,6 +9,7 @@
 //! else wants.
 
 use headroom_base::cpu;
+use headroom_base::sync::Locked;
 use ort::environment::{ThreadManager, ThreadWorker};
 use ort::session::{Session, SessionInputValue, SessionOutputs};
 use std::borrow::Cow;
@@ -90,7 +91,7 @@ impl Model {
 
     /// The batch session, made on first use with its threads at the idle priority.
     fn batch_session(&self) -> Result<Arc<Mutex<Session>>, String> {
-        let mut batch = self.batch.lock().map_err(|_| poisoned())?;
+        let mut batch = self.batch.locked();
         if let Some(session) = batch.as_ref() {
             return Ok(session.clone());
         }
@@ -105,16 +106,12 @@ impl Model {
     }
 }
 
-fn poisoned() -> String {
-    "the model's session is poisoned".to_string()
-}
-
 fn run_on<R>(
     session: &Mutex<Session>,
     inputs: impl Fn() -> ort::Result<Inputs>,
     read: impl FnOnce(&SessionOutputs<'_>) -> ort::Result<R>,
 ) -> Result<R, String> {
-    let mut session = session.lock().map_err(|_| poisoned())?;
+    let mut session = session.locked();
     let outputs = session.run(inputs().map_err(|e| e.to_string())?);
     outputs.and_then(|o| read(&o)).map_err(|e| e.to_string())
 }

@@ -24,6 +24,7 @@ use crate::workstation::{
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::RemoteConsent;
 use headroom_base::language::Language;
+use headroom_base::sync::Locked;
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupMode, CleanupRequest, FailurePolicy,
@@ -688,7 +689,7 @@ impl Workstation {
             })
             .await?;
         let to_do: Vec<usize> = plan.iter().map(|(i, _)| *i).collect();
-        state.lock().expect("run state").to_do = to_do.len();
+        state.locked().to_do = to_do.len();
         on_event(NarrationEvent::Planned {
             project: project_id.to_string(),
             segments: project.segments.len(),
@@ -782,7 +783,7 @@ impl Workstation {
         }
         let assembling = Instant::now();
         let project = self.assemble_narration(project_id, on_event).await?;
-        state.lock().expect("run state").timings.assemble_secs = assembling.elapsed().as_secs_f64();
+        state.locked().timings.assemble_secs = assembling.elapsed().as_secs_f64();
         Ok((project, to_do.len()))
     }
 
@@ -823,7 +824,10 @@ impl Workstation {
                 Ok(segment.clone())
             })
             .await?;
-        let (done, of) = state.lock().map(|s| (s.done, s.to_do)).expect("run state");
+        let (done, of) = {
+            let s = state.locked();
+            (s.done, s.to_do)
+        };
         on_event(NarrationEvent::Segment {
             project: project_id.to_string(),
             index,
@@ -919,7 +923,7 @@ impl Workstation {
                 }
             }
         };
-        state.lock().expect("run state").timings.text_secs += started.elapsed().as_secs_f64();
+        state.locked().timings.text_secs += started.elapsed().as_secs_f64();
         let task = settings.task_key();
         match result {
             Ok(done) => {
@@ -961,7 +965,7 @@ impl Workstation {
     async fn finish_segment(&self, state: &Arc<Mutex<RunState>>) {
         let state = state.clone();
         let saved = blocking(move || {
-            let mut state = state.lock().expect("run state");
+            let mut state = state.locked();
             state.done += 1;
             let fraction = (state.done as f32 / state.to_do.max(1) as f32).min(1.0);
             Ok(state.job.checkpoint(|p| p.fraction = fraction)?)
@@ -989,7 +993,7 @@ impl Workstation {
         let (voice, _) = voice_for(order.voice.as_deref(), &order.language, &consent);
         let started = Instant::now();
         let spoken = self.speak_take(&voice, &order, cancel).await;
-        state.lock().expect("run state").timings.speech_secs += started.elapsed().as_secs_f64();
+        state.locked().timings.speech_secs += started.elapsed().as_secs_f64();
         let (audio, spoken_by) = match spoken {
             Ok(done) => done,
             Err(WorkstationError::Cancelled) => return Err(WorkstationError::Cancelled),
@@ -1015,7 +1019,10 @@ impl Workstation {
             text: Some(order.text.clone()),
             ..NarratedSegment::new(segment.start, segment.end)
         };
-        let (done, of) = state.lock().map(|s| (s.done, s.to_do)).expect("run state");
+        let (done, of) = {
+            let s = state.locked();
+            (s.done, s.to_do)
+        };
         on_event(NarrationEvent::Segment {
             project: project_id.to_string(),
             index,
@@ -1039,7 +1046,7 @@ impl Workstation {
         })
         .await
         .map_err(WorkstationError::TaskFailed)?;
-        state.lock().expect("run state").timings.fit_secs += fitting.elapsed().as_secs_f64();
+        state.locked().timings.fit_secs += fitting.elapsed().as_secs_f64();
         let file = format!("speech/narration/segment-{}-{}.wav", index + 1, unix_ms());
         let fitted = {
             let (store, project, file) = (self.store().clone(), project.clone(), file.clone());
@@ -1064,12 +1071,12 @@ impl Workstation {
         let replaced = Arc::new(Mutex::new(None));
         let old = replaced.clone();
         self.save_segment(project_id, index, state, on_event, None, move |s| {
-            *old.lock().expect("old take") = s.take.replace(take).map(|t| t.file);
+            *old.locked() = s.take.replace(take).map(|t| t.file);
             s.refused = None;
         })
         .await?;
         // The take it replaces is no longer part of the narration.
-        let old = replaced.lock().expect("old take").take();
+        let old = replaced.locked().take();
         if let Some(old) = old {
             let (store, id) = (self.store().clone(), project_id.to_string());
             let _ = blocking(move || {

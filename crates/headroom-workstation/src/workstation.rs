@@ -12,6 +12,7 @@ use headroom_base::clock::unix_ms;
 use headroom_base::consent::{Destination, RemoteConsent};
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_base::redact::SecretUrl;
+use headroom_base::sync::Locked;
 use headroom_bench::boundary::BenchError;
 use headroom_bench::harness::{self, HarnessConfig};
 use headroom_core::admission::{Priority, Rejection};
@@ -769,7 +770,7 @@ impl Workstation {
             Ok(input) => {
                 let checkpoints = job.clone();
                 let window_done = Box::new(move |window: WindowDone<'_>| {
-                    let mut held = checkpoints.lock().expect("job lock");
+                    let mut held = checkpoints.locked();
                     let Some(job) = held.as_mut() else { return };
                     let saved = job.checkpoint(|p| {
                         p.segments.extend_from_slice(window.segments);
@@ -801,11 +802,7 @@ impl Workstation {
             }
             Err(e) => Err(e),
         };
-        let job = job
-            .lock()
-            .expect("job lock")
-            .take()
-            .expect("the job is taken once");
+        let job = job.locked().take().expect("the job is taken once");
         let rest = match result {
             Ok(rest) => rest,
             Err(e) => {

@@ -19,6 +19,7 @@ use crate::boundary::{
 use crate::leak::{analyze, LeakReport, LeakThresholds, RunObservation};
 use futures::StreamExt;
 use headroom_base::redact::SecretUrl;
+use headroom_base::sync::Locked;
 use headroom_core::admission::YieldRule;
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{is_loopback, ChatRequest, LlmClient};
@@ -404,10 +405,7 @@ pub async fn run(
                     while !stop.is_cancelled() {
                         let began = Instant::now();
                         transcribe_once(&speech, &job).await?;
-                        finished
-                            .lock()
-                            .expect("audio times")
-                            .push((began, Instant::now()));
+                        finished.locked().push((began, Instant::now()));
                     }
                     Ok::<(), BenchError>(())
                 })
@@ -423,15 +421,14 @@ pub async fn run(
             .await;
             // Keep the text load going (unmeasured) until as many audio jobs have run under it
             // as were timed idle, so the two medians compare like with like.
-            while finished.lock().expect("audio times").len() < job.runs && !looped.is_finished() {
+            while finished.locked().len() < job.runs && !looped.is_finished() {
                 run_batches(&lane, &config, &model, 1, 0).await;
             }
             let load_ended = Instant::now();
             stop.cancel();
             looped.await.map_err(BenchError::AudioTask)??;
             let under: Vec<Duration> = finished
-                .lock()
-                .expect("audio times")
+                .locked()
                 .iter()
                 .filter(|(_, end)| *end <= load_ended)
                 .map(|(began, end)| *end - *began)

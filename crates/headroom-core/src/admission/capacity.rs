@@ -10,6 +10,7 @@
 //! for one of them to end, and never beside more interactive jobs than the limit and the
 //! reserve allow.
 
+use headroom_base::sync::Locked;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -104,7 +105,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().expect("capacity lock poisoned")
+        self.state.locked()
     }
 
     fn notify(&self, occ: Occupancy) {
@@ -482,13 +483,13 @@ mod tests {
             1,
             1,
             Some(Arc::new(move |o: Occupancy| {
-                sink.lock().unwrap().push((o.in_flight, o.waiting))
+                sink.locked().push((o.in_flight, o.waiting))
             })),
         );
         let p = admitted(cap.try_enter());
         let ticket = cap.try_enter();
         drop(ticket);
         drop(p);
-        assert_eq!(*seen.lock().unwrap(), vec![(1, 0), (1, 1), (1, 0), (0, 0)]);
+        assert_eq!(*seen.locked(), vec![(1, 0), (1, 1), (1, 0), (0, 0)]);
     }
 }

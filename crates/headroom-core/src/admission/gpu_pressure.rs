@@ -3,6 +3,7 @@
 //! The gate reads a [`MemoryGauge`]; `headroom-services` plugs the GPU sampler in.
 
 use super::{Gate, Refusal, RejectReason, RequestShape};
+use headroom_base::sync::Locked;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,7 +59,7 @@ pub(crate) mod tests {
 
     impl MemoryGauge for Readings {
         fn free_mib(&self) -> Option<f64> {
-            let mut list = self.0.lock().unwrap();
+            let mut list = self.0.locked();
             if list.len() > 1 {
                 list.remove(0)
             } else {

@@ -15,6 +15,7 @@
 
 use crate::llm::{LlmClient, LlmError, ServerInfo};
 use crate::metrics::Metrics;
+use headroom_base::sync::Locked;
 use serde::Serialize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -182,7 +183,7 @@ pub struct Upstream {
 
 impl Upstream {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().expect("upstream lock poisoned")
+        self.state.locked()
     }
 
     /// The URL as it may be shown (no secrets): the `upstream` label of its metrics.

@@ -1,5 +1,6 @@
 use crate::admission::{Lane, Occupancy, RejectReason, Rejection};
 use crate::metrics::{Metrics, Outcome};
+use headroom_base::sync::Locked;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -81,7 +82,7 @@ impl LaneMonitor {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("lane monitor lock poisoned")
+        self.state.locked()
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {

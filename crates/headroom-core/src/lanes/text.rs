@@ -9,6 +9,7 @@ use crate::lanes::AudioActivity;
 use crate::llm::{ChatChunk, ChatRequest, ChatStream, LlmClient, LlmError, ServerInfo};
 use crate::metrics::{Metrics, Outcome};
 use futures::{Stream, StreamExt};
+use headroom_base::sync::Locked;
 use serde::{Deserialize, Serialize};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -555,8 +556,8 @@ impl Ending {
         if self.done.swap(true, Ordering::SeqCst) {
             return false;
         }
-        drop(self.slot.lock().expect("slot lock").take());
-        drop(self.permit.lock().expect("permit lock").take());
+        drop(self.slot.locked().take());
+        drop(self.permit.locked().take());
         self.lane
             .inner
             .monitor
@@ -631,7 +632,7 @@ impl StreamState {
             Err(_) if !self.delivered => return self.stalled(kind).await,
             Err(_) => self.deadline_passed(kind).map(Err),
             Ok(None) => {
-                if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+                if let Some(slot) = self.ending.slot.locked().as_ref() {
                     slot.completed();
                 }
                 self.finish(Outcome::Completed);
@@ -639,7 +640,7 @@ impl StreamState {
             }
             Ok(Some(Err(e))) => {
                 let result = UpstreamResult::of_error(&e);
-                if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+                if let Some(slot) = self.ending.slot.locked().as_ref() {
                     slot.failed_after_answer(result, &e.to_string());
                 }
                 let untried = self.tried.len() < self.lane.inner.fleet.len();
@@ -665,7 +666,7 @@ impl StreamState {
                         .monitor
                         .metrics()
                         .observe_ttft(Lane::Text, now - self.clock.submitted());
-                    if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+                    if let Some(slot) = self.ending.slot.locked().as_ref() {
                         slot.first_words(now - self.sent_at);
                     }
                 }
@@ -682,7 +683,7 @@ impl StreamState {
         if kind != DeadlineKind::FirstChunk {
             return Some(self.deadline_passed(kind).map(Err));
         }
-        if let Some(slot) = self.ending.slot.lock().expect("slot lock").as_ref() {
+        if let Some(slot) = self.ending.slot.locked().as_ref() {
             let detail = format!(
                 "no first words within {}",
                 human_duration(self.clock.length_of(kind))
@@ -706,7 +707,7 @@ impl StreamState {
     /// The upstream failed before the first words: the request goes to another upstream
     /// within its deadline (its place on the failed one is freed first).
     async fn move_on(&mut self) -> Result<(), Rejection> {
-        drop(self.ending.slot.lock().expect("slot lock").take());
+        drop(self.ending.slot.locked().take());
         self.upstream = Box::pin(futures::stream::empty());
         let (slot, upstream) = self
             .lane
@@ -716,7 +717,7 @@ impl StreamState {
             upstream = slot.upstream().name(),
             "the request moved to another upstream"
         );
-        *self.ending.slot.lock().expect("slot lock") = Some(slot);
+        *self.ending.slot.locked() = Some(slot);
         self.upstream = upstream;
         self.sent_at = Instant::now();
         Ok(())
@@ -748,7 +749,7 @@ impl StreamState {
                 // The request has ended (slot free, upstream closed): hand the ending over
                 // without waiting on a reader that may have stopped reading.
                 if let Err(mpsc::error::TrySendError::Full(Err(r))) = chunks.try_send(item) {
-                    *ended.lock().expect("ending lock") = Some(r);
+                    *ended.locked() = Some(r);
                 }
                 return;
             }
@@ -757,7 +758,7 @@ impl StreamState {
                 sent = chunks.send(item) => if sent.is_err() { return },
                 _ = tokio::time::sleep_until(total) => {
                     tracing::info!("the reader stopped reading; total deadline passed");
-                    *ended.lock().expect("ending lock") =
+                    *ended.locked() =
                         self.deadline_passed(DeadlineKind::Total);
                     return;
                 }
@@ -835,9 +836,7 @@ impl Stream for TextStream {
     type Item = Item;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
         match self.chunks.poll_recv(cx) {
-            Poll::Ready(None) => {
-                Poll::Ready(self.ended.lock().expect("ending lock").take().map(Err))
-            }
+            Poll::Ready(None) => Poll::Ready(self.ended.locked().take().map(Err)),
             other => other,
         }
     }

@@ -6,6 +6,7 @@
 use super::{Audio, AudioError};
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{SampleFormat, StreamConfig};
+use headroom_base::sync::Locked;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -21,9 +22,7 @@ fn keep_first_error(
     slot: Arc<Mutex<Option<String>>>,
 ) -> impl FnMut(cpal::StreamError) + Send + 'static {
     move |e| {
-        slot.lock()
-            .expect("failure lock")
-            .get_or_insert(e.to_string());
+        slot.locked().get_or_insert(e.to_string());
     }
 }
 
@@ -108,7 +107,7 @@ pub fn record_to(
     let max_samples = (seconds.max(0.0) * sample_rate as f64).round() as usize;
     let push = move |frames: &mut dyn Iterator<Item = f32>| {
         let interleaved: Vec<f32> = frames.collect();
-        let mut guard = buffer.lock().expect("capture lock");
+        let mut guard = buffer.locked();
         let (pending, taken) = &mut *guard;
         let room = max_samples.saturating_sub(*taken);
         let before = pending.len();
@@ -165,13 +164,13 @@ pub fn record_to(
         if !done {
             std::thread::sleep(tick.min(wanted.saturating_sub(started.elapsed())));
         }
-        if let Some(message) = failure.lock().expect("failure lock").clone() {
+        if let Some(message) = failure.locked().clone() {
             return Err(device_error(
                 &format!("recording from {name} failed"),
                 message,
             ));
         }
-        let chunk = std::mem::take(&mut captured.lock().expect("capture lock").0);
+        let chunk = std::mem::take(&mut captured.locked().0);
         handed += chunk.len();
         if !chunk.is_empty() {
             sink(sample_rate, &chunk)?;
@@ -254,7 +253,7 @@ pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError>
     // Paced by the device: check every 50 ms whether it has consumed everything.
     while position.load(std::sync::atomic::Ordering::Relaxed) < total && !cancel.is_cancelled() {
         std::thread::sleep(Duration::from_millis(50));
-        if let Some(message) = failure.lock().expect("failure lock").clone() {
+        if let Some(message) = failure.locked().clone() {
             return Err(device_error(&format!("playback on {name} failed"), message));
         }
     }

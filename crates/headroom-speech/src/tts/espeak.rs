@@ -3,6 +3,7 @@
 use super::{synthesize_by_sentence, Synthesizer, TtsError, Voice};
 use crate::audio::{decode_bytes, Audio, DecodeLimits};
 use headroom_base::process::{ProcessError, Tool};
+use headroom_base::sync::Locked;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -218,7 +219,7 @@ impl EspeakVoices {
 pub fn voice_names(program: &str) -> Result<Arc<EspeakVoices>, TtsError> {
     static LISTED: OnceLock<Mutex<HashMap<String, Arc<EspeakVoices>>>> = OnceLock::new();
     let listed = LISTED.get_or_init(Default::default);
-    if let Some(names) = listed.lock().expect("voice names lock").get(program) {
+    if let Some(names) = listed.locked().get(program) {
         return Ok(names.clone());
     }
     let list = |flag: &'static str| -> Result<String, TtsError> {
@@ -241,10 +242,7 @@ pub fn voice_names(program: &str) -> Result<Arc<EspeakVoices>, TtsError> {
         &list("--voices")?,
         &list("--voices=variant")?,
     ));
-    listed
-        .lock()
-        .expect("voice names lock")
-        .insert(program.to_string(), names.clone());
+    listed.locked().insert(program.to_string(), names.clone());
     Ok(names)
 }
 

@@ -12,6 +12,7 @@ use super::kernels::{self, Matrix, Precision};
 use super::text_decoder::{Block, CrossKv, Norm, TextDecoder};
 use candle_core::{DType, Device, Module, Storage, Tensor};
 use candle_nn::{Conv1d, Conv1dConfig, LayerNorm, Linear};
+use headroom_base::sync::Locked;
 
 pub type Result<T> = candle_core::Result<T>;
 
@@ -446,7 +447,7 @@ impl Whisper {
     /// thread while it waits for its own products would wait for the lock it holds.
     pub fn encode(&self, mel: &[f32], frames: usize) -> Result<CrossKv> {
         let lock = &self.encoding[usize::from(headroom_base::cpu::in_batch())];
-        let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = lock.locked();
         headroom_base::cpu::compute(|| {
             let mel = Tensor::from_slice(mel, (1, self.dims.n_mels, frames), &Device::Cpu)?;
             let audio = self.encoder.forward(&mel)?;
