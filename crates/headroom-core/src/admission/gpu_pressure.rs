@@ -3,7 +3,6 @@
 //! The gate reads a [`MemoryGauge`]; `headroom-services` plugs the GPU sampler in.
 
 use super::{Gate, Refusal, RejectReason, RequestShape};
-use headroom_base::sync::Locked;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,6 +51,7 @@ impl Gate for GpuPressure {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use headroom_base::sync::Locked;
     use std::sync::Mutex;
 
     /// Free-memory readings handed out in order; the last one repeats.
