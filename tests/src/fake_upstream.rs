@@ -77,6 +77,8 @@ struct Recorder {
     queue: Mutex<VecDeque<Behavior>>,
     open_streams: AtomicUsize,
     max_concurrent: AtomicUsize,
+    /// Requests for anything but a chat: `/health` and `/v1/models`.
+    other_requests: AtomicUsize,
 }
 
 struct Shared {
@@ -124,7 +126,16 @@ impl FakeUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
-            .route("/health", get(|| async { "ok" }))
+            .route(
+                "/health",
+                get(|State(shared): State<Arc<Shared>>| async move {
+                    shared
+                        .recorder
+                        .other_requests
+                        .fetch_add(1, Ordering::SeqCst);
+                    "ok"
+                }),
+            )
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -151,6 +162,11 @@ impl FakeUpstream {
             .lock()
             .unwrap()
             .push_back(behavior);
+    }
+
+    /// Requests for its health or its models received so far.
+    pub fn other_requests(&self) -> usize {
+        self.shared.recorder.other_requests.load(Ordering::SeqCst)
     }
 
     /// Chat requests received so far.
@@ -188,6 +204,10 @@ impl FakeUpstream {
 }
 
 async fn models(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    shared
+        .recorder
+        .other_requests
+        .fetch_add(1, Ordering::SeqCst);
     Json(
         json!({"object": "list", "data": [{"id": "fake-model", "object": "model", "max_model_len": shared.context}]}),
     )

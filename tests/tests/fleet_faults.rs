@@ -467,3 +467,71 @@ async fn serve_sends_every_request_to_the_healthy_upstream_when_the_other_answer
         assert_eq!(up_gauge(&metrics, &b.base_url()), "1", "{what}");
     }
 }
+
+/// `/health` answers from the fleet's own state and asks nothing upstream (it asked the
+/// first upstream on every call); with the first upstream down it is 200, saying which is down
+/// and why (it was 503), and `/v1/models` asks the one that is up (it asked the first: 502).
+#[tokio::test]
+async fn serves_health_comes_from_the_fleets_state_and_its_models_from_an_upstream_that_is_up() {
+    let http = reqwest::Client::new();
+    // Both up: twenty /health answers cost the upstreams nothing (the periodic health check,
+    // every 5 s, may ask each once or twice meanwhile).
+    let a = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let b = FakeUpstream::start(Behavior::Echo, 4096).await;
+    let mut config = Config::default();
+    config.llm.url = a.base_url();
+    config.llm.upstreams = vec![UpstreamSettings {
+        url: b.base_url(),
+        capacity: None,
+    }];
+    let server = headroom_tests::serve(&headroom_tests::services(config)).await;
+    let asked_before = a.other_requests() + b.other_requests();
+    for _ in 0..20 {
+        let health = http
+            .get(format!("http://{}/health", server.addr))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(health.status(), 200);
+    }
+    let asked = a.other_requests() + b.other_requests() - asked_before;
+    assert!(
+        asked <= 4,
+        "twenty /health answers asked the upstreams {asked} times"
+    );
+
+    // The first upstream down, the second up.
+    let mut config = Config::default();
+    config.llm.url = headroom_tests::closed_port_url();
+    config.llm.upstreams = vec![UpstreamSettings {
+        url: b.base_url(),
+        capacity: None,
+    }];
+    let server = headroom_tests::serve(&headroom_tests::services(config)).await;
+    let health = http
+        .get(format!("http://{}/health", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "one upstream is up");
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(body["status"], "ok", "{body}");
+    let ups = body["upstreams"].as_array().unwrap();
+    assert_eq!(ups.len(), 2, "{body}");
+    assert_eq!(
+        (&ups[0]["up"], &ups[1]["up"]),
+        (&json!(false), &json!(true))
+    );
+    assert!(
+        !ups[0]["down_reason"].as_str().unwrap().is_empty(),
+        "{body}"
+    );
+    let models = http
+        .get(format!("{}/models", server.base_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(models.status(), 200);
+    let models: Value = models.json().await.unwrap();
+    assert_eq!(models["data"][0]["id"], "fake-model", "{models}");
+}

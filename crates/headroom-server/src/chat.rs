@@ -180,38 +180,60 @@ async fn collect_completion(mut stream: TextStream) -> Result<Response, HttpErro
     Ok(Json(body).into_response())
 }
 
+/// `/v1/models`: the models of the first upstream the fleet holds up (a down one is not
+/// asked; when none is up, the first is asked all the same, and its failure is the answer).
 pub(crate) async fn models(State(state): State<Arc<ServerState>>) -> Result<Response, HttpError> {
-    let cards = state
-        .text_lane
-        .client()
-        .models()
-        .await
-        .map_err(|e| HttpError::Upstream {
-            message: format!("cannot list the text model server's models: {e}"),
-        })?;
+    let fleet = state.text_lane.fleet();
+    let up: Vec<bool> = fleet.views().iter().map(|v| v.up).collect();
+    let asked = fleet
+        .upstreams()
+        .zip(&up)
+        .find(|(_, up)| **up)
+        .map(|(u, _)| u.client())
+        .unwrap_or_else(|| fleet.primary());
+    let cards = asked.models().await.map_err(|e| HttpError::Upstream {
+        message: format!("cannot list the text model server's models: {e}"),
+    })?;
     Ok(Json(json!({"object": "list", "data": cards})).into_response())
 }
 
-/// `/health`, the one route open without the token: with a token set it says only up or down
-/// (nothing of the upstream's own words, which may name hosts and paths); without one, the
-/// upstream's error too, its URL redacted.
+/// `/health`, the one route open without the token, answered from the fleet's own state (its
+/// breakers and periodic health checks): no request goes upstream, so however often it is
+/// asked it costs the text servers nothing. 200 while any upstream is up, else 503. With a
+/// token set it says only up or down (nothing of an upstream's own words, which may name
+/// hosts and paths); without one, each upstream by its shown name and, when down, why (URLs
+/// redacted).
 pub(crate) async fn health(State(state): State<Arc<ServerState>>) -> Response {
-    let checked = state.text_lane.client().health().await;
-    let guarded = state.token.token.is_some();
-    match checked {
-        Ok(()) if guarded => Json(json!({"status": "ok", "upstream": "up"})).into_response(),
-        Ok(()) => Json(json!({"status": "ok", "upstream": "ok"})).into_response(),
-        Err(_) if guarded => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "degraded", "upstream": "down"})),
-        )
-            .into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "degraded", "upstream": redact::urls(&e.to_string())})),
-        )
-            .into_response(),
-    }
+    let views = state.text_lane.fleet().views();
+    let any_up = views.iter().any(|v| v.up);
+    let (status, overall) = match any_up {
+        true => (StatusCode::OK, "ok"),
+        false => (StatusCode::SERVICE_UNAVAILABLE, "degraded"),
+    };
+    let body = if state.token.token.is_some() {
+        json!({"status": overall, "upstream": if any_up { "up" } else { "down" }})
+    } else {
+        let why = |v: &headroom_core::lanes::UpstreamView| {
+            v.down_reason
+                .as_deref()
+                .map(redact::urls)
+                .unwrap_or_default()
+        };
+        let upstream = match views.iter().find(|v| !v.up) {
+            _ if any_up => "ok".to_string(),
+            Some(down) => why(down),
+            None => "ok".to_string(),
+        };
+        let upstreams: Vec<Value> = views
+            .iter()
+            .map(|v| match v.up {
+                true => json!({"name": v.name, "up": true}),
+                false => json!({"name": v.name, "up": false, "down_reason": why(v)}),
+            })
+            .collect();
+        json!({"status": overall, "upstream": upstream, "upstreams": upstreams})
+    };
+    (status, Json(body)).into_response()
 }
 
 pub(crate) async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
