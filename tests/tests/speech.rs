@@ -242,22 +242,26 @@ impl headroom_speech::asr::Transcriber for LanguageRecorder {
         Some("en")
     }
 
-    fn transcribe(
+    fn transcribe_from(
         &self,
         samples: &[f32],
+        from_secs: f64,
         options: &TranscribeOptions,
+        window_done: &mut dyn FnMut(headroom_speech::asr::WindowDone<'_>),
         _progress: &dyn Fn(f32),
         _cancel: &CancellationToken,
     ) -> Result<headroom_speech::asr::Transcript, headroom_speech::asr::AsrError> {
-        self.languages
-            .lock()
-            .unwrap()
-            .push(options.language.clone());
-        Ok(headroom_speech::asr::Transcript {
-            speakers: Vec::new(),
-            language: options.language.clone(),
-            duration: samples.len() as f64 / 16_000.0,
-            segments: Vec::new(),
+        headroom_speech::asr::rest_as_one_window(samples, from_secs, window_done, |rest| {
+            self.languages
+                .lock()
+                .unwrap()
+                .push(options.language.clone());
+            Ok(headroom_speech::asr::Transcript {
+                speakers: Vec::new(),
+                language: options.language.clone(),
+                duration: rest.len() as f64 / 16_000.0,
+                segments: Vec::new(),
+            })
         })
     }
 }

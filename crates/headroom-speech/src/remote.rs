@@ -5,7 +5,9 @@
 //! The traits are synchronous (engines run on the audio lane's worker thread), so these
 //! backends drive their HTTP calls on the runtime they were created in.
 
-use crate::asr::{AsrError, Segment, TranscribeOptions, Transcriber, Transcript};
+use crate::asr::{
+    rest_as_one_window, AsrError, Segment, TranscribeOptions, Transcriber, Transcript, WindowDone,
+};
 use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits};
 pub use crate::remote_error::RemoteError;
 use crate::tts::{Synthesizer, TtsError, Voice};
@@ -126,7 +128,25 @@ impl Transcriber for RemoteTranscriber {
         &self.remote.model
     }
 
-    fn transcribe(
+    /// The server takes whole files: the rest of the audio is one window.
+    fn transcribe_from(
+        &self,
+        samples: &[f32],
+        from_secs: f64,
+        options: &TranscribeOptions,
+        window_done: &mut dyn FnMut(WindowDone<'_>),
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        rest_as_one_window(samples, from_secs, window_done, |rest| {
+            self.transcribe_whole(rest, options, progress, cancel)
+        })
+    }
+}
+
+impl RemoteTranscriber {
+    /// `samples` sent whole to the server's `audio/transcriptions`.
+    fn transcribe_whole(
         &self,
         samples: &[f32],
         options: &TranscribeOptions,

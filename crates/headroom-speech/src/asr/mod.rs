@@ -286,19 +286,11 @@ pub trait Transcriber: Send + Sync {
         None
     }
 
-    fn transcribe(
-        &self,
-        samples: &[f32],
-        options: &TranscribeOptions,
-        progress: &dyn Fn(f32),
-        cancel: &CancellationToken,
-    ) -> Result<Transcript, AsrError>;
-
-    /// As [`Transcriber::transcribe`], starting `from_secs` into the audio and handing each
-    /// finished window to `window_done` (its segments, and the seconds of audio done), so a
-    /// job can keep its progress and continue there after a crash. The transcript returned
-    /// holds the segments from `from_secs` on, timed in the whole audio. Engines that cannot
-    /// start midway transcribe the rest as one window.
+    /// Transcribes from `from_secs` into the audio, handing each finished window to
+    /// `window_done` (its segments, and the seconds of audio done), so a job can keep its
+    /// progress and continue there after a crash. The transcript returned holds the segments
+    /// from `from_secs` on, timed in the whole audio. An engine that cannot start midway
+    /// transcribes the rest as one window ([`rest_as_one_window`]).
     fn transcribe_from(
         &self,
         samples: &[f32],
@@ -307,21 +299,42 @@ pub trait Transcriber: Send + Sync {
         window_done: &mut dyn FnMut(WindowDone<'_>),
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError>;
+
+    /// The whole audio, windows unwatched.
+    fn transcribe(
+        &self,
+        samples: &[f32],
+        options: &TranscribeOptions,
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
     ) -> Result<Transcript, AsrError> {
-        let skip = ((from_secs.max(0.0) * SAMPLE_RATE as f64) as usize).min(samples.len());
-        let mut rest = self.transcribe(&samples[skip..], options, progress, cancel)?;
-        let offset = skip as f64 / SAMPLE_RATE as f64;
-        for segment in &mut rest.segments {
-            segment.shift(offset);
-        }
-        rest.duration = samples.len() as f64 / SAMPLE_RATE as f64;
-        window_done(WindowDone {
-            segments: &rest.segments,
-            done_secs: rest.duration,
-            duration_secs: rest.duration,
-        });
-        Ok(rest)
+        self.transcribe_from(samples, 0.0, options, &mut |_| {}, progress, cancel)
     }
+}
+
+/// [`Transcriber::transcribe_from`] for an engine that cannot start midway (a remote server):
+/// `whole` transcribes the audio from `from_secs` to the end, which is one window, timed in
+/// the whole audio.
+pub fn rest_as_one_window(
+    samples: &[f32],
+    from_secs: f64,
+    window_done: &mut dyn FnMut(WindowDone<'_>),
+    whole: impl FnOnce(&[f32]) -> Result<Transcript, AsrError>,
+) -> Result<Transcript, AsrError> {
+    let skip = ((from_secs.max(0.0) * SAMPLE_RATE as f64) as usize).min(samples.len());
+    let mut rest = whole(&samples[skip..])?;
+    let offset = skip as f64 / SAMPLE_RATE as f64;
+    for segment in &mut rest.segments {
+        segment.shift(offset);
+    }
+    rest.duration = samples.len() as f64 / SAMPLE_RATE as f64;
+    window_done(WindowDone {
+        segments: &rest.segments,
+        done_secs: rest.duration,
+        duration_secs: rest.duration,
+    });
+    Ok(rest)
 }
 
 /// A window of a transcription, finished: its segments and how far the audio is done.
@@ -347,19 +360,23 @@ mod tests {
             "whole-only"
         }
 
-        fn transcribe(
+        fn transcribe_from(
             &self,
             samples: &[f32],
+            from_secs: f64,
             _options: &TranscribeOptions,
+            window_done: &mut dyn FnMut(WindowDone<'_>),
             _progress: &dyn Fn(f32),
             _cancel: &CancellationToken,
         ) -> Result<Transcript, AsrError> {
-            let secs = samples.len() as f64 / SAMPLE_RATE as f64;
-            Ok(Transcript {
-                speakers: Vec::new(),
-                language: None,
-                duration: secs,
-                segments: vec![Segment::new(0.0, secs, format!("{secs} s"))],
+            rest_as_one_window(samples, from_secs, window_done, |rest| {
+                let secs = rest.len() as f64 / SAMPLE_RATE as f64;
+                Ok(Transcript {
+                    speakers: Vec::new(),
+                    language: None,
+                    duration: secs,
+                    segments: vec![Segment::new(0.0, secs, format!("{secs} s"))],
+                })
             })
         }
     }

@@ -464,16 +464,6 @@ impl Transcriber for VadTranscriber {
         self.inner.sole_language()
     }
 
-    fn transcribe(
-        &self,
-        samples: &[f32],
-        options: &TranscribeOptions,
-        progress: &dyn Fn(f32),
-        cancel: &CancellationToken,
-    ) -> Result<Transcript, AsrError> {
-        self.transcribe_from(samples, 0.0, options, &mut |_| {}, progress, cancel)
-    }
-
     /// Chunk by chunk; a chunk is one window of the job's progress. Chunks that end before
     /// `from_secs` are skipped, and segments that start before it are left out.
     ///

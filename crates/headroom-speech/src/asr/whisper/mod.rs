@@ -164,16 +164,6 @@ impl Transcriber for WhisperEngine {
         (!self.multilingual()).then_some("en")
     }
 
-    fn transcribe(
-        &self,
-        samples: &[f32],
-        options: &TranscribeOptions,
-        progress: &dyn Fn(f32),
-        cancel: &CancellationToken,
-    ) -> Result<Transcript, AsrError> {
-        self.transcribe_from(samples, 0.0, options, &mut |_| {}, progress, cancel)
-    }
-
     fn transcribe_from(
         &self,
         samples: &[f32],
