@@ -72,3 +72,12 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
+
+/// The folder `scripts/test` installs the speech models into (`HEADROOM_MODELS_DIR`); fails
+/// the test saying how to run it when it is not set, rather than letting a model's absence
+/// look like a bug.
+pub fn models_dir() -> std::path::PathBuf {
+    std::env::var_os("HEADROOM_MODELS_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs the models")
+}

@@ -55,10 +55,7 @@ impl ServeProcess {
         upstream: &str,
         options: ServeOptions<'_>,
     ) -> ServeProcess {
-        assert!(
-            std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-            "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-        );
+        crate::models_dir();
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let config = std::env::temp_dir().join(format!(
             "headroom-serve-process-{}-{}.toml",

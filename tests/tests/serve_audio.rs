@@ -13,10 +13,7 @@ fn services() -> Arc<Services> {
 }
 
 fn require_models() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
 }
 
 #[tokio::test]

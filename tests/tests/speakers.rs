@@ -40,10 +40,7 @@ const TURNS: &[(usize, &str)] = &[
 ];
 
 fn services() -> Arc<Services> {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs the models"
-    );
+    headroom_tests::models_dir();
     headroom_tests::services(Config::default())
 }
 

@@ -14,10 +14,7 @@ use tokio_util::sync::CancellationToken;
 const MODEL: &str = "whisper-tiny.en";
 
 fn service() -> Arc<SpeechService> {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs {MODEL}"
-    );
+    headroom_tests::models_dir();
     headroom_tests::services(Config::default()).speech().clone()
 }
 

@@ -24,10 +24,7 @@ Nobody listened, but everyone waited.";
 
 /// Services with their own voice library in `dir`, and `cloning_url` as the cloning server.
 fn services(dir: &Path, cloning: Option<(&str, &str)>) -> Arc<Services> {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test, which installs the models"
-    );
+    headroom_tests::models_dir();
     let mut env = Environment::from_vars(|name| std::env::var_os(name), std::env::temp_dir);
     env.voices_dir = dir.join("voices");
     let mut config = Config::default();

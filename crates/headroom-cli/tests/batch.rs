@@ -26,10 +26,7 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> Scratch {
-        assert!(
-            std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-            "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-        );
+        headroom_tests::models_dir();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.toml"), "# defaults\n").unwrap();
         std::fs::create_dir(dir.path().join("in")).unwrap();

@@ -300,10 +300,7 @@ async fn a_crafted_wav_is_refused_not_a_crash() {
     // The 444-byte WAV of issue 10 (8-bit mono at 4,294,967,291 Hz): resampling it asked for a
     // 17 GB filter, so the process grew until it was killed. Under a 4 GiB address-space limit
     // that was an abort; now it is a clear error.
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     let dir = tempfile::tempdir().unwrap();
     let evil = dir.path().join("evil.wav");
     let rate: u32 = 4_294_967_291;
@@ -337,10 +334,7 @@ async fn a_crafted_wav_is_refused_not_a_crash() {
 
 #[tokio::test]
 async fn transcribe_times_words_and_takes_the_decoding_choices() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
     let out = headroom(&["transcribe", sample, "--words", "--format", "json"], &[]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -413,10 +407,7 @@ async fn transcribe_times_words_and_takes_the_decoding_choices() {
 
 #[tokio::test]
 async fn projects_from_the_command_line() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     let dir = tempfile::tempdir().unwrap();
     let projects = dir.path().to_str().unwrap().to_string();
     let env = [("HEADROOM_PROJECTS_DIR", projects.as_str())];
@@ -1207,10 +1198,7 @@ fn wav_seconds(path: &Path) -> f64 {
 
 #[tokio::test]
 async fn text_that_looks_like_an_espeak_option_is_spoken_not_obeyed() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     let dir = tempfile::tempdir().unwrap();
     let victim = dir.path().join("victim.txt");
     std::fs::write(&victim, "keep me").unwrap();
@@ -1644,10 +1632,7 @@ async fn nothing_goes_to_another_machine_without_consent() {
 
 #[tokio::test]
 async fn bench_isolation_reports_each_probe_idle_and_under_batch_work() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     // Its smallest form: one probe under one kind of batch work, two runs each. The shape of
     // the report is checked, not the times.
     let dir = tempfile::tempdir().unwrap();

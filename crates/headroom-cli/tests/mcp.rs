@@ -54,10 +54,7 @@ fn spoken(path: &Path, words: &str) {
 
 #[tokio::test]
 async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     let python = mcp_python();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");

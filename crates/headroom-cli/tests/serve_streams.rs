@@ -137,10 +137,7 @@ async fn speak_a_line(http: &reqwest::Client, server: &ServeProcess) -> (u16, Ve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn speech_streams_nobody_reads_are_dropped_and_leave_the_lane_to_a_person() {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     // More than the queue's 8 places, which nine stalled streams used to fill.
     const STALLED: usize = 12;
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;

@@ -129,10 +129,7 @@ fn sound_extent(samples: &[f32]) -> (f64, f64) {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        assert!(
-            std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-            "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-        );
+        headroom_tests::models_dir();
         let dir = tempfile::tempdir().unwrap();
         let pause = vec![0.0f32; (PAUSE_SECS * 16_000.0) as usize];
         let mut samples = pause[..pause.len() / 2].to_vec();

@@ -171,10 +171,7 @@ fn kill_after(mut child: Child, delay: Duration) -> Option<std::process::ExitSta
 
 /// The reference: the sample transcribed once, through the command line.
 fn setup(name: &str) -> (tempfile::TempDir, PathBuf, ProjectStore, Expected) {
-    assert!(
-        std::env::var_os("HEADROOM_MODELS_DIR").is_some(),
-        "HEADROOM_MODELS_DIR is not set: run the tests with scripts/test"
-    );
+    headroom_tests::models_dir();
     let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
     let projects = dir.path().join("projects");
     let store = ProjectStore::new(&projects);
