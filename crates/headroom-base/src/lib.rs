@@ -1,7 +1,11 @@
-//! The few things every Headroom crate shares, with no heavy dependencies: writes that a crash
-//! cannot half-finish ([`fsutil`]), wall-clock stamps for records that outlive the process
-//! ([`clock`]), and the OpenAI wire protocol's key and error body ([`openai`]), which both the
-//! text client and the remote speech backends speak.
+//! The few things every Headroom crate shares: writes that a crash cannot half-finish
+//! ([`fsutil`]), wall-clock stamps for records that outlive the process ([`clock`]), the
+//! OpenAI wire protocol's key and error body ([`openai`]), which both the text client and the
+//! remote speech backends speak, and the one rule each for processes, outbound HTTP, consent,
+//! redaction, locks and the CPU share. Its dependencies are what those rules need and every
+//! front end links anyway: reqwest (with rustls) for the one way an outbound client is built
+//! ([`http`]), rayon for the CPU share ([`cpu`]), libc for the folder handles ([`fsutil`]);
+//! nothing of the speech engines, the GPU, the desktop or the HTTP server.
 //!
 //! ```
 //! use headroom_base::openai::{ApiError, ApiKey};
