@@ -135,6 +135,12 @@ fn the_desktop_app_and_the_workstation_never_link_the_http_server() {
                  feature is the CLI's)"
             );
         }
+        assert!(
+            !tree
+                .lines()
+                .any(|line| line.trim_end_matches(" (*)") == "headroom-bench feature \"fleet\""),
+            "{package} builds the fleet benchmark's simulated servers: the feature is the CLI's"
+        );
         for server_feature in ["hyper feature \"server\"", "hyper-util feature \"server\""] {
             assert!(
                 !tree

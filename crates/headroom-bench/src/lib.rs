@@ -22,11 +22,12 @@
 //! |---|---|
 //! | [`harness`] | the serving harness and its reports |
 //! | [`boundary`] | flood and proxy overhead (feature `serve`: `headroom serve` in-process) and yield-rule benchmarks of the admission boundary |
-//! | [`fleet`] | one text lane over 1, 2, 3 upstreams (throughput and TTFT at the same rejection rate; routing around a killed upstream), on llama-servers it starts, servers given, or simulated ones |
+//! | `fleet` (feature `fleet`) | one text lane over 1, 2, 3 upstreams (throughput and TTFT at the same rejection rate; routing around a killed upstream), on llama-servers it starts, servers given, or simulated ones |
 //! | [`plan`] | how much GPU memory vLLM may take beside the audio backends |
 //! | [`leak`] | a rising memory floor over repeated identical work, told apart from retention |
 
 pub mod boundary;
+#[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod harness;
 pub mod leak;
