@@ -37,7 +37,10 @@ async fn the_gate_refuses_below_the_headroom_and_admits_above_it(services: &Serv
         .expect("refused under pressure");
     assert_eq!(rejection.reason, RejectReason::GpuMemoryPressure);
     let detail = rejection.detail.clone().unwrap();
-    assert!(detail.contains("MiB free on GPU 0"), "{detail}");
+    assert!(
+        detail.contains(&format!("MiB free on {}", services.gpu().device())),
+        "{detail}"
+    );
     assert!(rejection.message().contains("GPU memory is low"));
     assert_eq!(fake.requests(), 0, "refused before the server saw it");
     assert_eq!(
