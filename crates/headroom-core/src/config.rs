@@ -588,12 +588,19 @@ impl Config {
     /// The text lane's configuration, checked.
     pub fn text_lane(&self) -> Result<TextLaneConfig, ConfigError> {
         let t = &self.text_lane;
-        if t.max_in_flight == 0 {
-            return Err(ConfigError::Invalid {
-                name: "text_lane.max_in_flight",
-                expected: "at least 1",
-                value: "0".into(),
-            });
+        // Zero would refuse every request as too long, or ask for empty replies.
+        for (name, value) in [
+            ("text_lane.max_in_flight", t.max_in_flight),
+            ("text_lane.max_input_chars", t.max_input_chars),
+            ("text_lane.max_tokens", t.max_tokens as usize),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Invalid {
+                    name,
+                    expected: "at least 1",
+                    value: "0".into(),
+                });
+            }
         }
         Ok(TextLaneConfig {
             max_in_flight: t.max_in_flight,
@@ -796,6 +803,15 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("write_timeout_secs"));
+        }
+        for zero in ["max_input_chars", "max_tokens"] {
+            let mut config = Config::default();
+            match zero {
+                "max_input_chars" => config.text_lane.max_input_chars = 0,
+                _ => config.text_lane.max_tokens = 0,
+            }
+            let refused = config.text_lane().unwrap_err().to_string();
+            assert!(refused.contains(&format!("text_lane.{zero}")), "{refused}");
         }
         let mut config = Config::default();
         config.server.max_connections = 0;
