@@ -184,13 +184,11 @@ async fn collect_completion(mut stream: TextStream) -> Result<Response, HttpErro
 /// asked; when none is up, the first is asked all the same, and its failure is the answer).
 pub(crate) async fn models(State(state): State<Arc<ServerState>>) -> Result<Response, HttpError> {
     let fleet = state.text_lane.fleet();
-    let up: Vec<bool> = fleet.views().iter().map(|v| v.up).collect();
     let asked = fleet
         .upstreams()
-        .zip(&up)
-        .find(|(_, up)| **up)
-        .map(|(u, _)| u.client())
-        .unwrap_or_else(|| fleet.primary());
+        .zip(fleet.views())
+        .find(|(_, view)| view.up)
+        .map_or_else(|| fleet.primary(), |(upstream, _)| upstream.client());
     let cards = asked.models().await.map_err(|e| HttpError::Upstream {
         message: format!("cannot list the text model server's models: {e}"),
     })?;
@@ -219,10 +217,10 @@ pub(crate) async fn health(State(state): State<Arc<ServerState>>) -> Response {
                 .map(redact::urls)
                 .unwrap_or_default()
         };
-        let upstream = match views.iter().find(|v| !v.up) {
-            _ if any_up => "ok".to_string(),
-            Some(down) => why(down),
-            None => "ok".to_string(),
+        // With none up, the first one's reason (each is listed below).
+        let upstream = match any_up {
+            true => "ok".to_string(),
+            false => views.first().map(why).unwrap_or_default(),
         };
         let upstreams: Vec<Value> = views
             .iter()
