@@ -14,7 +14,7 @@
 
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_tests::serve_process::ServeProcess;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -258,48 +258,16 @@ async fn stalled_speech_readers_measured() {
     }
     let opened = stalled.len();
     let all_opened = started.elapsed();
-    let mut quiet_at = None;
-    let mut samples: Vec<(Instant, f64)> = Vec::new();
-    while started.elapsed() < WATCH {
-        let now = Instant::now();
-        samples.push((now, cpu_seconds(pid)));
-        let quiet = samples
-            .iter()
-            .rev()
-            .find(|(at, _)| now.duration_since(*at) >= Duration::from_secs(2))
-            .is_some_and(|(_, before)| samples.last().unwrap().1 - before < 0.1);
-        if quiet && quiet_at.is_none() {
-            quiet_at = Some(started.elapsed());
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let quiet_at = until_cpu_is_quiet(pid, WATCH.saturating_sub(started.elapsed()))
+        .await
+        .map(|_| started.elapsed());
+    // The rest of the window, so the CPU figure always covers the same three minutes.
+    tokio::time::sleep(WATCH.saturating_sub(started.elapsed())).await;
     let cpu = cpu_seconds(pid) - cpu_before;
     let watched = started.elapsed();
-    // Absent before the write deadline existed.
-    let metrics = http
-        .get(format!("{}/metrics", server.root()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let closed = metrics
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("headroom_connection_refusals_total{reason=\"client_not_reading\"} ")
-        })
-        .unwrap_or("0 (no such series)")
-        .to_string();
+    let closed = not_reading(&server, &http).await;
     let (status, _) = speak_a_line(&http, &server).await;
-    let lanes: Value = http
-        .get(format!("{}/headroom/lanes", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let lanes = server.lanes_when_idle(&http, Duration::from_secs(10)).await;
     let resident = server.resident();
     eprintln!(
         "{READERS} stalled MP3 readers: {opened} opened (in {all_opened:.1?}; {refused} refusals \
