@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 const REGENERATE: &str = "HEADROOM_WRITE_RULES=1 cargo test -p headroom-core --test signals";
 const TABLE_START: &str =
-    "<!-- signals table: generated from crates/headroom-core/src/signals.rs -->\n";
+    "<!-- signals table: generated from crates/headroom-core/src/signals/mod.rs -->\n";
 const TABLE_END: &str = "<!-- end of the signals table -->\n";
 
 fn repository() -> PathBuf {
@@ -28,7 +28,7 @@ fn signals_rules_file_matches_the_table() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == generated,
-        "{RULES_PATH} differs from the signals table in crates/headroom-core/src/signals.rs: \
+        "{RULES_PATH} differs from the signals table in crates/headroom-core/src/signals/mod.rs: \
          regenerate it with `{REGENERATE}` and commit it"
     );
 }
@@ -49,7 +49,7 @@ fn signals_readme_table_matches_the_table() {
     }
     assert!(
         readme[start..end] == generated,
-        "README.md's signals table differs from crates/headroom-core/src/signals.rs: \
+        "README.md's signals table differs from crates/headroom-core/src/signals/mod.rs: \
          regenerate it with `{REGENERATE}` and commit it"
     );
 }
