@@ -11,7 +11,7 @@ pub mod stretch;
 pub mod timeline;
 mod wav;
 
-pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits};
+pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits, AUDIO_EXTENSIONS};
 pub use device::{input_devices, play, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
 pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};

@@ -5,14 +5,11 @@
 //! each window's vector normalised, averaged, normalised again.
 
 use super::VoiceError;
-use crate::audio::mel::slaney_filters;
+use crate::audio::mel::{MelSpec, MelSpectrogram, Padding, WindowKind};
 use crate::audio::Audio;
 use ort::value::Tensor;
-use rustfft::num_complex::Complex32;
-use rustfft::{Fft, FftPlanner};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::Arc;
 
 const SAMPLE_RATE: u32 = 16_000;
 const N_FFT: usize = 512;
@@ -67,11 +64,19 @@ impl Embedding {
 /// The loaded embedder.
 pub struct SpeakerEmbedder {
     session: crate::onnx::Model,
-    filters: Vec<f32>,
-    /// The Hamming window, zero-padded to N_FFT and centred, as librosa pads it.
-    window: Vec<f32>,
-    fft: Arc<dyn Fft<f32>>,
+    spectrogram: MelSpectrogram,
 }
+
+/// The model's front end: a 400-sample Hamming window centred in a 512-point FFT, no padding.
+const MEL: MelSpec = MelSpec {
+    sample_rate: SAMPLE_RATE,
+    n_fft: N_FFT,
+    win_length: WIN_LENGTH,
+    window: WindowKind::Hamming,
+    hop: HOP,
+    padding: Padding::None,
+    n_mels: N_MELS,
+};
 
 impl SpeakerEmbedder {
     /// Loads `embedder.onnx` and `libonnxruntime.so` from the installed `speaker-embedder`.
@@ -79,48 +84,18 @@ impl SpeakerEmbedder {
         // Two threads: embedding a clip takes milliseconds, and a search runs it beside synthesis.
         let session =
             crate::onnx::Model::load(dir, "embedder.onnx", 2).map_err(VoiceError::Engine)?;
-        let offset = (N_FFT - WIN_LENGTH) / 2;
-        let mut window = vec![0f32; N_FFT];
-        for i in 0..WIN_LENGTH {
-            let phase = 2.0 * std::f64::consts::PI * i as f64 / WIN_LENGTH as f64;
-            window[offset + i] = (0.54 - 0.46 * phase.cos()) as f32;
-        }
         Ok(SpeakerEmbedder {
             session,
-            filters: slaney_filters(N_MELS, N_FFT, SAMPLE_RATE),
-            window,
-            fft: FftPlanner::new().plan_fft_forward(N_FFT),
+            spectrogram: MelSpectrogram::new(MEL),
         })
     }
 
     /// The log-mel frames of 16 kHz samples, frame-major (frames × N_MELS).
     fn log_mel(&self, samples: &[f32]) -> Vec<f32> {
-        let frames = if samples.len() >= N_FFT {
-            1 + (samples.len() - N_FFT) / HOP
-        } else {
-            0
-        };
-        let bins = N_FFT / 2 + 1;
-        let mut out = Vec::with_capacity(frames * N_MELS);
-        let mut buf = vec![Complex32::new(0.0, 0.0); N_FFT];
-        let mut scratch = vec![Complex32::new(0.0, 0.0); self.fft.get_inplace_scratch_len()];
-        let mut power = vec![0f32; bins];
-        for f in 0..frames {
-            let frame = &samples[f * HOP..f * HOP + N_FFT];
-            for ((slot, s), w) in buf.iter_mut().zip(frame).zip(&self.window) {
-                *slot = Complex32::new(s * w, 0.0);
-            }
-            self.fft.process_with_scratch(&mut buf, &mut scratch);
-            for (p, c) in power.iter_mut().zip(&buf) {
-                *p = c.norm_sqr();
-            }
-            for m in 0..N_MELS {
-                let filter = &self.filters[m * bins..(m + 1) * bins];
-                let energy: f32 = filter.iter().zip(&power).map(|(w, p)| w * p).sum();
-                out.push((energy + 1e-10).log10());
-            }
-        }
-        out
+        let frames = self.spectrogram.frame_count(samples.len());
+        let mut mel = self.spectrogram.power_mel(samples, frames);
+        mel.iter_mut().for_each(|e| *e = (*e + 1e-10).log10());
+        mel
     }
 
     /// The speaker embedding of `audio` (any rate; resampled to 16 kHz).

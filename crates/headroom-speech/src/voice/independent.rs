@@ -26,15 +26,12 @@
 
 use super::embedder::MIN_SECONDS;
 use super::{Embedding, VoiceError, EMBEDDING_DIM};
-use crate::audio::mel::slaney_filters;
+use crate::audio::mel::{MelSpec, MelSpectrogram, Padding, WindowKind};
 use crate::audio::Audio;
 use candle_core::pickle::{Object, Stack};
 use candle_core::{DType, Device, Tensor};
-use rustfft::num_complex::Complex32;
-use rustfft::{Fft, FftPlanner};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The installed model's file.
 pub const WEIGHTS_FILE: &str = "pretrained.pt";
@@ -74,10 +71,19 @@ pub struct IndependentEmbedder {
     /// `linear.weight` transposed: HIDDEN × EMBEDDING_DIM.
     linear_w: Tensor,
     linear_b: Tensor,
-    filters: Vec<f32>,
-    window: Vec<f32>,
-    fft: Arc<dyn Fft<f32>>,
+    spectrogram: MelSpectrogram,
 }
+
+/// resemblyzer's front end: librosa's defaults with a 25 ms window and 10 ms hop.
+const MEL: MelSpec = MelSpec {
+    sample_rate: SAMPLE_RATE,
+    n_fft: N_FFT,
+    win_length: N_FFT,
+    window: WindowKind::Hann,
+    hop: HOP,
+    padding: Padding::Zero,
+    n_mels: N_MELS,
+};
 
 fn engine(e: impl std::fmt::Display) -> VoiceError {
     VoiceError::Engine(format!("independent embedder (Resemblyzer): {e}"))
@@ -236,48 +242,19 @@ impl IndependentEmbedder {
         if linear_w.dims() != [EMBEDDING_DIM, HIDDEN] {
             return Err(engine("the linear layer has the wrong shape"));
         }
-        let window = (0..N_FFT)
-            .map(|i| {
-                let phase = 2.0 * std::f64::consts::PI * i as f64 / N_FFT as f64;
-                (0.5 - 0.5 * phase.cos()) as f32
-            })
-            .collect();
         Ok(IndependentEmbedder {
             layers,
             linear_w: linear_w.t().and_then(|t| t.contiguous()).map_err(engine)?,
             linear_b: take("linear.bias")?,
-            filters: slaney_filters(N_MELS, N_FFT, SAMPLE_RATE),
-            window,
-            fft: FftPlanner::new().plan_fft_forward(N_FFT),
+            spectrogram: MelSpectrogram::new(MEL),
         })
     }
 
     /// The power mel frames of 16 kHz samples (librosa's centred, zero-padded STFT),
     /// frame-major (frames × N_MELS).
     pub fn mel(&self, samples: &[f32]) -> Vec<f32> {
-        let pad = N_FFT / 2;
-        let frames = 1 + samples.len() / HOP;
-        let bins = N_FFT / 2 + 1;
-        let mut out = Vec::with_capacity(frames * N_MELS);
-        let mut buf = vec![Complex32::new(0.0, 0.0); N_FFT];
-        let mut scratch = vec![Complex32::new(0.0, 0.0); self.fft.get_inplace_scratch_len()];
-        let mut power = vec![0f32; bins];
-        for f in 0..frames {
-            for (i, (slot, w)) in buf.iter_mut().zip(&self.window).enumerate() {
-                let at = (f * HOP + i).checked_sub(pad);
-                let s = at.and_then(|a| samples.get(a)).copied().unwrap_or(0.0);
-                *slot = Complex32::new(s * w, 0.0);
-            }
-            self.fft.process_with_scratch(&mut buf, &mut scratch);
-            for (p, c) in power.iter_mut().zip(&buf) {
-                *p = c.norm_sqr();
-            }
-            for m in 0..N_MELS {
-                let filter = &self.filters[m * bins..(m + 1) * bins];
-                out.push(filter.iter().zip(&power).map(|(w, p)| w * p).sum());
-            }
-        }
-        out
+        let frames = self.spectrogram.frame_count(samples.len());
+        self.spectrogram.power_mel(samples, frames)
     }
 
     /// The embeddings of `count` partials (each PARTIAL_FRAMES × N_MELS, frame-major), each

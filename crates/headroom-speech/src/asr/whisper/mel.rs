@@ -1,12 +1,9 @@
 //! Whisper's log-mel front end: 25 ms Hann windows every 10 ms at 16 kHz (n_fft 400, hop
-//! 160), power spectrum by FFT, Slaney-scale mel filters up to 8 kHz, log10, clamp to 8 below
-//! the peak, rescale. Frames are centred (reflect padding), and the last frame is dropped, as
-//! the reference implementation does.
+//! 160), power spectrum by FFT, Slaney-scale mel filters up to 8 kHz (the shared
+//! [`MelSpectrogram`]), then log10, clamp to 8 below the peak, rescale. Frames are centred
+//! (reflect padding), and the last frame is dropped, as the reference implementation does.
 
-use crate::audio::mel::slaney_filters;
-use rustfft::num_complex::Complex32;
-use rustfft::{Fft, FftPlanner};
-use std::sync::Arc;
+use crate::audio::mel::{slaney_filters, MelSpec, MelSpectrogram, Padding, WindowKind};
 
 pub const SAMPLE_RATE: usize = 16_000;
 pub const N_FFT: usize = 400;
@@ -18,9 +15,7 @@ pub const WINDOW_SAMPLES: usize = WINDOW_FRAMES * HOP;
 /// Computes log-mel spectrograms.
 pub struct MelFrontend {
     n_mels: usize,
-    filters: Vec<f32>,
-    window: Vec<f32>,
-    fft: Arc<dyn Fft<f32>>,
+    spectrogram: MelSpectrogram,
 }
 
 /// Whisper's filterbank: Slaney mels up to 8 kHz over its 400-point FFT.
@@ -30,16 +25,17 @@ pub fn mel_filters(n_mels: usize) -> Vec<f32> {
 
 impl MelFrontend {
     pub fn new(n_mels: usize) -> Self {
-        let window = (0..N_FFT)
-            .map(|i| {
-                (0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / N_FFT as f64).cos()) as f32
-            })
-            .collect();
         MelFrontend {
             n_mels,
-            filters: mel_filters(n_mels),
-            window,
-            fft: FftPlanner::new().plan_fft_forward(N_FFT),
+            spectrogram: MelSpectrogram::new(MelSpec {
+                sample_rate: SAMPLE_RATE as u32,
+                n_fft: N_FFT,
+                win_length: N_FFT,
+                window: WindowKind::Hann,
+                hop: HOP,
+                padding: Padding::Reflect,
+                n_mels,
+            }),
         }
     }
 
@@ -48,45 +44,13 @@ impl MelFrontend {
     }
 
     /// Log-mel features of `samples` (16 kHz mono): n_mels × frames, row-major, with
-    /// frames = samples.len() / HOP.
+    /// frames = samples.len() / HOP (the last centred frame dropped, as the reference does).
     pub fn log_mel(&self, samples: &[f32]) -> (Vec<f32>, usize) {
         let frames = samples.len() / HOP;
-        let bins = N_FFT / 2 + 1;
-        let pad = N_FFT / 2;
-        // Reflect padding, as torch.stft(center=True) does.
-        let at = |i: isize| -> f32 {
-            let n = samples.len() as isize;
-            if n == 0 {
-                return 0.0;
-            }
-            let mut j = i;
-            if j < 0 {
-                j = -j;
-            }
-            if j >= n {
-                j = 2 * (n - 1) - j;
-            }
-            samples[j.clamp(0, n - 1) as usize]
-        };
-        let mut power = vec![0f32; frames * bins];
-        let mut buf = vec![Complex32::new(0.0, 0.0); N_FFT];
-        let mut scratch = vec![Complex32::new(0.0, 0.0); self.fft.get_inplace_scratch_len()];
-        for f in 0..frames {
-            let start = (f * HOP) as isize - pad as isize;
-            for (k, slot) in buf.iter_mut().enumerate() {
-                *slot = Complex32::new(at(start + k as isize) * self.window[k], 0.0);
-            }
-            self.fft.process_with_scratch(&mut buf, &mut scratch);
-            for b in 0..bins {
-                power[f * bins + b] = buf[b].norm_sqr();
-            }
-        }
+        let power = self.spectrogram.power_mel(samples, frames);
         let mut mel = vec![0f32; self.n_mels * frames];
-        for m in 0..self.n_mels {
-            let filter = &self.filters[m * bins..(m + 1) * bins];
-            for f in 0..frames {
-                let spectrum = &power[f * bins..(f + 1) * bins];
-                let energy: f32 = filter.iter().zip(spectrum).map(|(w, p)| w * p).sum();
+        for (f, bands) in power.chunks_exact(self.n_mels).enumerate() {
+            for (m, energy) in bands.iter().enumerate() {
                 mel[m * frames + f] = energy.max(1e-10).log10();
             }
         }
