@@ -205,7 +205,11 @@ async fn a_clip_that_fails_its_checks_is_refused_with_advice_and_nothing_is_adde
     assert!(err.to_string().contains("at least 5 s"), "{err}");
     assert!(voices.library().open("Short").unwrap().clips.is_empty());
     let missing = voices
-        .speak("Short", "Anything.".into(), CancellationToken::new())
+        .speak(
+            &voices.library().open("Short").unwrap(),
+            "Anything.".into(),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(missing, VoiceWorkError::NoClips(_)), "{missing}");
@@ -239,7 +243,7 @@ async fn takes_are_cloned_through_each_kind_of_server_with_its_request_shape() {
 
         let take = voices
             .speak(
-                "Mara",
+                &voices.library().open("Mara").unwrap(),
                 "A short line to say.".into(),
                 CancellationToken::new(),
             )
@@ -289,7 +293,11 @@ async fn takes_are_cloned_through_each_kind_of_server_with_its_request_shape() {
         // A server error reaches the user with the server's own words and status.
         fake.fail_next(500, serde_json::json!({"detail": "CUDA out of memory"}));
         let err = voices
-            .speak("Mara", "Again.".into(), CancellationToken::new())
+            .speak(
+                &voices.library().open("Mara").unwrap(),
+                "Again.".into(),
+                CancellationToken::new(),
+            )
             .await
             .unwrap_err()
             .to_string();
@@ -318,7 +326,11 @@ async fn a_cloning_server_that_is_down_or_refuses_says_so() {
     let err = voices.cloning_health().await.unwrap_err().to_string();
     assert!(err.contains("cannot reach"), "{err}");
     let err = voices
-        .speak("Nell", "Hello.".into(), CancellationToken::new())
+        .speak(
+            &voices.library().open("Nell").unwrap(),
+            "Hello.".into(),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -331,7 +343,11 @@ async fn a_cloning_server_that_is_down_or_refuses_says_so() {
     config.cloning.language = "xx".into();
     services.replace_config(config).unwrap();
     let err = voices
-        .speak("Nell", "Hello.".into(), CancellationToken::new())
+        .speak(
+            &voices.library().open("Nell").unwrap(),
+            "Hello.".into(),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -348,7 +364,11 @@ async fn an_approximate_match_is_found_kept_and_used_without_a_server() {
     voice_from_clip(&services, dir.path(), "Otto").await;
     let voices = Voices::new(services.clone());
     let err = voices
-        .speak("Otto", "Hello.".into(), CancellationToken::new())
+        .speak(
+            &voices.library().open("Otto").unwrap(),
+            "Hello.".into(),
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, VoiceWorkError::NoMatch(_)), "{err}");
@@ -389,7 +409,7 @@ async fn an_approximate_match_is_found_kept_and_used_without_a_server() {
     assert!(matched.outcome.search.word_error_rate <= settings.max_word_error_rate);
     let take = voices
         .speak(
-            "Otto",
+            &voices.library().open("Otto").unwrap(),
             "The match speaks this line.".into(),
             CancellationToken::new(),
         )

@@ -16,6 +16,7 @@ use clap::Args;
 use headroom_base::fsutil::{write_atomic, write_atomic_new};
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::FailurePolicy;
+use headroom_services::speaking_voice::SpeakingVoice;
 use headroom_services::speech::{
     check_speech_input, AudioInput, SpeakerRequest, SpeechError, Transcription,
 };
@@ -437,27 +438,24 @@ impl HeadroomMcp {
         output_allowed(&output, p.overwrite, roots.as_deref())?;
         let priority: Priority = p.priority.unwrap_or_default().into();
         let cancel = context.ct.clone();
-        let voice = p.voice.filter(|v| !v.trim().is_empty());
-        let spoken = match voice.as_deref() {
+        let voice = self
+            .services
+            .resolve_voice(p.voice.as_deref())
+            .await
+            .map_err(|e| e.to_string())?;
+        let spoken = match voice {
             // A voice profile: cloned through the configured server, else its voice match.
-            Some(name) if self.services.voice_library().open(name).is_ok() => self
+            SpeakingVoice::Profile(profile) => self
                 .services
                 .voices()
-                .speak_unscored(name, p.text, None, priority, cancel.clone())
+                .speak_unscored(&profile, p.text, None, priority, cancel.clone())
                 .await
                 .map(|(audio, _)| audio)
                 .map_err(|e| e.to_string()),
-            _ => {
-                let voice = voice.map(|v| self.services.voice_id(&v));
-                let (speech, voice) = self
-                    .services
-                    .speech_for_voice(voice.as_deref())
-                    .map_err(|e| e.to_string())?;
-                speech
-                    .synthesize_at(p.text, voice, priority, cancel.clone())
-                    .await
-                    .map_err(|e| e.to_string())
-            }
+            SpeakingVoice::Engine { speech, voice } => speech
+                .synthesize_at(p.text, voice, priority, cancel.clone())
+                .await
+                .map_err(|e| e.to_string()),
         };
         if cancel.is_cancelled() {
             return Err(cancelled("speak"));
@@ -576,10 +574,14 @@ impl HeadroomMcp {
             None => None,
         };
         let ws = &self.workstation;
+        let voice = match p.voice {
+            Some(v) => Some(project_voice(ws, v).await.map_err(|e| format!("{e:#}"))?),
+            None => None,
+        };
         let options = NarrationOptions {
             mode,
             to: p.to,
-            voice: p.voice.map(|v| project_voice(ws, v)),
+            voice,
             policy,
             mix: p.mix.then_some(true),
             speaker_voices: None,

@@ -59,7 +59,7 @@ pub struct NarrateArgs {
 }
 
 /// `ID=VOICE` pairs as the narration takes them (a voice profile's name becomes its voice).
-fn speaker_voices(
+async fn speaker_voices(
     ws: &Workstation,
     pairs: Vec<String>,
 ) -> anyhow::Result<Option<BTreeMap<String, String>>> {
@@ -73,7 +73,7 @@ fn speaker_voices(
             .with_context(|| format!("--speaker-voice takes {pair:?} as ID=VOICE"))?;
         let voice = match voice.trim() {
             "" => String::new(),
-            v => project_voice(ws, v.to_string()),
+            v => project_voice(ws, v.to_string()).await?,
         };
         voices.insert(speaker.trim().to_string(), voice);
     }
@@ -113,10 +113,13 @@ pub async fn run(args: NarrateArgs, services: Arc<Services>) -> anyhow::Result<E
             .mode
             .or(args.to.is_some().then_some(NarrationMode::Translate)),
         to: args.to,
-        voice: args.voice.map(|v| project_voice(&ws, v)),
+        voice: match args.voice {
+            Some(v) => Some(project_voice(&ws, v).await?),
+            None => None,
+        },
         policy: args.policy,
         mix: args.mix.then_some(true),
-        speaker_voices: speaker_voices(&ws, args.speaker_voices)?,
+        speaker_voices: speaker_voices(&ws, args.speaker_voices).await?,
     };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

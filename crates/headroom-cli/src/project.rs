@@ -457,7 +457,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 };
             }
             if let Some(voice) = voice {
-                settings.voice = Some(project_voice(&ws, voice));
+                settings.voice = Some(project_voice(&ws, voice).await?);
             }
             if let Some(speakers) = speakers {
                 settings.speakers = speakers;
@@ -558,7 +558,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
         } => {
             let id = resolve(&store, &project)?;
             if let Some(voice) = voice {
-                let chosen = project_voice(&ws, voice);
+                let chosen = project_voice(&ws, voice).await?;
                 let shown = store.open(&id)?.settings;
                 let mut settings = shown.clone();
                 settings.voice = Some(chosen);

@@ -3,15 +3,11 @@
 
 use anyhow::Context;
 use headroom_workstation::projects::{ProjectEntry, ProjectStore};
-use headroom_workstation::workstation::{Workstation, PROFILE_VOICE_PREFIX};
+use headroom_workstation::workstation::Workstation;
 
-/// A voice as projects keep it: a voice profile by name becomes `profile:<id>`, as the app
-/// keeps it; anything else (an engine voice) stays as it is.
-pub(crate) fn project_voice(ws: &Workstation, voice: String) -> String {
-    match ws.services().voice_library().open(&voice) {
-        Ok(profile) => format!("{PROFILE_VOICE_PREFIX}{}", profile.id),
-        Err(_) => voice,
-    }
+/// A voice as projects keep it (see [`headroom_services::Services::stored_voice_name`]).
+pub(crate) async fn project_voice(ws: &Workstation, voice: String) -> anyhow::Result<String> {
+    Ok(ws.services().stored_voice_name(&voice).await?)
 }
 
 /// A project by its id (folder name) or, failing that, its name (case-insensitive).

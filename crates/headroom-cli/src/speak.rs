@@ -1,6 +1,8 @@
 use clap::Args;
+use headroom_services::speaking_voice::SpeakingVoice;
 use headroom_services::voice_catalog::VoiceKind;
 use headroom_services::voice_work::{both_similarities, default_voice_name, INDEPENDENT_HINT};
+use headroom_services::voices::VoiceProfile;
 use headroom_services::Services;
 use headroom_speech::audio::write_wav;
 use headroom_speech::remote::RemoteSynthesizer;
@@ -37,17 +39,10 @@ pub struct SpeakArgs {
 
 pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitCode> {
     let services = &*shared;
-    if let (Some(name), None, false) = (&args.voice, &args.server_url, args.list_voices) {
-        if services.voice_library().open(name).is_ok() {
-            return speak_as_profile(args.clone(), name, shared.clone()).await;
-        }
-    }
     if args.list_voices && args.server_url.is_none() {
         print_catalog(&shared).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    // OpenAI's names and `joe` (for `piper-joe`) as the voices they mean; the rest as given.
-    let local = args.voice.as_deref().map(|v| services.voice_id(v));
     let (speech, voice) = match &args.server_url {
         Some(url) => {
             let key = services.env().audio_api_key.clone();
@@ -58,7 +53,12 @@ pub async fn run(args: SpeakArgs, shared: Arc<Services>) -> anyhow::Result<ExitC
                 args.voice.clone(),
             )
         }
-        None => services.speech_for_voice(local.as_deref())?,
+        None => match services.resolve_voice(args.voice.as_deref()).await? {
+            SpeakingVoice::Profile(profile) => {
+                return speak_as_profile(args, &profile, shared.clone()).await
+            }
+            SpeakingVoice::Engine { speech, voice } => (speech, voice),
+        },
     };
     if args.list_voices {
         for v in speech.synthesizer().voices()? {
@@ -109,7 +109,7 @@ async fn print_catalog(services: &Arc<Services>) -> anyhow::Result<()> {
 /// Speaks as a voice profile, and says how close the take is beside the default voice.
 async fn speak_as_profile(
     args: SpeakArgs,
-    name: &str,
+    profile: &VoiceProfile,
     services: Arc<Services>,
 ) -> anyhow::Result<ExitCode> {
     let (Some(text), Some(out)) = (args.text, args.out) else {
@@ -118,7 +118,7 @@ async fn speak_as_profile(
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
     let started = std::time::Instant::now();
-    let take = services.voices().speak(name, text, cancel).await?;
+    let take = services.voices().speak(profile, text, cancel).await?;
     write_wav(&out, &take.audio)?;
     eprintln!(
         "wrote {} ({:.1} s of speech in {:.2} s), {}",
@@ -129,7 +129,8 @@ async fn speak_as_profile(
     );
     let c = &take.closeness;
     eprintln!(
-        "similarity to {name}: {} (default voice {}: {})",
+        "similarity to {}: {} (default voice {}: {})",
+        profile.name,
         both_similarities(c.similarity, c.similarity_independent),
         default_voice_name(&services),
         both_similarities(c.default_similarity, c.default_similarity_independent)

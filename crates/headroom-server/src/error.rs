@@ -9,6 +9,7 @@ use axum::Json;
 use headroom_core::admission::{DeadlineKind, RejectReason, Rejection};
 use headroom_services::speech::SpeechError;
 use headroom_services::voice_work::VoiceWorkError;
+use headroom_services::voices::LibraryError;
 use headroom_speech::asr::AsrError;
 use headroom_speech::audio::AudioError;
 use headroom_speech::cloning::CloningError;
@@ -113,6 +114,10 @@ impl From<VoiceWorkError> for HttpError {
             }
             VoiceWorkError::NoMatch(_) | VoiceWorkError::NoClips(_) => {
                 HttpError::bad_request("voice_not_ready", e.to_string())
+            }
+            // `profile:<id>` naming no profile, as an unknown engine voice is answered.
+            VoiceWorkError::Library(LibraryError::NotFound(_)) => {
+                HttpError::bad_request("invalid_voice_or_input", e.to_string())
             }
             other => HttpError::Upstream {
                 message: other.to_string(),

@@ -32,8 +32,10 @@
 //! | [`voices`] | the voice library: profiles, reference clips, embeddings, matches |
 //! | [`voice_work`] | voice workflows on the audio lane: add a clip, score, match, speak as a voice |
 
+pub mod batch;
 pub mod recording;
 pub mod residency;
+pub mod speaking_voice;
 pub mod speech;
 pub mod voice_catalog;
 pub mod voice_work;
@@ -338,11 +340,14 @@ impl Services {
 
     /// The voice workflows (add clips, score, match, speak as a voice) over these services.
     pub fn voices(&self) -> voice_work::Voices {
-        voice_work::Voices::new(
-            self.me
-                .upgrade()
-                .expect("services are alive while borrowed"),
-        )
+        voice_work::Voices::new(self.arc())
+    }
+
+    /// These services, owned, for work that outlives a borrow.
+    pub(crate) fn arc(&self) -> Arc<Services> {
+        self.me
+            .upgrade()
+            .expect("services are alive while borrowed")
     }
 
     /// The voice library (profiles of voices, usable in any project).

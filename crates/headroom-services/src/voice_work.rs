@@ -54,6 +54,9 @@ pub enum VoiceWorkError {
     NoCloningServer,
     #[error(transparent)]
     Rejected(#[from] Rejection),
+    /// The work's thread stopped before it answered (the runtime shutting down).
+    #[error("the voice work stopped before it finished")]
+    Stopped,
 }
 
 impl From<headroom_speech::tts::TtsError> for VoiceWorkError {
@@ -352,10 +355,8 @@ impl Voices {
     /// A voice and its embedding (the target of every score), or why it has none.
     fn voice_with_target(&self, voice: &str) -> Result<(VoiceProfile, Embedding), VoiceWorkError> {
         let profile = self.library().open(voice)?;
-        match profile.embedding.clone() {
-            Some(target) => Ok((profile, target)),
-            None => Err(VoiceWorkError::NoClips(profile.name)),
-        }
+        let target = target_of(&profile)?;
+        Ok((profile, target))
     }
 
     async fn on_lane<T: Send + 'static>(
@@ -579,7 +580,7 @@ impl Voices {
     /// voice beside the default voice speaking the same text.
     pub async fn speak(
         &self,
-        voice: &str,
+        voice: &VoiceProfile,
         text: String,
         cancel: CancellationToken,
     ) -> Result<VoiceTake, VoiceWorkError> {
@@ -625,7 +626,7 @@ impl Voices {
     /// voices here speak English only) with the matched variant and pitch.
     pub async fn speak_unscored(
         &self,
-        voice: &str,
+        voice: &VoiceProfile,
         text: String,
         language: Option<Language>,
         priority: Priority,
@@ -642,10 +643,11 @@ impl Voices {
     /// What a take in the voice needs, gathered before it goes on the lane.
     fn take_maker(
         &self,
-        voice: &str,
+        profile: &VoiceProfile,
         language: Option<Language>,
     ) -> Result<(TakeMaker, Embedding), VoiceWorkError> {
-        let (profile, target) = self.voice_with_target(voice)?;
+        let target = target_of(profile)?;
+        let profile = profile.clone();
         let language = language.filter(|l| l.code != "en");
         let server = match language {
             Some(l) => self.cloning_server_in(l.code)?,
@@ -670,6 +672,14 @@ impl Voices {
             target,
         ))
     }
+}
+
+/// A voice's embedding (the target of every score), or why it has none.
+fn target_of(profile: &VoiceProfile) -> Result<Embedding, VoiceWorkError> {
+    profile
+        .embedding
+        .clone()
+        .ok_or_else(|| VoiceWorkError::NoClips(profile.name.clone()))
 }
 
 /// Makes takes in one voice profile (see [`Voices::speak`]).

@@ -19,18 +19,18 @@ pub use crate::projects::{
 use crate::projects::{Project, ProjectError, SuggestionSource, TextNote};
 use crate::workstation::{
     blocking, end_job, project_file_in, suggestion_from, Workstation, WorkstationError,
-    PROFILE_VOICE_PREFIX,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::RemoteConsent;
 use headroom_base::language::Language;
-use headroom_base::sync::Locked;
+use headroom_base::sync::{into_value, Locked};
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupMode, CleanupRequest, FailurePolicy,
     LengthHint, TextTask,
 };
 use headroom_core::lanes::TextLane;
+use headroom_services::speaking_voice::{is_profile_voice, profile_voice_name, SpeakingVoice};
 use headroom_services::{Services, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{Segment, Transcript};
@@ -170,14 +170,6 @@ pub fn languages() -> Vec<LanguageView> {
         .collect()
 }
 
-/// The voice a segment is spoken in.
-#[derive(Debug, Clone)]
-enum SpeakingVoice {
-    /// A voice profile, with what the project allows off this machine (its cloning server).
-    Profile(String, RemoteConsent),
-    Engine(Option<String>),
-}
-
 /// What speakers' voices are chosen from (see [`voice_choices`]).
 #[derive(Debug, Clone, Default)]
 struct VoiceChoices {
@@ -206,7 +198,7 @@ fn default_voices(
         v == KOKORO_VOICE
             || v.starts_with("kokoro-")
             || v.starts_with(NEURAL_VOICE_PREFIX)
-            || v.starts_with(PROFILE_VOICE_PREFIX)
+            || is_profile_voice(v)
     };
     if language.code == "en" && base.is_some_and(|v| v == KOKORO_VOICE || v.starts_with("kokoro-"))
     {
@@ -262,10 +254,7 @@ fn speaker_voices(
                 .filter(|p| known.profiles.contains(*p));
             let (voice, source) = match (chosen, profile) {
                 (Some(v), _) => (v.clone(), SpeakerVoiceSource::Chosen),
-                (None, Some(p)) => (
-                    format!("{PROFILE_VOICE_PREFIX}{p}"),
-                    SpeakerVoiceSource::Profile,
-                ),
+                (None, Some(p)) => (profile_voice_name(p), SpeakerVoiceSource::Profile),
                 (None, None) => (default, SpeakerVoiceSource::Default),
             };
             SpeakerVoice {
@@ -304,28 +293,19 @@ fn segment_voices(
 
 /// The voice that speaks `language`: `voice` where it can, else espeak-ng's voice for the
 /// language (Kokoro's and Piper's voices here speak English only), with a note saying so.
-fn voice_for(
-    voice: Option<&str>,
-    language: &Language,
-    consent: &RemoteConsent,
-) -> (SpeakingVoice, Option<VoiceNote>) {
-    if let Some(profile) = voice.and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX)) {
-        return (
-            SpeakingVoice::Profile(profile.to_string(), consent.clone()),
-            None,
-        );
-    }
-    if language.code == "en" {
-        return (SpeakingVoice::Engine(voice.map(str::to_string)), None);
+fn voice_for(voice: Option<&str>, language: &Language) -> (Option<String>, Option<VoiceNote>) {
+    // A voice profile speaks every language (through the cloning server, else its match).
+    if language.code == "en" || voice.is_some_and(is_profile_voice) {
+        return (voice.map(str::to_string), None);
     }
     let speaks = |v: &str| {
         let base = v.split('+').next().unwrap_or(v);
         let code = base.split('-').next().unwrap_or(base);
         code == language.code
     };
-    let in_language = SpeakingVoice::Engine(Some(language.espeak_voice.to_string()));
+    let in_language = Some(language.espeak_voice.to_string());
     match voice {
-        Some(v) if speaks(v) => (SpeakingVoice::Engine(Some(v.to_string())), None),
+        Some(v) if speaks(v) => (Some(v.to_string()), None),
         Some(v) => (
             in_language,
             Some(VoiceNote::SpeaksEnglishOnly {
@@ -547,11 +527,8 @@ impl Workstation {
         let result = self
             .narration_pipeline(project_id, &options, segment, &state, on_event, cancel)
             .await;
-        let RunState { job, timings, .. } = Arc::try_unwrap(state)
-            .ok()
-            .expect("the stages are done")
-            .into_inner()
-            .expect("run state lock");
+        let RunState { job, timings, .. } =
+            into_value(Arc::try_unwrap(state).ok().expect("the stages are done"));
         let job_id = job.id().to_string();
         // Finished, cancelled or failed: what was done is in the manifest; nothing to resume
         // (a crash leaves the record instead).
@@ -651,7 +628,7 @@ impl Workstation {
                     .iter()
                     .collect::<BTreeSet<_>>()
                     .into_iter()
-                    .find_map(|v| voice_for(v.as_deref(), &language, &RemoteConsent::none()).1);
+                    .find_map(|v| voice_for(v.as_deref(), &language).1);
                 let mut narration = p.narration.take().unwrap_or(Narration {
                     settings: plan_settings.clone(),
                     segments: Vec::new(),
@@ -990,9 +967,12 @@ impl Workstation {
     ) -> Result<(), WorkstationError> {
         let index = order.index;
         let consent = project.settings.remote_consent();
-        let (voice, _) = voice_for(order.voice.as_deref(), &order.language, &consent);
+        let (voice, _) = voice_for(order.voice.as_deref(), &order.language);
         let started = Instant::now();
-        let spoken = self.speak_take(&voice, &order, cancel).await;
+        let spoken = match self.services().resolve_voice(voice.as_deref()).await {
+            Ok(voice) => self.speak_take(&voice, &consent, &order, cancel).await,
+            Err(e) => Err(e.into()),
+        };
         state.locked().timings.speech_secs += started.elapsed().as_secs_f64();
         let (audio, spoken_by) = match spoken {
             Ok(done) => done,
@@ -1095,13 +1075,16 @@ impl Workstation {
     async fn speak_take(
         &self,
         voice: &SpeakingVoice,
+        consent: &RemoteConsent,
         order: &SpeakOrder,
         cancel: &CancellationToken,
     ) -> Result<(Audio, String), WorkstationError> {
         let mut clips = Vec::new();
         let mut spoken_by = String::new();
         for sentence in sentences(&order.text) {
-            let (clip, by) = self.speak_piece(voice, order, sentence, cancel).await?;
+            let (clip, by) = self
+                .speak_piece(voice, consent, order, sentence, cancel)
+                .await?;
             clips.push(clip);
             spoken_by = by;
         }
@@ -1116,6 +1099,7 @@ impl Workstation {
     async fn speak_piece(
         &self,
         voice: &SpeakingVoice,
+        consent: &RemoteConsent,
         order: &SpeakOrder,
         text: String,
         cancel: &CancellationToken,
@@ -1123,7 +1107,7 @@ impl Workstation {
         let mut attempt = 1;
         loop {
             let result = match voice {
-                SpeakingVoice::Profile(profile, consent) => self
+                SpeakingVoice::Profile(profile) => self
                     .services()
                     .voices()
                     .with_consent(consent)
@@ -1137,14 +1121,15 @@ impl Workstation {
                     .await
                     .map(|(audio, method)| (audio, method.label()))
                     .map_err(WorkstationError::from),
-                SpeakingVoice::Engine(voice) => {
-                    let (service, engine_voice) =
-                        self.services().speech_for_voice(voice.as_deref())?;
-                    let name = engine_voice
-                        .clone()
-                        .unwrap_or_else(|| "espeak-ng en-us".into());
-                    service
-                        .synthesize_at(text.clone(), engine_voice, Priority::Normal, cancel.clone())
+                SpeakingVoice::Engine { speech, voice } => {
+                    let name = voice.clone().unwrap_or_else(|| "espeak-ng en-us".into());
+                    speech
+                        .synthesize_at(
+                            text.clone(),
+                            voice.clone(),
+                            Priority::Normal,
+                            cancel.clone(),
+                        )
                         .await
                         .map(|audio| (audio, name))
                         .map_err(WorkstationError::from)
@@ -1355,17 +1340,17 @@ mod tests {
 
     #[test]
     fn a_voice_that_speaks_english_only_gives_way_to_espeak_in_another_language() {
-        let none = RemoteConsent::none();
-        let (voice, note) = voice_for(Some("kokoro-jf_alpha"), &spanish(), &none);
-        assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es"));
+        let (voice, note) = voice_for(Some("kokoro-jf_alpha"), &spanish());
+        assert_eq!(voice.as_deref(), Some("es"));
         assert!(note.unwrap().english().contains("espeak-ng's es voice"));
-        let (voice, note) = voice_for(Some("es+m3"), &spanish(), &none);
-        assert!(matches!(voice, SpeakingVoice::Engine(Some(v)) if v == "es+m3"));
+        let (voice, note) = voice_for(Some("es+m3"), &spanish());
+        assert_eq!(voice.as_deref(), Some("es+m3"));
         assert!(note.is_none());
-        let (voice, note) = voice_for(None, &english(), &none);
-        assert!(matches!(voice, SpeakingVoice::Engine(None)) && note.is_none());
-        let (voice, _) = voice_for(Some("profile:ada"), &spanish(), &none);
-        assert!(matches!(voice, SpeakingVoice::Profile(p, _) if p == "ada"));
+        let (voice, note) = voice_for(None, &english());
+        assert!(voice.is_none() && note.is_none());
+        let (voice, note) = voice_for(Some("profile:ada"), &spanish());
+        assert_eq!(voice.as_deref(), Some("profile:ada"));
+        assert!(note.is_none());
     }
 
     fn settings(mode: NarrationMode, llm: bool) -> NarrationSettings {

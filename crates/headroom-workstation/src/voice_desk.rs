@@ -193,7 +193,8 @@ impl Workstation {
         cancel: CancellationToken,
     ) -> Result<VoiceTakeView, WorkstationError> {
         let voices = self.services().voices();
-        let take = voices.speak(id, text, cancel).await?;
+        let profile = self.open_voice(id).await?;
+        let take = voices.speak(&profile, text, cancel).await?;
         let file = format!("{TAKES}/take-{}.wav", unix_ms());
         let duration_secs = take.audio.duration_secs();
         let (library, id, written) = (voices.library().clone(), id.to_string(), file.clone());

@@ -13,8 +13,6 @@ use headroom_base::consent::{Destination, RemoteConsent};
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_base::redact::SecretUrl;
 use headroom_base::sync::Locked;
-use headroom_bench::boundary::BenchError;
-use headroom_bench::harness::{self, HarnessConfig};
 use headroom_core::admission::{Priority, Rejection};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
@@ -23,8 +21,9 @@ use headroom_core::cleanup::{
 use headroom_core::config::{Config, ConfigError};
 use headroom_core::lanes::{LaneEvent, TextLane};
 use headroom_core::llm::{LlmError, ServerInfo};
-use headroom_gpu::{GpuSampler, SamplerStatus};
+use headroom_gpu::GpuSampler;
 use headroom_services::recording::{LiveRequest, Recorded, Recording};
+use headroom_services::speaking_voice::{profile_voice_name, SpeakingVoice};
 use headroom_services::speech::{
     speech_pieces, AudioInput, Resume, SpeakerRequest, SpeechError, Transcription,
     MAX_SPEECH_INPUT_CHARS,
@@ -47,9 +46,6 @@ use tokio_util::sync::CancellationToken;
 
 /// The pause between the pieces a whole transcript is spoken in, as between sentences.
 const PIECE_PAUSE_MS: u32 = 250;
-
-/// A project voice that names a voice profile: `profile:<id>`.
-pub const PROFILE_VOICE_PREFIX: &str = "profile:";
 
 /// A recording made into a project.
 #[derive(Debug)]
@@ -105,8 +101,6 @@ pub enum WorkstationError {
     InstallerStopped(#[source] tokio::task::JoinError),
     #[error("a background task stopped: {0}")]
     TaskFailed(#[source] tokio::task::JoinError),
-    #[error("the benchmark failed: {0}")]
-    Benchmark(#[source] BenchError),
 }
 
 impl From<ServicesError> for WorkstationError {
@@ -566,7 +560,7 @@ impl Workstation {
             .into_iter()
             .map(|v| Voice {
                 id: match &v.profile {
-                    Some(id) => format!("{PROFILE_VOICE_PREFIX}{id}"),
+                    Some(id) => profile_voice_name(id),
                     None => v.id,
                 },
                 language: v.language,
@@ -1144,11 +1138,8 @@ impl Workstation {
         let temp_dir = self.services.env().temp_dir.clone();
         let mut spoken: Option<TakeOnDisk> = None;
         let mut made = None;
-        match voice
-            .as_deref()
-            .and_then(|v| v.strip_prefix(PROFILE_VOICE_PREFIX))
-        {
-            Some(profile) => {
+        match self.services.resolve_voice(voice.as_deref()).await? {
+            SpeakingVoice::Profile(profile) => {
                 let voices = self
                     .services
                     .voices()
@@ -1156,13 +1147,13 @@ impl Workstation {
                 for piece in pieces {
                     // The first piece's take is scored against the voice; the rest are spoken.
                     let audio = if made.is_none() {
-                        let take = voices.speak(profile, piece, cancel.clone()).await?;
+                        let take = voices.speak(&profile, piece, cancel.clone()).await?;
                         made = Some((take.method.label(), take.closeness));
                         take.audio
                     } else {
                         voices
                             .speak_unscored(
-                                profile,
+                                &profile,
                                 piece,
                                 None,
                                 Priority::Interactive,
@@ -1174,11 +1165,10 @@ impl Workstation {
                     spoken = Some(TakeOnDisk::add(spoken, audio, temp_dir.clone()).await?);
                 }
             }
-            None => {
-                let (service, engine_voice) = self.services.speech_for_voice(voice.as_deref())?;
+            SpeakingVoice::Engine { speech, voice } => {
                 for piece in pieces {
-                    let audio = service
-                        .synthesize(piece, engine_voice.clone(), cancel.clone())
+                    let audio = speech
+                        .synthesize(piece, voice.clone(), cancel.clone())
                         .await?;
                     spoken = Some(TakeOnDisk::add(spoken, audio, temp_dir.clone()).await?);
                 }
@@ -1426,43 +1416,6 @@ impl Workstation {
     pub fn recover_after_crash(&self) -> Recovered {
         self.store.recover_after_crash()
     }
-
-    /// Runs the serving harness against the app's text model server (the article's
-    /// configuration: 2 concurrent, 3 batches, one warm-up) with this app's GPU sampler, and
-    /// writes `report.json` and `report.html` into a new folder under `reports_dir`.
-    pub async fn benchmark(
-        &self,
-        reports_dir: &Path,
-        progress: &(dyn Fn(&str) + Sync),
-    ) -> Result<BenchmarkRun, WorkstationError> {
-        let client = self.services.client(&self.config().llm.url)?;
-        let gpu = self.services.gpu();
-        let (memory, absent) = match gpu.status() {
-            SamplerStatus::Sampling { device, .. } => (Some((gpu.clone(), device)), String::new()),
-            SamplerStatus::NoGpu { reason } => (None, format!("no NVIDIA GPU: {reason}")),
-        };
-        let report = harness::run(
-            &self.services,
-            &client,
-            HarnessConfig::default(),
-            memory,
-            &absent,
-            progress,
-        )
-        .await
-        .map_err(WorkstationError::Benchmark)?;
-        let dir = reports_dir.join(format!("bench-{}", unix_ms()));
-        blocking(move || {
-            let (json, html) =
-                harness::write_reports(&dir, &report).map_err(ProjectError::from_io(&dir))?;
-            Ok(BenchmarkRun {
-                summary: harness::render_text(&report),
-                html,
-                json,
-            })
-        })
-        .await
-    }
 }
 
 /// A file's waveform, for the timeline: peaks in 0..=1, evenly spread over its duration.
@@ -1471,15 +1424,6 @@ impl Workstation {
 pub struct Waveform {
     pub duration_secs: f64,
     pub peaks: Vec<f32>,
-}
-
-/// A finished benchmark and where its report is.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
-pub struct BenchmarkRun {
-    pub summary: String,
-    pub html: PathBuf,
-    pub json: PathBuf,
 }
 
 /// The path of an existing regular file inside a project (see [`Workstation::project_file`]).
