@@ -10,10 +10,12 @@
 
 use crate::window_rendering::WindowRendering;
 use crate::{events, Shell};
+use headroom_bench::harness::{self, BenchmarkRun, ConfiguredRunError};
 use headroom_core::admission::{Rejection, SuggestedAction};
 use headroom_core::config::Config;
 use headroom_core::llm::ServerInfo;
 use headroom_gpu::{GpuSampler, MemorySample, SamplerStatus};
+use headroom_services::batch::FileFailure;
 use headroom_services::recording::LiveRequest;
 use headroom_services::residency::MemoryView;
 use headroom_services::voices::VoiceProfile;
@@ -38,8 +40,8 @@ use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::speakers::SpeakerProfile;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    BenchmarkRun, CleanAllEvent, CleanupSummary, ModelView, SaveDestination, SegmentOutcome,
-    TextDestination, Waveform, Workstation, WorkstationError,
+    CleanAllEvent, CleanupSummary, ModelView, SaveDestination, SegmentOutcome, TextDestination,
+    Waveform, Workstation, WorkstationError,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -88,6 +90,21 @@ impl From<WorkstationError> for UiError {
                 .map(|r| r.suggested_actions())
                 .unwrap_or_default(),
             rejection,
+        }
+    }
+}
+
+impl From<ConfiguredRunError> for UiError {
+    fn from(e: ConfiguredRunError) -> Self {
+        match e {
+            // A server it may not use is refused as the lanes refuse it.
+            ConfiguredRunError::Services(e) => WorkstationError::from(e).into(),
+            other => UiError {
+                kind: UiErrorKind::Error,
+                message: other.to_string(),
+                rejection: None,
+                actions: Vec::new(),
+            },
         }
     }
 }
@@ -289,7 +306,8 @@ pub struct FileOutcome {
     path: String,
     /// The project made of it, when it was transcribed.
     project: Option<FileProject>,
-    error: Option<UiError>,
+    /// Why there is none: a reason the window words, and the detail.
+    failure: Option<FileFailure>,
 }
 
 /// A project made of a file, as the outcome names it.
@@ -335,12 +353,12 @@ pub async fn transcribe_files(
                         id: project.id,
                         name: project.name,
                     }),
-                    error: None,
+                    failure: None,
                 },
-                Err(e) => FileOutcome {
+                Err(failure) => FileOutcome {
                     path,
                     project: None,
-                    error: Some(e.into()),
+                    failure: Some(failure),
                 },
             }
         })
@@ -1019,7 +1037,8 @@ pub async fn run_benchmark(app: AppHandle, shell: State<'_, Shell>) -> Reply<Ben
             },
         );
     };
-    Ok(shell.workstation.benchmark(&dir, &progress).await?)
+    let services = shell.workstation.services();
+    Ok(harness::run_configured(services, &dir, &progress).await?)
 }
 
 /// Opens a benchmark report in the system's browser; only files under the reports folder.

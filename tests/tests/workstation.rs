@@ -5,6 +5,7 @@ use headroom_base::consent::RemoteConsent;
 use headroom_base::fsutil::BeneathError;
 use headroom_core::admission::RejectReason;
 use headroom_core::config::Config;
+use headroom_services::batch::FailureReason;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_workstation::projects::{
@@ -1196,14 +1197,71 @@ async fn several_files_become_a_project_each_and_a_bad_one_is_reported() {
         .collect();
     assert_eq!(names, ["first take", "last"]);
     assert_eq!(outcomes[1].path, bad);
-    let error = outcomes[1].result.as_ref().unwrap_err().to_string();
-    assert!(error.contains("notes.wav"), "{error}");
+    let failure = outcomes[1].result.as_ref().unwrap_err();
+    assert_eq!(failure.reason, FailureReason::NotAudio, "{failure:?}");
+    assert!(failure.message.contains("notes.wav"), "{failure:?}");
     // The bad file made no project.
     let listed = listed_names(&ws);
     assert_eq!(listed.len(), 2, "{listed:?}");
     let seen = seen.lock().unwrap();
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     assert_eq!(seen.last(), Some(&1.0));
+}
+
+/// An error every file would hit (a model that is not there) stops the batch at the first
+/// file: one refusal naming the model, no project made, the other files untried.
+#[tokio::test]
+async fn a_batch_stops_at_the_first_file_when_every_file_would_fail_the_same_way() {
+    let dir = scratch("batch-stop");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let files: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let file = dir.join(format!("take {i}.flac"));
+            std::fs::copy(sample(), &file).unwrap();
+            file
+        })
+        .collect();
+    let (outcomes, error) = ws
+        .transcribe_files(
+            &files,
+            Some("whisper-nonexistent"),
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(outcomes.is_empty(), "{outcomes:?}");
+    assert!(error.to_string().contains("whisper-nonexistent"), "{error}");
+    assert!(listed_names(&ws).is_empty(), "no project is left behind");
+}
+
+/// A folder among the inputs gives its audio files; one with none is reported as such.
+#[tokio::test]
+async fn a_folder_in_a_batch_gives_its_audio_files() {
+    let dir = scratch("batch-folder");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let inbox = dir.join("inbox");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::copy(sample(), inbox.join("a.flac")).unwrap();
+    std::fs::write(inbox.join("notes.txt"), "not audio, not listed").unwrap();
+    let outcomes = ws
+        .transcribe_files(
+            &[inbox, empty.clone()],
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    let failure = outcomes[0].result.as_ref().unwrap_err();
+    assert_eq!(
+        (failure.reason, &failure.path),
+        (FailureReason::EmptyFolder, &empty)
+    );
+    assert_eq!(outcomes[1].result.as_ref().unwrap().name, "a");
 }
 
 /// Cancelling a batch keeps the projects finished before and removes the one in progress.

@@ -3,13 +3,12 @@
 // uses these, so the file types are written down once.
 import { open } from "@tauri-apps/plugin-dialog";
 import { api } from "./api";
+import { AUDIO_EXTENSIONS } from "./bindings";
 import { t } from "./i18n";
 
-/** The audio the app reads (decoded on this machine). */
-export const AUDIO_EXTENSIONS = ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"];
-
-/** The open dialog's filter for audio (named in the current language). */
-export const audioFilters = () => [{ name: t("files.audio"), extensions: AUDIO_EXTENSIONS }];
+/** The open dialog's filter for audio (named in the current language): the extensions the
+ * decoder reads, as the Rust side lists them (generated into the bindings). */
+export const audioFilters = () => [{ name: t("files.audio"), extensions: [...AUDIO_EXTENSIONS] }];
 
 /** Asks for one audio file; `null` when the dialog was cancelled. */
 export async function chooseAudioFile(): Promise<string | null> {

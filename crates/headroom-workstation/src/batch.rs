@@ -1,12 +1,17 @@
-//! Several recordings at once (files dropped on the window together): one job that makes a
-//! project of each and transcribes it, as batch work on the audio lane, going on past a file
-//! that cannot be read and keeping every project finished when it is cancelled.
+//! Several recordings at once (files or folders dropped on the window together): one job that
+//! makes a project of each file and transcribes it, as batch work on the audio lane, by the
+//! services' batch rules ([`run_batch`]): a file that cannot be read makes no project, a
+//! missing model stops the batch at the first file instead of failing every one, the others go
+//! on, and cancelling keeps every project finished.
 
 use crate::projects::{Project, ProjectError, ProjectStore};
 use crate::workstation::{blocking, Workstation, WorkstationError};
 use headroom_core::admission::Priority;
+use headroom_services::batch::{
+    audio_failure, expand_inputs, run_batch, BatchEnd, BatchError, BatchWork, FailureReason,
+    FileFailure, FileResult, AUDIO_EXTENSIONS,
+};
 use headroom_services::speech::AudioInput;
-use headroom_speech::audio::Decode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 pub struct FileTranscription {
     pub path: PathBuf,
     /// The project made of it and transcribed, or why there is none.
-    pub result: Result<Project, WorkstationError>,
+    pub result: Result<Project, FileFailure>,
 }
 
 /// The project name for a recording: its file name without the extension.
@@ -47,13 +52,83 @@ fn create_unique(store: &ProjectStore, name: &str) -> Result<Project, ProjectErr
 /// How many numbered names are tried before a taken name is reported.
 const MAX_NAME_TRIES: usize = 100;
 
+impl BatchError for WorkstationError {
+    fn fails_every_input(&self) -> bool {
+        match self {
+            WorkstationError::Speech(e) => e.fails_every_input(),
+            WorkstationError::Config(_) => true,
+            _ => false,
+        }
+    }
+
+    fn reason(&self) -> FailureReason {
+        match self {
+            WorkstationError::Speech(e) => e.reason(),
+            WorkstationError::Audio(e) => audio_failure(e),
+            _ if self.rejection().is_some() => FailureReason::Refused,
+            _ => FailureReason::Failed,
+        }
+    }
+}
+
+/// Each file into a project of its own.
+struct IntoProjects<'a> {
+    workstation: &'a Workstation,
+    model: Option<&'a str>,
+    progress: Arc<dyn Fn(f32) + Send + Sync>,
+    total: f32,
+}
+
+impl BatchWork for IntoProjects<'_> {
+    type Made = Project;
+    type Error = WorkstationError;
+
+    async fn run(
+        &mut self,
+        index: usize,
+        path: &Path,
+        _checked: AudioInput,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Project>, WorkstationError> {
+        let total = self.total;
+        (self.progress)(index as f32 / total);
+        let name = project_name(path);
+        let store = self.workstation.store().clone();
+        let project = blocking(move || Ok(create_unique(&store, &name)?)).await?;
+        let share = {
+            let progress = self.progress.clone();
+            Arc::new(move |f: f32| progress((index as f32 + f.clamp(0.0, 1.0)) / total))
+        };
+        let result = self
+            .workstation
+            .transcribe_at(
+                &project.id,
+                path,
+                self.model,
+                Priority::Normal,
+                share,
+                cancel.clone(),
+            )
+            .await;
+        if result.is_err() {
+            let (store, id) = (self.workstation.store().clone(), project.id.clone());
+            if let Err(e) = blocking(move || Ok(store.delete(&id)?)).await {
+                tracing::warn!(error = %e, project = %project.id, "an unfinished batch project was not removed");
+            }
+        }
+        result.map(Some)
+    }
+}
+
 impl Workstation {
-    /// Makes a project of each file, named after it, and transcribes it (batch priority: an
-    /// interactive job goes first). A file that is not audio Headroom reads is reported and
-    /// makes no project; a transcription that fails removes the project it made; the others go
-    /// on. `progress` gets the fraction of the whole batch (each file an equal share).
-    /// Cancelling stops the file in progress (its project is removed) and the rest; the
-    /// projects finished before stay, and the outcomes so far come back with `Cancelled`.
+    /// Makes a project of each file (a folder: of each of its audio files), named after it,
+    /// and transcribes it (batch priority: an interactive job goes first). A file that is not
+    /// audio Headroom reads is reported and makes no project; a transcription that fails
+    /// removes the project it made; the others go on, unless the error would hit every file
+    /// (a model not installed), which stops the batch and comes back with the outcomes so far.
+    /// `progress` gets the fraction of the whole batch (each file an equal share). Cancelling
+    /// stops the file in progress (its project is removed) and the rest; the projects finished
+    /// before stay, and the outcomes so far come back with `Cancelled`.
     pub async fn transcribe_files(
         &self,
         paths: &[PathBuf],
@@ -61,74 +136,55 @@ impl Workstation {
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         cancel: CancellationToken,
     ) -> Result<Vec<FileTranscription>, (Vec<FileTranscription>, WorkstationError)> {
-        let total = paths.len().max(1) as f32;
-        let mut outcomes = Vec::with_capacity(paths.len());
-        for (i, path) in paths.iter().enumerate() {
-            if cancel.is_cancelled() {
-                return Err((outcomes, WorkstationError::Cancelled));
+        let inputs = paths.to_vec();
+        let expanded = blocking(move || Ok(expand_inputs(&inputs)))
+            .await
+            .map_err(|e| (Vec::new(), e))?;
+        let mut outcomes: Vec<FileTranscription> = expanded
+            .failures
+            .into_iter()
+            .chain(
+                expanded
+                    .empty_folders
+                    .into_iter()
+                    .map(|folder| FileFailure {
+                        message: format!(
+                            "{} has no audio files ({})",
+                            folder.display(),
+                            AUDIO_EXTENSIONS.join(", ")
+                        ),
+                        path: folder,
+                        reason: FailureReason::EmptyFolder,
+                    }),
+            )
+            .map(|failure| FileTranscription {
+                path: failure.path.clone(),
+                result: Err(failure),
+            })
+            .collect();
+        let mut work = IntoProjects {
+            workstation: self,
+            model,
+            progress: progress.clone(),
+            total: expanded.files.len().max(1) as f32,
+        };
+        let report = run_batch(&expanded.files, &mut work, &cancel).await;
+        outcomes.extend(report.outcomes.into_iter().map(|o| FileTranscription {
+            path: o.path,
+            result: match o.result {
+                FileResult::Done(project) => Ok(project),
+                FileResult::Failed(failure) => Err(failure),
+                FileResult::Skipped => unreachable!("a project is never current before it is made"),
+            },
+        }));
+        match report.end {
+            BatchEnd::Finished => {
+                progress(1.0);
+                Ok(outcomes)
             }
-            progress(i as f32 / total);
-            tracing::info!(file = %path.display(), "batch: {} of {}", i + 1, paths.len());
-            let checked = {
-                let path = path.clone();
-                // Checked before a project is made, so a bad file leaves nothing behind.
-                blocking(move || {
-                    AudioInput::from_file(&path)?;
-                    Decode::default().probe(&path)?;
-                    Ok(())
-                })
-                .await
-            };
-            if let Err(e) = checked {
-                outcomes.push(FileTranscription {
-                    path: path.clone(),
-                    result: Err(e),
-                });
-                continue;
-            }
-            let name = project_name(path);
-            let store = self.store().clone();
-            let project = match blocking(move || Ok(create_unique(&store, &name)?)).await {
-                Ok(project) => project,
-                Err(e) => {
-                    outcomes.push(FileTranscription {
-                        path: path.clone(),
-                        result: Err(e),
-                    });
-                    continue;
-                }
-            };
-            let share = {
-                let progress = progress.clone();
-                Arc::new(move |f: f32| progress((i as f32 + f.clamp(0.0, 1.0)) / total))
-            };
-            let result = self
-                .transcribe_at(
-                    &project.id,
-                    path,
-                    model,
-                    Priority::Normal,
-                    share,
-                    cancel.clone(),
-                )
-                .await;
-            if result.is_err() {
-                let (store, id) = (self.store().clone(), project.id.clone());
-                if let Err(e) = blocking(move || Ok(store.delete(&id)?)).await {
-                    tracing::warn!(error = %e, project = %project.id, "an unfinished batch project was not removed");
-                }
-            }
-            // However the cancellation surfaced (the lane's refusal, the engine's stop).
-            if result.is_err() && cancel.is_cancelled() {
-                return Err((outcomes, WorkstationError::Cancelled));
-            }
-            outcomes.push(FileTranscription {
-                path: path.clone(),
-                result,
-            });
+            BatchEnd::Cancelled => Err((outcomes, WorkstationError::Cancelled)),
+            BatchEnd::Stopped { error, .. } => Err((outcomes, error)),
         }
-        progress(1.0);
-        Ok(outcomes)
     }
 }
 

@@ -75,6 +75,15 @@ pub async fn several_files_become_a_project_each_and_a_bad_one_is_named(
     assert_eq!(state(2).await.as_deref(), Some("made"));
     let why = ui.text("batch-error-1").await;
     assert!(why.contains("notes.wav"), "{why}");
+    // Worded from its typed reason (in the window's language), the engine's detail beside it.
+    assert!(why.contains("not audio Headroom can read"), "{why}");
+    let reason = ui
+        .find("batch-error-1")
+        .await
+        .attr("data-reason")
+        .await
+        .unwrap();
+    assert_eq!(reason.as_deref(), Some("not_audio"));
     // Listed, and each opens on its transcript.
     let made: Vec<String> = listed(&w.projects)
         .into_iter()

@@ -2,10 +2,22 @@
 // job makes a project of each and transcribes it; a file that fails is named with why.
 import { listen } from "@tauri-apps/api/event";
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, type FileOutcome, type Project, type UiError } from "../api";
+import { api, asUiError, type FileFailureReason, type FileOutcome, type Project, type UiError } from "../api";
 import { useEvent, useJob } from "../hooks";
-import { formatPercent, t } from "../i18n";
+import { formatPercent, t, type MessageKey } from "../i18n";
 import { ErrorNotice } from "../rejection";
+
+/** The catalog key of every reason a file fails: the generated union makes a missing one a
+ * type error. */
+const FAILURE_REASONS: Record<FileFailureReason, MessageKey> = {
+  folder_unreadable: "batch.reason.folder_unreadable",
+  empty_folder: "batch.reason.empty_folder",
+  unreadable: "batch.reason.unreadable",
+  not_audio: "batch.reason.not_audio",
+  too_large: "batch.reason.too_large",
+  refused: "batch.reason.refused",
+  failed: "batch.reason.failed",
+};
 
 export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Project) => void }) {
   const [text, setText] = useState("");
@@ -48,7 +60,7 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
   }, []);
 
   const made = outcomes?.filter((o) => o.project).length ?? 0;
-  const failed = outcomes?.filter((o) => o.error).length ?? 0;
+  const failed = outcomes?.filter((o) => o.failure).length ?? 0;
   return (
     <section class="batch" data-testid="batch" aria-labelledby="batch-title">
       <h2 id="batch-title">{t("batch.title")}</h2>
@@ -108,9 +120,10 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
                   {t("batch.open", { name: o.project.name })}
                 </button>
               ) : (
-                o.error && (
-                  <span class="error-text" data-testid={`batch-error-${i}`}>
-                    {t("batch.failed")} {o.error.message}
+                o.failure && (
+                  <span class="error-text" data-testid={`batch-error-${i}`} data-reason={o.failure.reason}>
+                    {t("batch.failed")} {t(FAILURE_REASONS[o.failure.reason])}{" "}
+                    <span class="muted">({o.failure.message})</span>
                   </span>
                 )
               )}

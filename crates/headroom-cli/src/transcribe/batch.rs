@@ -11,9 +11,12 @@ use anyhow::Context;
 use headroom_base::fsutil::{remove_stale_temporaries, sync_dir, write_atomic};
 use headroom_base::redact::SecretUrl;
 use headroom_core::admission::Priority;
+use headroom_services::batch::{
+    expand_inputs, run_batch, BatchEnd, BatchError, BatchWork, FailureReason, FileFailure,
+    AUDIO_EXTENSIONS,
+};
 use headroom_services::speech::{AudioInput, SpeechError};
 use headroom_speech::asr::export::ExportFormat;
-use headroom_speech::asr::AsrError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -25,9 +28,6 @@ pub(super) const MANIFEST: &str = ".headroom-transcripts.json";
 
 /// Bumped when the manifest's meaning changes; an older one is ignored (all made again).
 const MANIFEST_VERSION: u32 = 1;
-
-/// The extensions (any case) of the files a folder contributes: what the decoder reads.
-const AUDIO_EXTENSIONS: &[&str] = &["wav", "mp3", "flac", "ogg", "m4a", "aac"];
 
 /// Where `headroom transcribe` writes.
 #[derive(Debug, PartialEq)]
@@ -71,81 +71,6 @@ pub(super) fn destination(inputs: &[PathBuf], out: Option<&Path>) -> anyhow::Res
             folder: out.to_path_buf(),
         }),
     }
-}
-
-/// An input that could not be transcribed, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Failure {
-    pub input: PathBuf,
-    pub reason: String,
-}
-
-/// The inputs with each folder replaced by its audio files.
-#[derive(Debug, Default, PartialEq)]
-pub(super) struct Expanded {
-    pub files: Vec<PathBuf>,
-    /// Folders that could not be listed.
-    pub failures: Vec<Failure>,
-    /// Folders with no audio file in them.
-    pub empty_folders: Vec<PathBuf>,
-}
-
-/// Each file input as given (a file that is not audio fails when decoded, and is reported);
-/// each folder's audio files, sorted by name, without hidden files or subfolders (a folder
-/// of recordings is rarely a tree, and descending into one unasked could transcribe far more
-/// than meant). A file reached twice is kept once, at its first place.
-pub(super) fn expand_inputs(inputs: &[PathBuf]) -> Expanded {
-    let mut expanded = Expanded::default();
-    let mut seen = HashSet::new();
-    let mut keep = |file: PathBuf, files: &mut Vec<PathBuf>| {
-        if seen.insert(std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone())) {
-            files.push(file);
-        }
-    };
-    for input in inputs {
-        if !input.is_dir() {
-            keep(input.clone(), &mut expanded.files);
-            continue;
-        }
-        let mut audio = match audio_files_in(input) {
-            Ok(audio) => audio,
-            Err(e) => {
-                expanded.failures.push(Failure {
-                    input: input.clone(),
-                    reason: format!("cannot list the folder: {e}"),
-                });
-                continue;
-            }
-        };
-        if audio.is_empty() {
-            expanded.empty_folders.push(input.clone());
-        }
-        audio.sort();
-        for file in audio {
-            keep(file, &mut expanded.files);
-        }
-    }
-    expanded
-}
-
-fn audio_files_in(folder: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(folder)? {
-        let path = entry?.path();
-        let hidden = path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
-        if !hidden && path.is_file() && is_audio_name(&path) {
-            files.push(path);
-        }
-    }
-    Ok(files)
-}
-
-fn is_audio_name(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| AUDIO_EXTENSIONS.iter().any(|a| a.eq_ignore_ascii_case(e)))
 }
 
 /// Each input's transcript name in the out folder: its stem and `extension` ("talk.txt").
@@ -323,24 +248,12 @@ impl Manifest {
     }
 }
 
-/// Errors about the command rather than the file (a model not installed, a language it does
-/// not know, an unusable known speaker's recording): every other input would fail the same
-/// way, so the batch stops.
-fn fails_every_input(error: &SpeechError) -> bool {
-    matches!(
-        error,
-        SpeechError::Model(_)
-            | SpeechError::Asr(AsrError::UnknownLanguage(_))
-            | SpeechError::KnownSpeaker { .. }
-    )
-}
-
 /// How the inputs of a batch fared.
 #[derive(Debug, Default)]
 pub(super) struct Tally {
     pub transcribed: usize,
     pub skipped: usize,
-    pub failures: Vec<Failure>,
+    pub failures: Vec<FileFailure>,
 }
 
 impl Tally {
@@ -357,12 +270,12 @@ impl Tally {
         if !self.failures.is_empty() {
             text.push_str("\nfailed:");
             for failure in &self.failures {
-                let input = failure.input.display().to_string();
+                let input = failure.path.display().to_string();
                 // Decoding errors already name their file.
-                if failure.reason.contains(&input) {
-                    text.push_str(&format!("\n  {}", failure.reason));
+                if failure.message.contains(&input) {
+                    text.push_str(&format!("\n  {}", failure.message));
                 } else {
-                    text.push_str(&format!("\n  {input}: {}", failure.reason));
+                    text.push_str(&format!("\n  {input}: {}", failure.message));
                 }
             }
         }
@@ -371,7 +284,7 @@ impl Tally {
 }
 
 /// Transcribes `inputs` (files and folders) into `folder`, one transcript each, as batch
-/// work on the audio lane.
+/// work on the audio lane, by the services' batch rules ([`run_batch`]).
 pub(super) async fn run(
     args: &TranscribeArgs,
     job: &JobSettings,
@@ -386,60 +299,150 @@ pub(super) async fn run(
             AUDIO_EXTENSIONS.join(", ")
         );
     }
-    let files = expanded.files;
-    let mut tally = Tally {
-        failures: expanded.failures,
-        ..Tally::default()
-    };
-    if files.is_empty() && tally.failures.is_empty() {
+    if expanded.files.is_empty() && expanded.failures.is_empty() {
         anyhow::bail!("nothing to transcribe: no audio files in the inputs given");
     }
     create_folder(folder)?;
     // Left by a run killed while writing; the manifest never names them.
     remove_stale_temporaries(folder);
-    let mut manifest = Manifest::load(folder);
-    let options = OutputOptions::of(args)?;
-    let names = output_names(&files, args.format.extension());
+    let mut work = IntoFolder {
+        args,
+        job,
+        folder,
+        names: output_names(&expanded.files, args.format.extension()),
+        total: expanded.files.len(),
+        manifest: Manifest::load(folder),
+        options: OutputOptions::of(args)?,
+        running: None,
+    };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
-    let total = files.len();
-    let inputs_seen = total + tally.failures.len();
-    for (index, (file, name)) in files.iter().zip(&names).enumerate() {
-        if cancel.is_cancelled() {
-            break;
+    let report = run_batch(&expanded.files, &mut work, &cancel).await;
+    let inputs_seen = expanded.files.len() + expanded.failures.len();
+    let tally = Tally {
+        transcribed: report.done(),
+        skipped: report.skipped(),
+        failures: expanded
+            .failures
+            .into_iter()
+            .chain(report.failures().cloned())
+            .collect(),
+    };
+    eprintln!("{}", tally.summary(inputs_seen, folder));
+    Ok(match report.end {
+        BatchEnd::Stopped { path, error } => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "stopped at {}, since every input would fail the same way",
+                path.display()
+            )))
         }
-        let position = format!("[{}/{total}] {}", index + 1, file.display());
-        let transcript_path = folder.join(name);
-        let opened = AudioInput::from_file(file)
-            .map_err(|e| e.to_string())
-            .and_then(|input| {
-                let stamp = FileStamp::of(file)
-                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-                Ok((input, stamp))
-            });
-        let (input, stamp) = match opened {
-            Ok(opened) => opened,
-            Err(reason) => {
-                eprintln!("{position}: failed");
-                tally.failures.push(Failure {
-                    input: file.clone(),
-                    reason,
-                });
-                continue;
-            }
-        };
-        let made = Made {
-            input: stamp,
-            options: options.clone(),
-        };
-        if manifest.is_current(name, &made, folder) {
+        BatchEnd::Cancelled => {
+            eprintln!("headroom: cancelled; the same command again goes on with what is left");
+            ExitCode::from(EXIT_CANCELLED)
+        }
+        BatchEnd::Finished if tally.failures.is_empty() => ExitCode::SUCCESS,
+        BatchEnd::Finished => ExitCode::from(EXIT_SOME_FAILED),
+    })
+}
+
+/// Why a file of the batch failed: the engine's error, its input's stamp unreadable, or its
+/// transcript or the manifest not written (the out folder: every other file would fail too).
+#[derive(Debug, thiserror::Error)]
+enum FileError {
+    #[error(transparent)]
+    Speech(SpeechError),
+    #[error("cannot read {path}: {source}")]
+    Stamp {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Write(anyhow::Error),
+}
+
+impl BatchError for FileError {
+    fn fails_every_input(&self) -> bool {
+        match self {
+            FileError::Speech(e) => e.fails_every_input(),
+            FileError::Stamp { .. } => false,
+            FileError::Write(_) => true,
+        }
+    }
+
+    fn reason(&self) -> FailureReason {
+        match self {
+            FileError::Speech(e) => e.reason(),
+            FileError::Stamp { .. } => FailureReason::Unreadable,
+            FileError::Write(_) => FailureReason::Failed,
+        }
+    }
+}
+
+/// Each file's transcript into the out folder, recorded in its manifest.
+struct IntoFolder<'a> {
+    args: &'a TranscribeArgs,
+    job: &'a JobSettings,
+    folder: &'a Path,
+    /// Each file's transcript name, by index.
+    names: Vec<String>,
+    total: usize,
+    manifest: Manifest,
+    options: OutputOptions,
+    /// The file being transcribed (its progress line says how it ended).
+    running: Option<usize>,
+}
+
+impl IntoFolder<'_> {
+    fn position(&self, index: usize, path: &Path) -> String {
+        format!("[{}/{}] {}", index + 1, self.total, path.display())
+    }
+
+    fn made(&self, path: &Path) -> std::io::Result<Made> {
+        Ok(Made {
+            input: FileStamp::of(path)?,
+            options: self.options.clone(),
+        })
+    }
+}
+
+impl BatchWork for IntoFolder<'_> {
+    type Made = ();
+    type Error = FileError;
+
+    fn is_current(&mut self, index: usize, path: &Path) -> bool {
+        let name = &self.names[index];
+        let current = self
+            .made(path)
+            .is_ok_and(|made| self.manifest.is_current(name, &made, self.folder));
+        if current {
             eprintln!(
-                "{position}: skipped, {} is current",
-                transcript_path.display()
+                "{}: skipped, {} is current",
+                self.position(index, path),
+                self.folder.join(name).display()
             );
-            tally.skipped += 1;
-            continue;
         }
+        current
+    }
+
+    fn failed(&mut self, index: usize, failure: &FileFailure) {
+        // A file whose work failed has said so on its progress line.
+        if self.running != Some(index) {
+            eprintln!("{}: failed", self.position(index, &failure.path));
+        }
+    }
+
+    async fn run(
+        &mut self,
+        index: usize,
+        path: &Path,
+        input: AudioInput,
+        cancel: &CancellationToken,
+    ) -> Result<Option<()>, FileError> {
+        let made = self.made(path).map_err(|source| FileError::Stamp {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let position = self.position(index, path);
         let done_prefix = format!("{position}: ");
         let cancelled = format!("{position}: cancelled, not written");
         let failed = format!("{position}: failed");
@@ -449,43 +452,29 @@ pub(super) async fn run(
             cancelled: &cancelled,
             failed: &failed,
         };
-        match job
-            .transcribe(args, input, Priority::Normal, lines, &cancel)
+        // From here the progress line says how the file ended.
+        self.running = Some(index);
+        let transcribed = self
+            .job
+            .transcribe(self.args, input, Priority::Normal, lines, cancel)
             .await
-        {
-            Ok(Some(transcript)) => {
-                write_atomic(&transcript_path, rendered(args, &transcript).as_bytes())
-                    .with_context(|| format!("cannot write {}", transcript_path.display()))?;
-                manifest.record(name, made, folder)?;
-                tally.transcribed += 1;
-            }
-            Ok(None) => break,
-            // Whatever a job cut short by Ctrl-C says, it is no fault of the file.
-            Err(_) if cancel.is_cancelled() => break,
-            Err(e) if fails_every_input(&e) => {
-                eprintln!("{}", tally.summary(inputs_seen, folder));
-                return Err(anyhow::Error::new(e).context(format!(
-                    "stopped at {}, since every input would fail the same way",
-                    file.display()
-                )));
-            }
-            Err(e) => {
-                tally.failures.push(Failure {
-                    input: file.clone(),
-                    reason: e.to_string(),
-                });
-            }
-        }
+            .map_err(FileError::Speech)?;
+        let Some(transcript) = transcribed else {
+            return Ok(None);
+        };
+        let name = &self.names[index];
+        let transcript_path = self.folder.join(name);
+        write_atomic(
+            &transcript_path,
+            rendered(self.args, &transcript).as_bytes(),
+        )
+        .with_context(|| format!("cannot write {}", transcript_path.display()))
+        .map_err(FileError::Write)?;
+        self.manifest
+            .record(name, made, self.folder)
+            .map_err(FileError::Write)?;
+        Ok(Some(()))
     }
-    eprintln!("{}", tally.summary(inputs_seen, folder));
-    Ok(if cancel.is_cancelled() {
-        eprintln!("headroom: cancelled; the same command again goes on with what is left");
-        ExitCode::from(EXIT_CANCELLED)
-    } else if tally.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_SOME_FAILED)
-    })
 }
 
 /// Creates the out folder when missing, durably: a crash must not lose the folder with the
@@ -564,48 +553,6 @@ mod tests {
                 folder: missing
             }
         );
-    }
-
-    #[test]
-    fn a_folder_gives_its_audio_files_sorted_and_a_file_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("recordings");
-        std::fs::create_dir_all(folder.join("nested")).unwrap();
-        for name in [
-            "b.mp3",
-            "a.WAV",
-            "c.flac",
-            "notes.txt",
-            ".hidden.wav",
-            "nested/deep.wav",
-        ] {
-            std::fs::write(folder.join(name), b"x").unwrap();
-        }
-        let empty = dir.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        let given = dir.path().join("given.txt");
-        let missing = dir.path().join("missing.wav");
-
-        let expanded = expand_inputs(&[
-            given.clone(),
-            folder.join("b.mp3"),
-            folder.clone(),
-            empty.clone(),
-            missing.clone(),
-        ]);
-        assert_eq!(
-            expanded.files,
-            vec![
-                given,
-                folder.join("b.mp3"),
-                folder.join("a.WAV"),
-                folder.join("c.flac"),
-                missing
-            ],
-            "files given are kept whatever their name; b.mp3 is not repeated"
-        );
-        assert_eq!(expanded.empty_folders, vec![empty]);
-        assert!(expanded.failures.is_empty());
     }
 
     #[test]
@@ -737,13 +684,15 @@ mod tests {
             transcribed: 2,
             skipped: 1,
             failures: vec![
-                Failure {
-                    input: PathBuf::from("in/bad.wav"),
-                    reason: "in/bad.wav is damaged: no frames".to_string(),
+                FileFailure {
+                    path: PathBuf::from("in/bad.wav"),
+                    reason: FailureReason::NotAudio,
+                    message: "in/bad.wav is damaged: no frames".to_string(),
                 },
-                Failure {
-                    input: PathBuf::from("in/gone.mp3"),
-                    reason: "cannot list the folder".to_string(),
+                FileFailure {
+                    path: PathBuf::from("in/gone.mp3"),
+                    reason: FailureReason::FolderUnreadable,
+                    message: "cannot list the folder".to_string(),
                 },
             ],
         };

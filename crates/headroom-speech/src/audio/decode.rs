@@ -23,6 +23,10 @@ use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use tokio_util::sync::CancellationToken;
 
+/// The file extensions (any case) of what the decoder reads: the one list every front end
+/// offers and a folder of recordings is read by (MP4 and M4A are the same container, AAC in it).
+pub const AUDIO_EXTENSIONS: &[&str] = &["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"];
+
 /// Bounds on what a decode accepts, checked against the header first and the output as it
 /// grows.
 #[derive(Debug, Clone, Copy, PartialEq)]
