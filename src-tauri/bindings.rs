@@ -4,12 +4,14 @@
 //! Rust it talks to; a test fails when the two drift. After changing a type, a command or an
 //! event, regenerate with `HEADROOM_WRITE_BINDINGS=1 cargo test -p headroom-desktop bindings`.
 
+use crate::command_map;
 use crate::commands::{
     AppInfo, FileOutcome, FileProject, GpuView, LiveLine, RecordOutcome, UiError, UiErrorKind,
 };
 use crate::window_rendering::WindowRendering;
 use crate::{event_declarations, event_payloads, COMMAND_NAMES};
 use headroom_base::cpu::{BatchWorkView, BesideView, CpuShareView, PausedTotal};
+use headroom_bench::harness::BenchmarkRun;
 use headroom_core::admission::{
     DeadlineKind, Lane, Occupancy, RejectReason, Rejection, SuggestedAction, YieldRule,
 };
@@ -20,8 +22,9 @@ use headroom_core::config::{
 };
 use headroom_core::lanes::{LaneSnapshot, RejectionRecord, UpstreamView};
 use headroom_core::llm::{ModelCard, ServerInfo};
-use headroom_core::signals::{CrossedSignal, Severity as SignalSeverity};
+use headroom_core::signals::{CrossedSignal, Severity as SignalSeverity, Unit as SignalUnit};
 use headroom_gpu::{DeviceMemory, MemorySample, ProcessMemory, SamplerStatus};
+use headroom_services::batch::{FailureReason, FileFailure, AUDIO_EXTENSIONS};
 use headroom_services::residency::{MemoryView, ResidentModel};
 use headroom_services::voice_work::Closeness;
 use headroom_services::voices::{ReferenceClip, VoiceMatch, VoiceProfile};
@@ -48,7 +51,7 @@ use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::speakers::SpeakerProfile;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    BenchmarkRun, CleanupSummary, ModelView, SegmentOutcome, TextDestination, Waveform,
+    CleanupSummary, ModelView, SegmentOutcome, TextDestination, Waveform,
 };
 use ts_rs::{Config as TsConfig, TS};
 
@@ -68,7 +71,7 @@ pub fn typescript() -> String {
     let mut decls = declarations!(cfg;
         // Admission and lanes.
         Lane, RejectReason, DeadlineKind, SuggestedAction, Rejection, Occupancy,
-        RejectionRecord, UpstreamView, LaneSnapshot, SignalSeverity, CrossedSignal, LaneView, YieldRule,
+        RejectionRecord, UpstreamView, LaneSnapshot, SignalSeverity, SignalUnit, CrossedSignal, LaneView, YieldRule,
         BatchWorkView, BesideView, PausedTotal, CpuShareView,
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
@@ -91,7 +94,7 @@ pub fn typescript() -> String {
         CloningKind, Health,
         // GPU, benchmark, the shell's own.
         SamplerStatus, ProcessMemory, DeviceMemory, MemorySample, GpuView, BenchmarkRun,
-        WindowRendering, AppInfo, UiErrorKind, UiError, FileProject, FileOutcome, ResidentModel, MemoryView, LiveLine,
+        WindowRendering, AppInfo, UiErrorKind, UiError, FailureReason, FileFailure, FileProject, FileOutcome, ResidentModel, MemoryView, LiveLine,
         RecordOutcome,
     );
     decls.extend(event_declarations(cfg));
@@ -109,6 +112,25 @@ pub fn typescript() -> String {
         out.push_str(&format!("  \"{name}\",\n"));
     }
     out.push_str("] as const;\nexport type Command = (typeof COMMANDS)[number];\n");
+    let extensions: Vec<String> = AUDIO_EXTENSIONS
+        .iter()
+        .map(|e| format!("\"{e}\""))
+        .collect();
+    out.push_str(&format!(
+        "\n/** The audio file extensions the decoder reads (any case). */\nexport const AUDIO_EXTENSIONS = [{}] as const;\n",
+        extensions.join(", ")
+    ));
+    let commands = command_map::signatures(include_str!("commands.rs"))
+        .expect("the commands' signatures read");
+    let mut names: Vec<&str> = commands.iter().map(|c| c.name.as_str()).collect();
+    let mut registered = COMMAND_NAMES.to_vec();
+    names.sort_unstable();
+    registered.sort_unstable();
+    assert_eq!(
+        names, registered,
+        "every #[tauri::command] in commands.rs is registered in lib.rs's commands![], and no other"
+    );
+    out.push_str(&command_map::declarations(&commands));
     out.push_str(
         "\n/** Every event the shell emits, with its payload. */\nexport type EventPayloads = {\n",
     );

@@ -5,6 +5,7 @@
 
 pub mod bindings;
 mod chosen;
+mod command_map;
 mod commands;
 mod jobs;
 pub mod window_rendering;

@@ -3,49 +3,24 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import type {
-  AppInfo,
-  BenchmarkRun,
-  FileOutcome,
-  CleanupSummary,
   Command,
+  CommandArgs,
+  CommandResults,
   Config,
   Decision,
   EventName,
   EventPayloads,
-  GpuView,
-  JobInfo,
-  JobOutcome,
-  LaneView,
-  ModelView,
-  Project,
-  ProjectEntry,
   ProjectSettings,
-  ServerInfo,
-  SpeechTake,
-  Suggestion,
-  TextDestination,
   UiError,
-  VersionInfo,
-  Voice,
-  VoiceProfile,
-  ClipAdded,
-  VoiceTakeView,
-  Health,
-  LanguageView,
   NarrationOptions,
-  NarrationSummary,
-  NarrationView,
-  Waveform,
-  RecordOutcome,
-  MemoryView,
   Speaker,
   ProjectSegment,
   SplitAt,
-  SpeakerProfile,
 } from "./bindings";
 
 export type {
   AppInfo,
+  FileFailureReason,
   FileOutcome,
   LiveLine,
   MemoryView,
@@ -108,9 +83,13 @@ export function asUiError(e: unknown): UiError {
   return { kind: "error", message: String(e), rejection: null, actions: [] };
 }
 
-/** Calls a command by its generated name. */
-function call<T>(command: Command, args?: Record<string, unknown>): Promise<T> {
-  return invoke<T>(command, args);
+/** A command's arguments: nothing for a command that takes none. */
+type ArgsOf<C extends Command> = CommandArgs[C] extends Record<string, never> ? [] : [args: CommandArgs[C]];
+
+/** Calls a command by its generated name, with the arguments and result its Rust signature
+ * has (both generated): a renamed or retyped parameter fails the build here, not at run time. */
+function call<C extends Command>(command: C, ...args: ArgsOf<C>): Promise<CommandResults[C]> {
+  return invoke<CommandResults[C]>(command, args[0]);
 }
 
 let nextJob = 0;
@@ -121,106 +100,106 @@ export function jobId(kind: string): string {
 }
 
 export const api = {
-  appInfo: () => call<AppInfo>("app_info"),
-  appReady: () => call<number>("app_ready"),
-  listProjects: () => call<ProjectEntry[]>("list_projects"),
-  createProject: (name: string) => call<Project>("create_project", { name }),
-  openProject: (id: string) => call<Project>("open_project", { id }),
-  renameProject: (id: string, name: string) => call<Project>("rename_project", { id, name }),
-  deleteProject: (id: string) => call<void>("delete_project", { id }),
+  appInfo: () => call("app_info"),
+  appReady: () => call("app_ready"),
+  listProjects: () => call("list_projects"),
+  createProject: (name: string) => call("create_project", { name }),
+  openProject: (id: string) => call("open_project", { id }),
+  renameProject: (id: string, name: string) => call("rename_project", { id, name }),
+  deleteProject: (id: string) => call("delete_project", { id }),
   /** Saves settings edited from `shown`; refused as changed_elsewhere if those are stale. */
   updateProjectSettings: (id: string, settings: ProjectSettings, shown: ProjectSettings) =>
-    call<Project>("update_project_settings", { id, settings, shown }),
-  textDestination: (id: string) => call<TextDestination>("text_destination", { id }),
-  voiceDestination: (id: string) => call<TextDestination | null>("voice_destination", { id }),
-  projectVersions: (id: string) => call<VersionInfo[]>("project_versions", { id }),
-  restoreVersion: (id: string, version: string) => call<Project>("restore_version", { id, version }),
+    call("update_project_settings", { id, settings, shown }),
+  textDestination: (id: string) => call("text_destination", { id }),
+  voiceDestination: (id: string) => call("voice_destination", { id }),
+  projectVersions: (id: string) => call("project_versions", { id }),
+  restoreVersion: (id: string, version: string) => call("restore_version", { id, version }),
   transcribe: (project: string, path: string, job: string) =>
-    call<Project>("transcribe", { project, path, job }),
+    call("transcribe", { project, path, job }),
   /** Several files as one queued job: a project of each, transcribed as batch work. */
   transcribeFiles: (paths: string[], job: string) =>
-    call<FileOutcome[]>("transcribe_files", { paths, job }),
-  cancelJob: (job: string) => call<boolean>("cancel_job", { job }),
+    call("transcribe_files", { paths, job }),
+  cancelJob: (job: string) => call("cancel_job", { job }),
   /** Names a speaker everywhere; `shown` is the speakers as the view showed them. */
   renameSpeaker: (project: string, speaker: string, name: string, shown: Speaker[]) =>
-    call<Project>("rename_speaker", { project, speaker, name, shown }),
+    call("rename_speaker", { project, speaker, name, shown }),
   mergeSpeakers: (project: string, from: string, into: string, shown: Speaker[]) =>
-    call<Project>("merge_speakers", { project, from, into, shown }),
+    call("merge_speakers", { project, from, into, shown }),
   /** "This is <profile>" (`null` detaches the speaker). */
   attachSpeaker: (project: string, speaker: string, profile: string | null, shown: Speaker[]) =>
-    call<Project>("attach_speaker", { project, speaker, profile, shown }),
+    call("attach_speaker", { project, speaker, profile, shown }),
   profileFromSpeaker: (project: string, speaker: string, name: string | null, job: string) =>
-    call<SpeakerProfile>("profile_from_speaker", { project, speaker, name, job }),
+    call("profile_from_speaker", { project, speaker, name, job }),
   /** Splits a segment; the new part gets `speaker` ("new" for a new one) or the segment's. */
   splitSegment: (project: string, index: number, at: SplitAt, speaker: string | null, shown: ProjectSegment) =>
-    call<Project>("split_segment", { project, index, at, speaker, shown }),
+    call("split_segment", { project, index, at, speaker, shown }),
   setSegmentSpeaker: (project: string, index: number, speaker: string | null, shown: ProjectSegment) =>
-    call<Project>("set_segment_speaker", { project, index, speaker, shown }),
+    call("set_segment_speaker", { project, index, speaker, shown }),
   editSegment: (project: string, index: number, text: string) =>
-    call<Project>("edit_segment", { project, index, text }),
+    call("edit_segment", { project, index, text }),
   cleanSegment: (project: string, index: number, rulesOnly: boolean, job: string) =>
-    call<Suggestion>("clean_segment", { project, index, rulesOnly, job }),
+    call("clean_segment", { project, index, rulesOnly, job }),
   /** Cleans every segment as a job recorded in the project; refusals come per segment. */
   cleanAll: (project: string, rulesOnly: boolean, job: string) =>
-    call<CleanupSummary>("clean_all", { project, rulesOnly, job }),
-  interruptedJobs: () => call<JobInfo[]>("interrupted_jobs"),
-  resumeJob: (project: string, id: string, job: string) => call<JobOutcome>("resume_job", { project, id, job }),
-  discardJob: (project: string, id: string) => call<void>("discard_job", { project, id }),
+    call("clean_all", { project, rulesOnly, job }),
+  interruptedJobs: () => call("interrupted_jobs"),
+  resumeJob: (project: string, id: string, job: string) => call("resume_job", { project, id, job }),
+  discardJob: (project: string, id: string) => call("discard_job", { project, id }),
   decide: (project: string, segment: number | null, decision: Decision) =>
-    call<Project>("decide", { project, segment, decision }),
+    call("decide", { project, segment, decision }),
   exportTranscript: (project: string, format: string) =>
-    call<string>("export_transcript", { project, format }),
-  listVoices: () => call<Voice[]>("list_voices"),
+    call("export_transcript", { project, format }),
+  listVoices: () => call("list_voices"),
   synthesize: (project: string, segment: number | null, job: string) =>
-    call<SpeechTake>("synthesize", { project, segment, job }),
-  play: (project: string, file: string, job: string) => call<void>("play", { project, file, job }),
+    call("synthesize", { project, segment, job }),
+  play: (project: string, file: string, job: string) => call("play", { project, file, job }),
   /** Plays seconds `start` to `end` of a project file. */
   playRange: (project: string, file: string, start: number, end: number, job: string) =>
-    call<void>("play_range", { project, file, start, end, job }),
-  waveform: (project: string, file: string, buckets: number) => call<Waveform>("waveform", { project, file, buckets }),
-  narrationLanguages: () => call<LanguageView[]>("narration_languages"),
-  narration: (project: string) => call<NarrationView>("narration", { project }),
+    call("play_range", { project, file, start, end, job }),
+  waveform: (project: string, file: string, buckets: number) => call("waveform", { project, file, buckets }),
+  narrationLanguages: () => call("narration_languages"),
+  narration: (project: string) => call("narration", { project }),
   /** Narrates the project; each segment's state comes as `narration` events. */
   narrate: (project: string, options: NarrationOptions, job: string) =>
-    call<NarrationSummary>("narrate", { project, options, job }),
+    call("narrate", { project, options, job }),
   narrateSegment: (project: string, index: number, job: string) =>
-    call<NarrationSummary>("narrate_segment", { project, index, job }),
-  chooseSavePath: (fileName: string) => call<string | null>("choose_save_path", { fileName }),
+    call("narrate_segment", { project, index, job }),
+  chooseSavePath: (fileName: string) => call("choose_save_path", { fileName }),
   saveCopy: (project: string, file: string, destination: string) =>
-    call<string>("save_copy", { project, file, destination }),
+    call("save_copy", { project, file, destination }),
   /** Records into the project; with `live`, transcribes while recording (see `live-transcript`). */
   record: (project: string, maxSeconds: number, live: boolean, job: string) =>
-    call<RecordOutcome>("record", { project, maxSeconds, live, job }),
+    call("record", { project, maxSeconds, live, job }),
   /** The app's memory and the speech models loaded in it. */
-  residentModels: () => call<MemoryView>("resident_models"),
+  residentModels: () => call("resident_models"),
   /** Lets go of every speech model no job is using. */
-  freeMemory: () => call<MemoryView>("free_memory"),
-  lanes: () => call<LaneView[]>("lanes"),
-  gpuStatus: () => call<GpuView>("gpu_status"),
-  getSettings: () => call<Config>("get_settings"),
-  saveSettings: (settings: Config) => call<void>("save_settings", { settings }),
-  testConnection: (url: string) => call<ServerInfo>("test_connection", { url }),
-  models: () => call<ModelView[]>("models"),
-  installModel: (name: string, job: string) => call<string>("install_model", { name, job }),
-  runBenchmark: () => call<BenchmarkRun>("run_benchmark"),
-  openReport: (path: string) => call<void>("open_report", { path }),
-  voiceProfiles: () => call<VoiceProfile[]>("voice_profiles"),
-  createVoice: (name: string) => call<VoiceProfile>("create_voice", { name }),
-  renameVoice: (voice: string, name: string) => call<VoiceProfile>("rename_voice", { voice, name }),
-  deleteVoice: (voice: string) => call<void>("delete_voice", { voice }),
+  freeMemory: () => call("free_memory"),
+  lanes: () => call("lanes"),
+  gpuStatus: () => call("gpu_status"),
+  getSettings: () => call("get_settings"),
+  saveSettings: (settings: Config) => call("save_settings", { settings }),
+  testConnection: (url: string) => call("test_connection", { url }),
+  models: () => call("models"),
+  installModel: (name: string, job: string) => call("install_model", { name, job }),
+  runBenchmark: () => call("run_benchmark"),
+  openReport: (path: string) => call("open_report", { path }),
+  voiceProfiles: () => call("voice_profiles"),
+  createVoice: (name: string) => call("create_voice", { name }),
+  renameVoice: (voice: string, name: string) => call("rename_voice", { voice, name }),
+  deleteVoice: (voice: string) => call("delete_voice", { voice }),
   /** Checks, transcribes and embeds a clip; a refused clip comes back with `added: false`. */
-  addVoiceClip: (voice: string, path: string, job: string) => call<ClipAdded>("add_voice_clip", { voice, path, job }),
+  addVoiceClip: (voice: string, path: string, job: string) => call("add_voice_clip", { voice, path, job }),
   /** Records a clip (until maxSeconds or the job is cancelled, which keeps it), then adds it. */
   recordVoiceClip: (voice: string, maxSeconds: number, job: string) =>
-    call<ClipAdded>("record_voice_clip", { voice, maxSeconds, job }),
-  removeVoiceClip: (voice: string, clip: string) => call<VoiceProfile>("remove_voice_clip", { voice, clip }),
+    call("record_voice_clip", { voice, maxSeconds, job }),
+  removeVoiceClip: (voice: string, clip: string) => call("remove_voice_clip", { voice, clip }),
   setClipTranscript: (voice: string, clip: string, transcript: string) =>
-    call<VoiceProfile>("set_clip_transcript", { voice, clip, transcript }),
-  matchVoice: (voice: string, budget: number, job: string) => call<VoiceProfile>("match_voice", { voice, budget, job }),
+    call("set_clip_transcript", { voice, clip, transcript }),
+  matchVoice: (voice: string, budget: number, job: string) => call("match_voice", { voice, budget, job }),
   speakAsVoice: (voice: string, text: string, job: string) =>
-    call<VoiceTakeView>("speak_as_voice", { voice, text, job }),
-  playVoiceFile: (voice: string, file: string, job: string) => call<void>("play_voice_file", { voice, file, job }),
-  cloningHealth: () => call<Health>("cloning_health"),
+    call("speak_as_voice", { voice, text, job }),
+  playVoiceFile: (voice: string, file: string, job: string) => call("play_voice_file", { voice, file, job }),
+  cloningHealth: () => call("cloning_health"),
 };
 
 /** Listens to one of the shell's events, typed by its generated payload. */

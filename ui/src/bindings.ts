@@ -64,6 +64,7 @@ export type LaneSnapshot = { lane: Lane, occupancy: Occupancy, admitted_total: n
  */
 upstreams: Array<UpstreamView>, };
 export type SignalSeverity = "warning" | "critical";
+export type SignalUnit = "percent" | "factor" | "seconds" | "count" | "bytes_per_hour" | "hidden";
 export type CrossedSignal = { 
 /**
  * The signal's stable name (`cleanup_fallback_rate`): the UI translates by it.
@@ -81,6 +82,15 @@ labels: { [key in string]: string }, value: number, threshold: number,
  * Since when the threshold has been crossed without a break.
  */
 since_unix_ms: number, 
+/**
+ * How `value` reads (the window words it in its language from these, the code and the
+ * labels).
+ */
+unit: SignalUnit, 
+/**
+ * The window the value is measured over, and how long it has to hold, in minutes.
+ */
+window_mins: number, for_mins: number, 
 /**
  * "40% of project interview's segments fell back to the rules in the last 10 min: the
  * text lane is undersized for this project's work — add an upstream ..."
@@ -776,12 +786,22 @@ export type UiError = { kind: UiErrorKind, message: string, rejection: Rejection
  * What the user can do about a rejection, in the order to offer them.
  */
 actions: Array<SuggestedAction>, };
+export type FileFailureReason = "folder_unreadable" | "empty_folder" | "unreadable" | "not_audio" | "too_large" | "refused" | "failed";
+export type FileFailure = { path: string, reason: FileFailureReason, 
+/**
+ * The detail in English (the engine's words), shown beside the reason.
+ */
+message: string, };
 export type FileProject = { id: string, name: string, segments: number, };
 export type FileOutcome = { path: string, 
 /**
  * The project made of it, when it was transcribed.
  */
-project: FileProject | null, error: UiError | null, };
+project: FileProject | null, 
+/**
+ * Why there is none: a reason the window words, and the detail.
+ */
+failure: FileFailure | null, };
 export type ResidentModel = { 
 /**
  * The model and how it is held, e.g. `whisper-base (int8)`.
@@ -910,6 +930,145 @@ export const COMMANDS = [
   "cloning_health",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
+
+/** The audio file extensions the decoder reads (any case). */
+export const AUDIO_EXTENSIONS = ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] as const;
+
+/** Each command's arguments, as the web view sends them (camelCase). */
+export type CommandArgs = {
+  "app_info": Record<string, never>;
+  "app_ready": Record<string, never>;
+  "list_projects": Record<string, never>;
+  "create_project": { name: string };
+  "open_project": { id: string };
+  "project_versions": { id: string };
+  "restore_version": { id: string; version: string };
+  "voice_destination": { id: string };
+  "text_destination": { id: string };
+  "rename_project": { id: string; name: string };
+  "delete_project": { id: string };
+  "update_project_settings": { id: string; settings: ProjectSettings; shown: ProjectSettings };
+  "transcribe": { project: string; path: string; job: string };
+  "transcribe_files": { paths: string[]; job: string };
+  "rename_speaker": { project: string; speaker: string; name: string; shown: Speaker[] };
+  "merge_speakers": { project: string; from: string; into: string; shown: Speaker[] };
+  "attach_speaker": { project: string; speaker: string; profile: string | null; shown: Speaker[] };
+  "profile_from_speaker": { project: string; speaker: string; name: string | null; job: string };
+  "split_segment": { project: string; index: number; at: SplitAt; speaker: string | null; shown: ProjectSegment };
+  "set_segment_speaker": { project: string; index: number; speaker: string | null; shown: ProjectSegment };
+  "cancel_job": { job: string };
+  "edit_segment": { project: string; index: number; text: string };
+  "clean_segment": { project: string; index: number; rulesOnly: boolean; job: string };
+  "clean_all": { project: string; rulesOnly: boolean; job: string };
+  "interrupted_jobs": Record<string, never>;
+  "discard_job": { project: string; id: string };
+  "resume_job": { project: string; id: string; job: string };
+  "decide": { project: string; segment: number | null; decision: Decision };
+  "export_transcript": { project: string; format: string };
+  "list_voices": Record<string, never>;
+  "synthesize": { project: string; segment: number | null; job: string };
+  "narrate": { project: string; options: NarrationOptions; job: string };
+  "narrate_segment": { project: string; index: number; job: string };
+  "narration": { project: string };
+  "narration_languages": Record<string, never>;
+  "waveform": { project: string; file: string; buckets: number };
+  "play_range": { project: string; file: string; start: number; end: number; job: string };
+  "play": { project: string; file: string; job: string };
+  "choose_save_path": { fileName: string };
+  "save_copy": { project: string; file: string; destination: string };
+  "record": { project: string; maxSeconds: number; live: boolean; job: string };
+  "resident_models": Record<string, never>;
+  "free_memory": Record<string, never>;
+  "lanes": Record<string, never>;
+  "gpu_status": Record<string, never>;
+  "get_settings": Record<string, never>;
+  "save_settings": { settings: Config };
+  "test_connection": { url: string };
+  "models": Record<string, never>;
+  "install_model": { name: string; job: string };
+  "run_benchmark": Record<string, never>;
+  "open_report": { path: string };
+  "voice_profiles": Record<string, never>;
+  "create_voice": { name: string };
+  "rename_voice": { voice: string; name: string };
+  "delete_voice": { voice: string };
+  "add_voice_clip": { voice: string; path: string; job: string };
+  "record_voice_clip": { voice: string; maxSeconds: number; job: string };
+  "remove_voice_clip": { voice: string; clip: string };
+  "set_clip_transcript": { voice: string; clip: string; transcript: string };
+  "match_voice": { voice: string; budget: number; job: string };
+  "speak_as_voice": { voice: string; text: string; job: string };
+  "play_voice_file": { voice: string; file: string; job: string };
+  "cloning_health": Record<string, never>;
+};
+
+/** What each command answers. */
+export type CommandResults = {
+  "app_info": AppInfo;
+  "app_ready": number;
+  "list_projects": ProjectEntry[];
+  "create_project": Project;
+  "open_project": Project;
+  "project_versions": VersionInfo[];
+  "restore_version": Project;
+  "voice_destination": TextDestination | null;
+  "text_destination": TextDestination;
+  "rename_project": Project;
+  "delete_project": void;
+  "update_project_settings": Project;
+  "transcribe": Project;
+  "transcribe_files": FileOutcome[];
+  "rename_speaker": Project;
+  "merge_speakers": Project;
+  "attach_speaker": Project;
+  "profile_from_speaker": SpeakerProfile;
+  "split_segment": Project;
+  "set_segment_speaker": Project;
+  "cancel_job": boolean;
+  "edit_segment": Project;
+  "clean_segment": Suggestion;
+  "clean_all": CleanupSummary;
+  "interrupted_jobs": JobInfo[];
+  "discard_job": void;
+  "resume_job": JobOutcome;
+  "decide": Project;
+  "export_transcript": string;
+  "list_voices": Voice[];
+  "synthesize": SpeechTake;
+  "narrate": NarrationSummary;
+  "narrate_segment": NarrationSummary;
+  "narration": NarrationView;
+  "narration_languages": LanguageView[];
+  "waveform": Waveform;
+  "play_range": void;
+  "play": void;
+  "choose_save_path": string | null;
+  "save_copy": string;
+  "record": RecordOutcome;
+  "resident_models": MemoryView;
+  "free_memory": MemoryView;
+  "lanes": LaneView[];
+  "gpu_status": GpuView;
+  "get_settings": Config;
+  "save_settings": void;
+  "test_connection": ServerInfo;
+  "models": ModelView[];
+  "install_model": string;
+  "run_benchmark": BenchmarkRun;
+  "open_report": void;
+  "voice_profiles": VoiceProfile[];
+  "create_voice": VoiceProfile;
+  "rename_voice": VoiceProfile;
+  "delete_voice": void;
+  "add_voice_clip": ClipAdded;
+  "record_voice_clip": ClipAdded;
+  "remove_voice_clip": VoiceProfile;
+  "set_clip_transcript": VoiceProfile;
+  "match_voice": VoiceProfile;
+  "speak_as_voice": VoiceTakeView;
+  "play_voice_file": void;
+  "cloning_health": Health;
+};
 
 /** Every event the shell emits, with its payload. */
 export type EventPayloads = {

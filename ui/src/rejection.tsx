@@ -2,8 +2,19 @@
 // retry countdown and the choices that apply.
 import { focusWhenLost } from "./a11y";
 import { useEffect, useState } from "preact/hooks";
-import type { RejectReason, Rejection, TextNote, UiError, VoiceNote } from "./api";
-import { codeLabel, formatList, languageName, t, type MessageKey } from "./i18n";
+import type { CrossedSignal, RejectReason, Rejection, TextNote, UiError, VoiceNote } from "./api";
+import {
+  codeLabel,
+  formatList,
+  formatMib,
+  formatNumber,
+  formatPercent,
+  formatSeconds,
+  has,
+  languageName,
+  t,
+  type MessageKey,
+} from "./i18n";
 
 /** The catalog key of every reason: the generated union makes a missing one a type error. */
 const TITLES: Record<RejectReason, MessageKey> = {
@@ -45,6 +56,47 @@ export function textNote(code: TextNote | null | undefined, english: string | nu
     default:
       return english ?? null;
   }
+}
+
+/** A crossed signal's value as its unit reads (the summary says "per hour" where it is one). */
+function signalValue(s: CrossedSignal): string {
+  switch (s.unit) {
+    case "percent": {
+      const percent = s.value * 100;
+      return formatPercent(s.value, Math.abs(percent - Math.round(percent)) < 0.05 ? 0 : 1);
+    }
+    case "factor":
+      return formatNumber(s.value, 2);
+    case "seconds":
+      return formatSeconds(s.value, 2);
+    case "count":
+      return formatNumber(s.value, 0);
+    case "bytes_per_hour":
+      return formatMib(s.value / (1024 * 1024));
+    case "hidden":
+      return "";
+  }
+}
+
+/** What a crossed signal says (what happened, what it means, what to do), in the window's
+ * language from its code, value and labels; a signal this window does not know keeps the
+ * core's English. */
+export function signalMessage(s: CrossedSignal): string {
+  const key = (part: string) => `signal.${s.code}.${part}`;
+  const [summary, meaning, action] = ["summary", "meaning", "action"].map(key);
+  if (!has(summary) || !has(meaning) || !has(action)) return s.message_en;
+  const labels = s.labels;
+  const summaryText = t(summary, {
+    value: signalValue(s),
+    count: s.value,
+    window: t("unit.minutes", { value: formatNumber(s.window_mins, 0) }),
+    duration: t("unit.minutes", { value: formatNumber(s.for_mins, 0) }),
+    reason: labels.reason === undefined ? "" : reasonLabel(labels.reason),
+    kind: labels.kind === undefined ? "" : codeLabel("signal.kind", labels.kind),
+    project: labels.project ?? "",
+    upstream: labels.upstream ?? "",
+  });
+  return t("signal.message", { summary: summaryText, meaning: t(meaning), action: t(action) });
 }
 
 /** Why a narration is spoken by another voice, in the window's language (as [`textNote`]). */

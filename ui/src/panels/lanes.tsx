@@ -1,7 +1,7 @@
 // Live lane occupancy and the rejection history.
 import type { CpuShareView, CrossedSignal, LaneView, RejectionRecord, UpstreamView } from "../api";
 import { codeLabel, formatClock, formatList, formatMs, formatSeconds, t, tr } from "../i18n";
-import { occupancyLine, reasonTitle } from "../rejection";
+import { occupancyLine, reasonTitle, signalMessage } from "../rejection";
 
 function laneKey(l: LaneView): string {
   return l.lane === "audio" ? "audio" : `text-${l.server_url ?? "default"}`;
@@ -180,7 +180,7 @@ function Signals(props: { signals: CrossedSignal[] }) {
             {codeLabel("signal", s.code)}
           </b>
           {": "}
-          {s.message_en}
+          {signalMessage(s)}
         </li>
       ))}
     </ul>
