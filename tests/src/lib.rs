@@ -2,12 +2,14 @@
 //! loopback, a real llama-server, LiteLLM's proxy in front of them, and a microphone that speaks a
 //! file.
 
+pub mod chat;
 pub mod conversation;
 pub mod fake_cloning;
 pub mod fake_upstream;
 pub mod litellm;
 pub mod llama;
 pub mod microphone;
+pub mod python_client;
 pub mod redirector;
 pub mod serve_process;
 
@@ -71,6 +73,11 @@ where
         );
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
+}
+
+/// [`until`] for a condition read without waiting (a count, a file's length).
+pub async fn until_true(what: &str, mut holds: impl FnMut() -> bool) {
+    until(what, || std::future::ready(holds())).await
 }
 
 /// The folder `scripts/test` installs the speech models into (`HEADROOM_MODELS_DIR`); fails

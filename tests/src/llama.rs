@@ -148,6 +148,36 @@ impl LlamaServer {
     }
 }
 
+/// Fills `servers`' slots through `proxy`: `each` streams per server, each read until its
+/// first words, then checks that every server runs exactly `each` and queues none (the streams
+/// are spread, nothing waits behind them). Returns the streams, which hold the slots until dropped.
+pub async fn fill_every_slot(
+    proxy: &headroom_core::llm::LlmClient,
+    servers: &[&LlamaServer],
+    each: usize,
+) -> Vec<headroom_core::llm::ChatStream> {
+    let mut holders = Vec::new();
+    for _ in 0..servers.len() * each {
+        let mut s = proxy
+            .stream_chat(&crate::chat::long_story(400))
+            .await
+            .unwrap();
+        crate::chat::until_first_words(&mut s).await;
+        holders.push(s);
+    }
+    for llama in servers {
+        llama
+            .until_metric(
+                "llamacpp:requests_processing",
+                Duration::from_secs(10),
+                |v| v == each as f64,
+            )
+            .await;
+        assert_eq!(llama.metric("llamacpp:requests_deferred").await, 0.0);
+    }
+    holders
+}
+
 impl Drop for LlamaServer {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -34,6 +34,17 @@ fn fleet_with(urls: &[String], config: TextLaneConfig) -> (TextLane, Arc<Metrics
     (lane, metrics)
 }
 
+/// Serve's configuration over `first` and then `second`, each at the capacity it reports.
+fn two_upstreams(first: String, second: String) -> Config {
+    let mut config = Config::default();
+    config.llm.url = first;
+    config.llm.upstreams = vec![UpstreamSettings {
+        url: second,
+        capacity: None,
+    }];
+    config
+}
+
 fn ask(text: &str) -> ChatRequest {
     ChatRequest::new(vec![ChatMessage::new("user", text)])
 }
@@ -417,12 +428,7 @@ async fn serve_sends_every_request_to_the_healthy_upstream_when_the_other_answer
     ] {
         let a = FakeUpstream::start(behavior, 4096).await;
         let b = FakeUpstream::start(Behavior::Echo, 4096).await;
-        let mut config = Config::default();
-        config.llm.url = a.base_url();
-        config.llm.upstreams = vec![UpstreamSettings {
-            url: b.base_url(),
-            capacity: None,
-        }];
+        let mut config = two_upstreams(a.base_url(), b.base_url());
         config.text_lane.first_chunk_secs = FIRST_WORDS.as_secs_f64();
         let server = headroom_tests::serve(&headroom_tests::services(config)).await;
         let http = reqwest::Client::new();
@@ -478,12 +484,7 @@ async fn serves_health_comes_from_the_fleets_state_and_its_models_from_an_upstre
     // every 5 s, may ask each once or twice meanwhile).
     let a = FakeUpstream::start(Behavior::Echo, 4096).await;
     let b = FakeUpstream::start(Behavior::Echo, 4096).await;
-    let mut config = Config::default();
-    config.llm.url = a.base_url();
-    config.llm.upstreams = vec![UpstreamSettings {
-        url: b.base_url(),
-        capacity: None,
-    }];
+    let config = two_upstreams(a.base_url(), b.base_url());
     let server = headroom_tests::serve(&headroom_tests::services(config)).await;
     let asked_before = a.other_requests() + b.other_requests();
     for _ in 0..20 {
@@ -501,12 +502,7 @@ async fn serves_health_comes_from_the_fleets_state_and_its_models_from_an_upstre
     );
 
     // The first upstream down, the second up.
-    let mut config = Config::default();
-    config.llm.url = headroom_tests::closed_port_url();
-    config.llm.upstreams = vec![UpstreamSettings {
-        url: b.base_url(),
-        capacity: None,
-    }];
+    let config = two_upstreams(headroom_tests::closed_port_url(), b.base_url());
     let server = headroom_tests::serve(&headroom_tests::services(config)).await;
     let health = http
         .get(format!("http://{}/health", server.addr))

@@ -9,6 +9,7 @@ use headroom_core::cleanup::{
 use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
 use headroom_core::metrics::Metrics;
+use headroom_tests::chat::long_story;
 use headroom_tests::llama::LlamaServer;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -23,15 +24,6 @@ async fn lane_for(llama: &LlamaServer) -> TextLane {
     );
     lane.discover().await.unwrap();
     lane
-}
-
-fn long_request(max_tokens: u32) -> ChatRequest {
-    let mut r = ChatRequest::new(vec![ChatMessage::new(
-        "user",
-        "Write a long story about a lighthouse keeper.",
-    )]);
-    r.max_tokens = Some(max_tokens);
-    r
 }
 
 #[tokio::test]
@@ -49,7 +41,7 @@ async fn flooded_serve_admits_two_streams_and_rejects_the_rest_while_they_run() 
     let proxy = LlmClient::new(&server.base_url(), None).unwrap();
     let mut holders = Vec::new();
     for _ in 0..2 {
-        let mut s = proxy.stream_chat(&long_request(2048)).await.unwrap();
+        let mut s = proxy.stream_chat(&long_story(2048)).await.unwrap();
         while s.next().await.unwrap().unwrap().text().is_none() {}
         holders.push(s);
     }
@@ -84,8 +76,8 @@ async fn flooded_serve_admits_two_streams_and_rejects_the_rest_while_they_run() 
 async fn cancelling_frees_the_servers_slot() {
     let llama = LlamaServer::start().await;
     let lane = lane_for(&llama).await;
-    let mut a = lane.submit(long_request(2048)).await.unwrap();
-    let mut b = lane.submit(long_request(2048)).await.unwrap();
+    let mut a = lane.submit(long_story(2048)).await.unwrap();
+    let mut b = lane.submit(long_story(2048)).await.unwrap();
     while a.next().await.unwrap().unwrap().text().is_none() {}
     while b.next().await.unwrap().unwrap().text().is_none() {}
     llama
@@ -106,7 +98,7 @@ async fn cancelling_frees_the_servers_slot() {
             |v| v == 0.0,
         )
         .await;
-    let mut short = long_request(4);
+    let mut short = long_story(4);
     short.messages = vec![ChatMessage::new("user", "Say hello.")];
     let text = lane
         .submit(short)

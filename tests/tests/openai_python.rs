@@ -5,25 +5,19 @@
 use headroom_base::consent::RemoteConsent;
 use headroom_core::config::{Config, UpstreamSettings};
 use headroom_tests::llama::LlamaServer;
+use headroom_tests::python_client;
 use serde_json::Value;
 
 /// Runs tests/python/openai_client_check.py against `base` whose text lane has `slots`, and
 /// checks what every server shape shares: text, then 429 text_lane_full, then 400.
 async fn openai_client_check(base: &str, slots: usize) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/openai_client_check.py");
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .arg(base)
-        .arg(slots.to_string())
-        .output()
-        .await
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the openai client check failed (is `openai` installed? scripts/install-test-deps does it):\n{stderr}"
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).expect("the script prints JSON");
+    let slots = slots.to_string();
+    let seen = python_client::run(
+        "openai_client_check.py",
+        &[base.as_ref(), slots.as_ref()],
+        "",
+    )
+    .await;
     assert!(!seen["streamed_text"].as_str().unwrap().trim().is_empty());
     assert_eq!(seen["overload_status"], 429);
     assert_eq!(seen["overload_code"], "text_lane_full");

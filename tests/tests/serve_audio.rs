@@ -4,6 +4,7 @@
 use headroom_base::consent::RemoteConsent;
 use headroom_server::{bind_loopback, RunningServer, ServerState};
 use headroom_services::Services;
+use headroom_tests::python_client;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -22,20 +23,12 @@ async fn the_openai_python_client_speaks_and_transcribes() {
     let server = headroom_tests::serve(&services()).await;
     let scratch = std::env::temp_dir().join(format!("headroom-serve-audio-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/openai_audio_check.py");
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .arg(server.base_url())
-        .arg(&scratch)
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = python_client::run(
+        "openai_audio_check.py",
+        &[server.base_url().as_ref(), scratch.as_os_str()],
+        "",
+    )
+    .await;
     let text = seen["text"].as_str().unwrap().to_lowercase();
     assert!(text.contains("report") && text.contains("office"), "{text}");
     assert!(seen["srt"]
@@ -127,23 +120,12 @@ async fn the_openai_python_client_speaks_kokoro_in_every_format_ffprobe_reads() 
     require_models();
     let server = headroom_tests::serve(&services()).await;
     let scratch = tempfile::tempdir().unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/python/openai_speech_formats_check.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .arg(server.base_url())
-        .arg(scratch.path())
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = python_client::run(
+        "openai_speech_formats_check.py",
+        &[server.base_url().as_ref(), scratch.path().as_os_str()],
+        "",
+    )
+    .await;
     // Each file as ffprobe reads it: codec, rate (Kokoro speaks at 24 kHz; Opus is 48 kHz),
     // mono, and the sentence's length.
     for (format, content_type, codec, rate) in [
@@ -211,22 +193,12 @@ async fn the_openai_python_client_speaks_kokoro_in_every_format_ffprobe_reads() 
 async fn the_openai_python_client_hears_a_long_text_before_it_is_all_spoken() {
     require_models();
     let server = headroom_tests::serve(&services()).await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/python/openai_speech_stream_check.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .arg(server.base_url())
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = python_client::run(
+        "openai_speech_stream_check.py",
+        &[server.base_url().as_ref()],
+        "",
+    )
+    .await;
     for (format, content_type) in [("pcm", "audio/pcm"), ("mp3", "audio/mpeg")] {
         let stream = &seen[format];
         assert_eq!(stream["content_type"], content_type, "{format}: {stream}");
@@ -291,23 +263,12 @@ async fn the_openai_python_client_translates_spanish_speech_into_english() {
         .status()
         .expect("espeak-ng runs");
     assert!(spoken.success());
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/python/openai_translation_check.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .arg(server.base_url())
-        .arg(&recording)
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = python_client::run(
+        "openai_translation_check.py",
+        &[server.base_url().as_ref(), recording.as_os_str()],
+        "",
+    )
+    .await;
     let text = seen["text"].as_str().unwrap().to_lowercase();
     // English words for what was said, not the Spanish ones.
     let english = ["madrid", "family", "beach", "hot", "morning", "live"];
@@ -466,18 +427,6 @@ async fn a_crafted_upload_is_refused_and_the_server_keeps_serving() {
     assert_eq!(metrics.status(), 200);
 }
 
-/// Waits, without a fixed sleep, until `done` holds (or fails the test after a minute).
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < give_up,
-            "waited a minute for {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
 fn files_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -510,7 +459,7 @@ async fn uploads_go_to_disk_as_they_arrive_and_beyond_the_cap_are_refused_at_onc
     slow.write_all(&[1u8; 50_000]).await.unwrap();
     slow.flush().await.unwrap();
     // What arrived is on disk, not in memory.
-    until("the upload's first 50,000 bytes on disk", || {
+    headroom_tests::until_true("the upload's first 50,000 bytes on disk", || {
         files_in(upload_dir.path())
             .iter()
             .any(|(_, len)| *len >= 50_000)
@@ -548,11 +497,11 @@ async fn uploads_go_to_disk_as_they_arrive_and_beyond_the_cap_are_refused_at_onc
 
     // The stalled client goes away: its slot and its temporary file are freed.
     drop(slow);
-    until("the upload slot to be free", || {
+    headroom_tests::until_true("the upload slot to be free", || {
         state.upload_slots.available_permits() == 1
     })
     .await;
-    until("the temporary file to be removed", || {
+    headroom_tests::until_true("the temporary file to be removed", || {
         files_in(upload_dir.path()).is_empty()
     })
     .await;

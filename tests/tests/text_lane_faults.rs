@@ -442,18 +442,6 @@ async fn rule_none_lets_text_run_beside_audio() {
     job.await.unwrap();
 }
 
-/// Waits for `done` without a fixed sleep; fails the test after 30 s.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let give_up = std::time::Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < give_up,
-            "waited 30 s for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_reader_that_stops_reading_loses_its_slot_at_the_total_deadline() {
     let up = FakeUpstream::start(Behavior::Endless("word ".into()), 4096).await;
@@ -462,7 +450,7 @@ async fn a_reader_that_stops_reading_loses_its_slot_at_the_total_deadline() {
     stream.next().await.unwrap().unwrap();
     // The reader stops reading but keeps the stream. The deadline is a timer, not something
     // checked when the stream is next polled: the slot frees and the upstream is aborted.
-    until("the slot to be given back", || {
+    headroom_tests::until_true("the slot to be given back", || {
         lane.snapshot().occupancy.in_flight == 0
     })
     .await;

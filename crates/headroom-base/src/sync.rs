@@ -16,6 +16,12 @@ impl<T: ?Sized> Locked<T> for Mutex<T> {
     }
 }
 
+/// The value of a mutex no one else holds, taken as [`Locked::locked`] takes it: a holder's
+/// panic does not lose it.
+pub fn into_value<T>(mutex: Mutex<T>) -> T {
+    mutex.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,38 +2,12 @@
 //! studio runs it: every slot of every upstream used, nothing queued beyond them, and an
 //! upstream lost mid-run ends only its own streams while new work goes to the others.
 
-use futures::StreamExt;
-use headroom_core::llm::{ChatMessage, ChatRequest, ChatStream, LlmClient, LlmError};
-use headroom_tests::llama::LlamaServer;
+use headroom_core::llm::{LlmClient, LlmError};
+use headroom_tests::chat::{hello, text_of};
+use headroom_tests::llama::{fill_every_slot, LlamaServer};
 use headroom_tests::serve_process::ServeProcess;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
-
-fn binary() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_headroom").as_ref()
-}
-
-fn story(max_tokens: u32) -> ChatRequest {
-    let mut r = ChatRequest::new(vec![ChatMessage::new(
-        "user",
-        "Write a long story about a lighthouse keeper.",
-    )]);
-    r.max_tokens = Some(max_tokens);
-    r
-}
-
-/// Reads until the first words arrive, so the request surely holds its upstream's slot.
-async fn until_first_words(stream: &mut ChatStream) {
-    while stream.next().await.unwrap().unwrap().text().is_none() {}
-}
-
-/// Reads a stream to its end: `Ok` when it finished, the error when it broke.
-async fn to_the_end(mut stream: ChatStream) -> Result<(), LlmError> {
-    while let Some(item) = stream.next().await {
-        item?;
-    }
-    Ok(())
-}
+use std::time::Instant;
 
 async fn text_lane(http: &reqwest::Client, server: &ServeProcess) -> Value {
     let lanes: Value = http
@@ -51,7 +25,12 @@ async fn text_lane(http: &reqwest::Client, server: &ServeProcess) -> Value {
 async fn four_streams_run_on_two_upstreams_a_fifth_is_refused_and_a_lost_upstream_leaves_the_other()
 {
     let (a, b) = tokio::join!(LlamaServer::start(), LlamaServer::start());
-    let server = ServeProcess::start(binary(), &a.base_url(), &["--upstream", &b.base_url()]).await;
+    let server = ServeProcess::start(
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
+        &a.base_url(),
+        &["--upstream", &b.base_url()],
+    )
+    .await;
     assert!(
         server.stderr().contains("4 in flight over 2 upstream(s)"),
         "the lane runs both servers' slots (llama-server says 2 each):\n{}",
@@ -60,23 +39,8 @@ async fn four_streams_run_on_two_upstreams_a_fifth_is_refused_and_a_lost_upstrea
     let proxy = LlmClient::new(&server.base, None).unwrap();
     let http = reqwest::Client::new();
 
-    let mut holders = Vec::new();
-    for _ in 0..4 {
-        let mut s = proxy.stream_chat(&story(400)).await.unwrap();
-        until_first_words(&mut s).await;
-        holders.push(s);
-    }
     // Every slot of both servers runs one stream; neither queues anything.
-    for llama in [&a, &b] {
-        llama
-            .until_metric(
-                "llamacpp:requests_processing",
-                Duration::from_secs(10),
-                |v| v == 2.0,
-            )
-            .await;
-        assert_eq!(llama.metric("llamacpp:requests_deferred").await, 0.0);
-    }
+    let holders = fill_every_slot(&proxy, &[&a, &b], 2).await;
     let lane = text_lane(&http, &server).await;
     let upstreams = lane["upstreams"].as_array().unwrap();
     assert_eq!(upstreams.len(), 2);
@@ -103,7 +67,7 @@ async fn four_streams_run_on_two_upstreams_a_fifth_is_refused_and_a_lost_upstrea
 
     // Lose one upstream mid-run: its two streams end with the reason, the other two go on.
     drop(a);
-    let ends = futures::future::join_all(holders.into_iter().map(to_the_end)).await;
+    let ends = futures::future::join_all(holders.into_iter().map(|s| text_of(Ok(s)))).await;
     let broken: Vec<&LlmError> = ends.iter().filter_map(|e| e.as_ref().err()).collect();
     assert_eq!(
         broken.len(),
@@ -119,9 +83,7 @@ async fn four_streams_run_on_two_upstreams_a_fifth_is_refused_and_a_lost_upstrea
 
     // New work goes to the upstream that is left, every request of it.
     for _ in 0..3 {
-        let mut hello = story(8);
-        hello.messages = vec![ChatMessage::new("user", "Say hello.")];
-        let text = to_the_end(proxy.stream_chat(&hello).await.unwrap()).await;
+        let text = text_of(proxy.stream_chat(&hello()).await).await;
         assert!(text.is_ok(), "{text:?}");
     }
     let lane = text_lane(&http, &server).await;

@@ -5,41 +5,13 @@
 //! router's own 429 ("no deployment available") comes back as `upstream_busy` with a
 //! Retry-After.
 
-use futures::StreamExt;
-use headroom_core::llm::{ChatMessage, ChatRequest, ChatStream, LlmClient, LlmError};
+use headroom_core::llm::LlmClient;
+use headroom_tests::chat::{hello, text_of};
 use headroom_tests::litellm::LiteLlmProxy;
-use headroom_tests::llama::LlamaServer;
+use headroom_tests::llama::{fill_every_slot, LlamaServer};
 use headroom_tests::serve_process::{ServeOptions, ServeProcess};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-fn binary() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_headroom").as_ref()
-}
-
-fn story(max_tokens: u32) -> ChatRequest {
-    let mut r = ChatRequest::new(vec![ChatMessage::new(
-        "user",
-        "Write a long story about a lighthouse keeper.",
-    )]);
-    r.max_tokens = Some(max_tokens);
-    r
-}
-
-/// Reads until the first words arrive, so the request surely holds a llama-server slot.
-async fn until_first_words(stream: &mut ChatStream) {
-    while stream.next().await.unwrap().unwrap().text().is_none() {}
-}
-
-/// The whole text of a stream, or the error that ended it.
-async fn text_of(stream: Result<ChatStream, LlmError>) -> Result<String, LlmError> {
-    let mut stream = stream?;
-    let mut text = String::new();
-    while let Some(chunk) = stream.next().await {
-        text.push_str(chunk?.text().unwrap_or_default());
-    }
-    Ok(text)
-}
 
 /// One small non-streamed chat request naming `model`: its status, Retry-After and body.
 async fn ask(
@@ -90,7 +62,7 @@ async fn headroom_in_front_of_litellm_over_two_llama_servers() {
     let router = LiteLlmProxy::in_front_of(&[&a, &b]).await;
     eprintln!("LiteLLM's proxy was ready in {:?}", started.elapsed());
     let server = ServeProcess::start_with(
-        binary(),
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
         &router.base_url(),
         ServeOptions {
             args: &["--upstream-capacity", "4"],
@@ -108,22 +80,7 @@ async fn headroom_in_front_of_litellm_over_two_llama_servers() {
     let http = reqwest::Client::new();
 
     // Four streams at once: the router spreads them, both servers run two, neither queues.
-    let mut holders = Vec::new();
-    for _ in 0..4 {
-        let mut s = proxy.stream_chat(&story(400)).await.unwrap();
-        until_first_words(&mut s).await;
-        holders.push(s);
-    }
-    for llama in [&a, &b] {
-        llama
-            .until_metric(
-                "llamacpp:requests_processing",
-                Duration::from_secs(10),
-                |v| v == 2.0,
-            )
-            .await;
-        assert_eq!(llama.metric("llamacpp:requests_deferred").await, 0.0);
-    }
+    let holders = fill_every_slot(&proxy, &[&a, &b], 2).await;
 
     // A fifth is refused by Headroom at once, naming its full lane; it never reaches the router.
     let asked = Instant::now();
@@ -152,9 +109,7 @@ async fn headroom_in_front_of_litellm_over_two_llama_servers() {
     // Once the streams are gone, a normal request completes through the router.
     drop(holders);
     server.lanes_when_idle(&http, Duration::from_secs(30)).await;
-    let mut hello = story(8);
-    hello.messages = vec![ChatMessage::new("user", "Say hello.")];
-    let reply = text_of(proxy.stream_chat(&hello).await).await;
+    let reply = text_of(proxy.stream_chat(&hello()).await).await;
     let reply = reply.unwrap_or_else(|e| {
         panic!(
             "a request through the router failed: {e}\nLiteLLM's log:\n{}",

@@ -21,10 +21,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-fn binary() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_headroom").as_ref()
-}
-
 /// `HOST:PORT` of a server's base URL.
 fn authority(server: &ServeProcess) -> String {
     server
@@ -32,19 +28,6 @@ fn authority(server: &ServeProcess) -> String {
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_string()
-}
-
-/// Polls `check` until it holds, failing the test after `within`.
-async fn until<F, Fut>(what: &str, within: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + within;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// The status of an HTTP/1.1 answer, if `got` holds one.
@@ -162,7 +145,7 @@ async fn slow_and_many_clients_are_cut_off_and_serve_stays_small_and_answering()
     // A short window keeps the test fast (the default is 10 s); 4 s leaves the four trickling
     // uploads time to be seen holding every slot at once on a loaded machine.
     let server = ServeProcess::start_with(
-        binary(),
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
         &up.base_url(),
         ServeOptions {
             config: "[server]\nread_timeout_secs = 4.0\nmin_read_bytes_per_sec = 1024\n",
@@ -178,14 +161,10 @@ async fn slow_and_many_clients_are_cut_off_and_serve_stays_small_and_answering()
     let tricklers: Vec<_> = (0..4)
         .map(|_| tokio::spawn(trickling_upload(authority.clone())))
         .collect();
-    until(
-        "the trickling uploads hold every slot",
-        Duration::from_secs(10),
-        || {
-            let (http, base) = (http.clone(), server.base.clone());
-            async move { probe_upload(&http, &base).await == 429 }
-        },
-    )
+    headroom_tests::until("the trickling uploads hold every slot", || {
+        let (http, base) = (http.clone(), server.base.clone());
+        async move { probe_upload(&http, &base).await == 429 }
+    })
     .await;
 
     // 2. ...while 300 connections each send 900 KB of a 1 MiB chat body and stall.
@@ -346,7 +325,7 @@ async fn a_token_keeps_other_local_users_off_every_route_but_health() {
     const TOKEN: &str = "tok-7f3a9c-serve-secret";
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     let server = ServeProcess::start_with(
-        binary(),
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
         &up.base_url(),
         ServeOptions {
             env: &[("HEADROOM_SERVE_TOKEN", TOKEN)],
@@ -424,7 +403,7 @@ async fn a_token_keeps_other_local_users_off_every_route_but_health() {
 async fn the_flag_overrides_the_config_file_and_without_a_token_serve_is_open() {
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     let server = ServeProcess::start_with(
-        binary(),
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
         &up.base_url(),
         ServeOptions {
             args: &["--api-key", "tok-from-flag"],
@@ -446,7 +425,8 @@ async fn the_flag_overrides_the_config_file_and_without_a_token_serve_is_open() 
     assert!(!server.stderr().contains("tok-from"));
     drop(server);
 
-    let open = ServeProcess::start(binary(), &up.base_url(), &[]).await;
+    let open =
+        ServeProcess::start(env!("CARGO_BIN_EXE_headroom").as_ref(), &up.base_url(), &[]).await;
     let models = format!("{}/models", open.base);
     assert_eq!(
         get(&http, &models, None).await.status(),
@@ -460,7 +440,7 @@ async fn the_flag_overrides_the_config_file_and_without_a_token_serve_is_open() 
 async fn idle_connections_are_closed_and_one_too_many_is_refused_at_once() {
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     let server = ServeProcess::start_with(
-        binary(),
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
         &up.base_url(),
         ServeOptions {
             config: "[server]\nmax_connections = 4\nread_timeout_secs = 1.0\n",

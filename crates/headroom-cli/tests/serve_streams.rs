@@ -19,10 +19,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-fn binary() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_headroom").as_ref()
-}
-
 /// `HOST:PORT` of a server.
 fn authority(server: &ServeProcess) -> String {
     server.root().trim_start_matches("http://").to_string()
@@ -142,7 +138,8 @@ async fn speech_streams_nobody_reads_are_dropped_and_leave_the_lane_to_a_person(
     const STALLED: usize = 12;
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
     // Defaults: a 10 s write timeout, one stream place, a queue of 8.
-    let server = ServeProcess::start(binary(), &up.base_url(), &[]).await;
+    let server =
+        ServeProcess::start(env!("CARGO_BIN_EXE_headroom").as_ref(), &up.base_url(), &[]).await;
     let authority = authority(&server);
     let http = reqwest::Client::new();
     let pid = server.pid();
@@ -230,7 +227,8 @@ async fn stalled_speech_readers_measured() {
     const READERS: usize = 20;
     const WATCH: Duration = Duration::from_secs(180);
     let up = FakeUpstream::start(Behavior::Echo, 4096).await;
-    let server = ServeProcess::start(binary(), &up.base_url(), &[]).await;
+    let server =
+        ServeProcess::start(env!("CARGO_BIN_EXE_headroom").as_ref(), &up.base_url(), &[]).await;
     let authority = authority(&server);
     let http = reqwest::Client::new();
     let pid = server.pid();

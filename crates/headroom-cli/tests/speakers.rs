@@ -383,27 +383,18 @@ async fn serve_answers_diarized_json_to_the_openai_client() {
         },
     )
     .await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/python/openai_diarize_check.py"
-    );
-    let out = tokio::process::Command::new("python3")
-        .arg(script)
-        .arg(&server.base)
-        .arg(&fixture.conversation)
-        .arg(&fixture.reference)
-        .arg("Kiko")
-        .arg("Mika")
-        .output()
-        .await
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        server.stderr()
-    );
-    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = headroom_tests::python_client::run(
+        "openai_diarize_check.py",
+        &[
+            server.base.as_ref(),
+            fixture.conversation.as_os_str(),
+            fixture.reference.as_os_str(),
+            "Kiko".as_ref(),
+            "Mika".as_ref(),
+        ],
+        &server.stderr(),
+    )
+    .await;
     let segments = |key: &str| -> Vec<(f64, f64, String)> {
         seen[key]
             .as_array()

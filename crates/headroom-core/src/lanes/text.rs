@@ -13,7 +13,7 @@ use headroom_base::sync::Locked;
 use serde::{Deserialize, Serialize};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
@@ -72,7 +72,7 @@ struct Inner {
     context: ContextWindow,
     config: TextLaneConfig,
     audio: AudioActivity,
-    discovered_model: RwLock<Option<String>>,
+    discovered_model: Mutex<Option<String>>,
     next_id: AtomicU64,
     /// Something was sent upstream (a request, or the servers were asked what they run):
     /// from then on a health check may ask them again.
@@ -168,7 +168,7 @@ impl TextLane {
                 context,
                 config,
                 audio,
-                discovered_model: RwLock::new(None),
+                discovered_model: Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 used: AtomicBool::new(false),
             }),
@@ -189,7 +189,7 @@ impl TextLane {
         self.adopt_fleet();
         let info = discovered?;
         if let Some(first) = info.models.first() {
-            *self.inner.discovered_model.write().expect("model lock") = Some(first.id.clone());
+            *self.inner.discovered_model.locked() = Some(first.id.clone());
         }
         tracing::info!(
             context_tokens = self.inner.context.tokens(),
@@ -258,13 +258,11 @@ impl TextLane {
 
     /// The model requests use when they name none.
     pub fn model(&self) -> Option<String> {
-        self.inner.config.model.clone().or_else(|| {
-            self.inner
-                .discovered_model
-                .read()
-                .expect("model lock")
-                .clone()
-        })
+        self.inner
+            .config
+            .model
+            .clone()
+            .or_else(|| self.inner.discovered_model.locked().clone())
     }
 
     pub fn snapshot(&self) -> LaneSnapshot {
