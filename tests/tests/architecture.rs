@@ -1,7 +1,8 @@
 //! The layout's promises, checked on the sources, the lock file and cargo's own resolution: the
 //! core's dependency tree has none of the heavy or platform crates, the desktop app and the
-//! workstation never link the HTTP server, no library reads the process environment, and within
-//! each crate the top-level modules depend on each other without cycles.
+//! workstation never link the HTTP server, no library reads the process environment, a poisoned
+//! lock is taken one way, and within each crate the top-level modules depend on each other
+//! without cycles.
 
 use headroom_base::process::Tool;
 use std::collections::{BTreeMap, BTreeSet};
@@ -124,9 +125,13 @@ fn the_desktop_app_and_the_workstation_never_link_the_http_server() {
             .filter(|line| !line.contains(" feature \""))
             .filter_map(|line| line.split(' ').next())
             .collect();
-        assert!(
-            crates.contains(package) && crates.contains("headroom-bench"),
-            "{crates:?}"
+        assert!(crates.contains(package), "{crates:?}");
+        // The desktop runs the serving harness (its Benchmark panel); the workstation's
+        // workflows need no benchmark at all.
+        assert_eq!(
+            crates.contains("headroom-bench"),
+            package == "headroom-desktop",
+            "{package}: {crates:?}"
         );
         for server in ["headroom-server", "axum", "axum-core"] {
             assert!(
@@ -135,12 +140,16 @@ fn the_desktop_app_and_the_workstation_never_link_the_http_server() {
                  feature is the CLI's)"
             );
         }
-        assert!(
-            !tree
-                .lines()
-                .any(|line| line.trim_end_matches(" (*)") == "headroom-bench feature \"fleet\""),
-            "{package} builds the fleet benchmark's simulated servers: the feature is the CLI's"
-        );
+        for (feature, what) in [
+            ("fleet", "the fleet benchmark's simulated servers"),
+            ("suites", "the audio suites (they start serve's router)"),
+        ] {
+            let line = format!("headroom-bench feature \"{feature}\"");
+            assert!(
+                !tree.lines().any(|l| l.trim_end_matches(" (*)") == line),
+                "{package} builds {what}: the feature is the CLI's"
+            );
+        }
         for server_feature in ["hyper feature \"server\"", "hyper-util feature \"server\""] {
             assert!(
                 !tree
@@ -512,6 +521,42 @@ fn libraries_never_read_the_process_environment() {
         found.is_empty(),
         "libraries read the environment; only the binaries may, passing what they read in: \
          {found:#?}"
+    );
+}
+
+/// A lock whose holder panicked is taken one way everywhere: with its value
+/// (`headroom_base::sync::Locked::locked`, `into_value`), never by panicking the caller too.
+#[test]
+fn product_code_takes_a_poisoned_lock_one_way() {
+    let mut found = Vec::new();
+    let mut files = Vec::new();
+    for krate in all_crates() {
+        rust_files(&krate.join("src"), &mut files);
+    }
+    rust_files(&root().join("src-tauri"), &mut files);
+    for file in files {
+        let code: String = product_code_of(&file)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        for pattern in [
+            ".lock().unwrap()",
+            ".lock().expect(",
+            ".read().unwrap()",
+            ".read().expect(",
+            ".write().unwrap()",
+            ".write().expect(",
+            ".into_inner().expect(",
+        ] {
+            if code.contains(pattern) {
+                found.push(format!("{}: {pattern}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "take locks with headroom_base::sync::Locked::locked (and into_value), which keep the \
+         value a panicked holder left: {found:#?}"
     );
 }
 

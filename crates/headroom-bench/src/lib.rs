@@ -23,6 +23,7 @@
 //! | [`harness`] | the serving harness and its reports |
 //! | [`boundary`] | flood and proxy overhead (feature `serve`: `headroom serve` in-process) and yield-rule benchmarks of the admission boundary |
 //! | `fleet` (feature `fleet`) | one text lane over 1, 2, 3 upstreams (throughput and TTFT at the same rejection rate; routing around a killed upstream), on llama-servers it starts, servers given, or simulated ones |
+//! | `suites` (feature `suites`) | the audio suites: interactive work under batch work (isolation, narration), diarization (speakers), streamed speech, the voices and the voice match; each a configuration, a `run` returning its report and a `render_text` |
 //! | [`plan`] | how much GPU memory vLLM may take beside the audio backends |
 //! | [`leak`] | a rising memory floor over repeated identical work, told apart from retention |
 
@@ -32,3 +33,5 @@ pub mod fleet;
 pub mod harness;
 pub mod leak;
 pub mod plan;
+#[cfg(feature = "suites")]
+pub mod suites;

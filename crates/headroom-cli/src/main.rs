@@ -17,13 +17,6 @@ macro_rules! print {
 mod stdout;
 
 mod bench;
-mod bench_fleet;
-mod bench_isolation;
-mod bench_narration;
-mod bench_report;
-mod bench_speakers;
-mod bench_speech;
-mod bench_voices;
 mod cleanup;
 mod doctor;
 mod gpu;
@@ -250,17 +243,7 @@ fn main() -> ExitCode {
             Command::Cleanup(args) => cleanup::run(args, services).await,
             Command::Serve(args) => serve::run(args, services).await,
             Command::Doctor(args) => doctor::run(args, services).await,
-            Command::Bench(bench::BenchCommand::Narration(args)) => {
-                bench_narration::run(args, shared.clone())
-                    .await
-                    .map(|()| ExitCode::SUCCESS)
-            }
-            Command::Bench(bench::BenchCommand::Isolation(args)) => {
-                bench_isolation::run(args, shared.clone())
-                    .await
-                    .map(|()| ExitCode::SUCCESS)
-            }
-            Command::Bench(cmd) => bench::run(cmd, services).await,
+            Command::Bench(cmd) => bench::run(cmd, shared.clone()).await,
             Command::Transcribe(args) => transcribe::run(args, services).await,
             Command::Speak(args) => speak::run(args, shared.clone()).await,
             Command::Record(args) => record::run(args, services).await,

@@ -25,9 +25,10 @@ use headroom_core::lanes::{TextLane, TextLaneConfig};
 use headroom_core::llm::{is_loopback, ChatRequest, LlmClient};
 use headroom_gpu::{GpuSampler, MemorySample, MemoryWindow};
 use headroom_services::speech::{AudioInput, SpeechService};
-use headroom_services::Services;
+use headroom_services::{Services, ServicesError};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -592,4 +593,76 @@ async fn settle_floor(sampler: &GpuSampler) -> Option<f64> {
         .iter()
         .map(MemorySample::used_mib)
         .reduce(f64::min)
+}
+
+/// A finished benchmark of the configured server, and where its reports are.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct BenchmarkRun {
+    pub summary: String,
+    pub html: PathBuf,
+    pub json: PathBuf,
+}
+
+/// Why a benchmark of the configured server did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfiguredRunError {
+    /// The configured server cannot be used (its URL, or no consent for it).
+    #[error(transparent)]
+    Services(#[from] ServicesError),
+    #[error("the benchmark failed: {0}")]
+    Run(#[from] BenchError),
+    #[error("cannot write the reports into {dir}: {source}")]
+    Reports {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs the harness against `services`' configured text model server (the article's
+/// configuration: 2 concurrent, 3 batches, one warm-up) with its GPU sampler, and writes
+/// `report.json` and `report.html` into a new folder under `reports_dir`: the app's
+/// Benchmark panel.
+pub async fn run_configured(
+    services: &Services,
+    reports_dir: &Path,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<BenchmarkRun, ConfiguredRunError> {
+    let client = services.client(&services.config().llm.url)?;
+    let gpu = services.gpu();
+    let (memory, absent) = match gpu.status() {
+        headroom_gpu::SamplerStatus::Sampling { device, .. } => {
+            (Some((gpu.clone(), device)), String::new())
+        }
+        headroom_gpu::SamplerStatus::NoGpu { reason } => (None, format!("no NVIDIA GPU: {reason}")),
+    };
+    let report = run(
+        services,
+        &client,
+        HarnessConfig::default(),
+        memory,
+        &absent,
+        progress,
+    )
+    .await?;
+    let dir = reports_dir.join(format!("bench-{}", headroom_base::clock::unix_ms()));
+    let written = tokio::task::spawn_blocking(move || {
+        let written =
+            write_reports(&dir, &report).map_err(|source| ConfiguredRunError::Reports {
+                dir: dir.clone(),
+                source,
+            })?;
+        Ok::<_, ConfiguredRunError>((written, render_text(&report)))
+    })
+    .await;
+    let ((json, html), summary) = match written {
+        Ok(done) => done?,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    };
+    Ok(BenchmarkRun {
+        summary,
+        html,
+        json,
+    })
 }

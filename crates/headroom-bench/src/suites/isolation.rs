@@ -1,4 +1,4 @@
-//! `headroom bench isolation`: whether interactive work stays interactive while Headroom's own
+//! Whether interactive work stays interactive while Headroom's own
 //! batch work runs. Every interactive probe (a line in espeak-ng, a line in Kokoro, a voice
 //! profile's take, a 6 s transcription, a live-transcription partial) is timed idle and again
 //! under each kind of batch work (batch transcription, narration, a voice match search,
@@ -13,12 +13,15 @@
 //! all), so a fresh run alone and a fresh run under the probes can be compared on the work both
 //! reached.
 
-use crate::bench_narration::{first_seconds, scratch_project, voices};
-use crate::bench_voices::{espeak, REFERENCE};
-use clap::{Args, ValueEnum};
-use headroom_bench::boundary::{summarize, time_transcription, LatencySummary};
+use super::{
+    espeak, first_seconds, installed, narration_voices, scratch_project, Choice, Progress,
+    SuiteError, REFERENCE,
+};
+use crate::boundary::{summarize, time_transcription, LatencySummary};
+use headroom_base::sync::Locked;
 use headroom_core::admission::Priority;
 use headroom_core::cleanup::FailurePolicy;
+use headroom_services::speaking_voice::{profile_voice_name, SpeakingVoice};
 use headroom_services::speech::{AudioInput, SpeechService};
 use headroom_services::Services;
 use headroom_speech::asr::live::{LiveParams, LiveTranscriber, LiveUpdate};
@@ -27,8 +30,9 @@ use headroom_speech::audio::{write_wav, Decode, DecodeLimits};
 use headroom_speech::models::{self, DEFAULT_MODEL, VAD_MODEL};
 use headroom_speech::voice::matching::{MatchProgress, MatchSettings};
 use headroom_workstation::narration::{NarrationEvent, NarrationMode, NarrationOptions};
-use headroom_workstation::workstation::{Workstation, PROFILE_VOICE_PREFIX};
+use headroom_workstation::workstation::Workstation;
 use serde::Serialize;
+use std::fmt::Write;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,46 +49,48 @@ const LINE: &str = "One short line, please.";
 /// The phrase a live partial is made of, in seconds of speech.
 const PARTIAL_SECS: f64 = 3.0;
 
-#[derive(Args, Debug)]
-pub struct IsolationBenchArgs {
-    /// The interactive probes, comma-separated (default: all).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    probes: Vec<ProbeKind>,
-    /// The kinds of batch work run under them, comma-separated (default: all).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    batch: Vec<BatchKind>,
-    /// Timed runs of each probe, idle and under each kind of batch work [default: 8, 3 with
-    /// --quick].
-    #[arg(long)]
-    runs: Option<usize>,
-    /// Seconds each kind of batch work runs alone, for its own speed [default: 20, 5 with
-    /// --quick].
-    #[arg(long)]
-    alone_secs: Option<f64>,
-    /// Pause between probes, as between a person's requests [default: 250, 100 with --quick].
-    #[arg(long)]
-    pause_ms: Option<u64>,
-    /// A smoke test: fewer runs and shorter windows (about 3 minutes on 2 cores).
-    #[arg(long)]
-    quick: bool,
+/// What the isolation suite measures and for how long.
+#[derive(Debug, Clone)]
+pub struct IsolationBenchConfig {
+    /// The interactive probes (empty: all).
+    pub probes: Vec<ProbeKind>,
+    /// The kinds of batch work run under them (empty: all).
+    pub batch: Vec<BatchKind>,
+    /// Timed runs of each probe, idle and under each kind of batch work.
+    pub runs: usize,
+    /// Seconds each kind of batch work runs alone, for its own speed.
+    pub alone_secs: f64,
+    /// Pause between probes, as between a person's requests.
+    pub pause_ms: u64,
     /// The recording batch work transcribes and narrates, and the probes' clips are cut from.
-    #[arg(long, default_value = "samples/interview.flac")]
-    clip: PathBuf,
+    pub clip: PathBuf,
     /// Batch work competes for the CPU instead of giving way to interactive work
     /// (`audio_lane.batch_gives_way = false`): the figures without the mechanism.
-    #[arg(long)]
-    batch_competes: bool,
-    /// The text model's server for the narrations' text stage (LLM cleanup on); without it
-    /// the rules clean the text.
-    #[arg(long)]
-    upstream: Option<String>,
-    /// Write the report as JSON here.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    pub batch_competes: bool,
+    /// The text model's server for the narrations' text stage (LLM cleanup on); `None`: the
+    /// rules clean the text.
+    pub upstream: Option<String>,
+}
+
+impl IsolationBenchConfig {
+    /// The full measurement (8 runs, 20 s alone, 250 ms apart), or with `quick` a smoke test
+    /// of about 3 minutes on 2 cores (3 runs, 5 s, 100 ms).
+    pub fn new(clip: PathBuf, quick: bool) -> IsolationBenchConfig {
+        IsolationBenchConfig {
+            probes: Vec::new(),
+            batch: Vec::new(),
+            runs: if quick { 3 } else { 8 },
+            alone_secs: if quick { 5.0 } else { 20.0 },
+            pause_ms: if quick { 100 } else { 250 },
+            clip,
+            batch_competes: false,
+            upstream: None,
+        }
+    }
 }
 
 /// An interactive job a person waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeKind {
     /// A line spoken by espeak-ng.
@@ -99,8 +105,8 @@ pub enum ProbeKind {
     Partial,
 }
 
-impl ProbeKind {
-    const ALL: [ProbeKind; 5] = [
+impl Choice for ProbeKind {
+    const ALL: &'static [ProbeKind] = &[
         ProbeKind::Espeak,
         ProbeKind::Kokoro,
         ProbeKind::Take,
@@ -108,7 +114,32 @@ impl ProbeKind {
         ProbeKind::Partial,
     ];
 
-    fn label(self) -> String {
+    fn name(self) -> &'static str {
+        match self {
+            ProbeKind::Espeak => "espeak",
+            ProbeKind::Kokoro => "kokoro",
+            ProbeKind::Take => "take",
+            ProbeKind::Transcribe => "transcribe",
+            ProbeKind::Partial => "partial",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            ProbeKind::Espeak => "a line spoken by espeak-ng",
+            ProbeKind::Kokoro => "a line spoken by Kokoro",
+            ProbeKind::Take => {
+                "a line spoken as a voice profile (cloned by the cloning server) and scored"
+            }
+            ProbeKind::Transcribe => "the clip's first 6 s transcribed",
+            ProbeKind::Partial => "a live transcription's partial text of a 3 s phrase",
+        }
+    }
+}
+
+impl ProbeKind {
+    /// The probe as the tables name it.
+    pub fn label(self) -> String {
         match self {
             ProbeKind::Espeak => "speak a line, espeak-ng".into(),
             ProbeKind::Kokoro => "speak a line, Kokoro".into(),
@@ -130,7 +161,7 @@ impl ProbeKind {
 }
 
 /// Headroom's own batch work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchKind {
     /// The clip transcribed at batch priority (serve's uploads, a project's transcribe-all).
@@ -143,15 +174,36 @@ pub enum BatchKind {
     Cloning,
 }
 
-impl BatchKind {
-    const ALL: [BatchKind; 4] = [
+impl Choice for BatchKind {
+    const ALL: &'static [BatchKind] = &[
         BatchKind::Transcription,
         BatchKind::Narration,
         BatchKind::Match,
         BatchKind::Cloning,
     ];
 
-    fn label(self) -> &'static str {
+    fn name(self) -> &'static str {
+        match self {
+            BatchKind::Transcription => "transcription",
+            BatchKind::Narration => "narration",
+            BatchKind::Match => "match",
+            BatchKind::Cloning => "cloning",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            BatchKind::Transcription => "the clip transcribed at batch priority (serve's uploads, a project's transcribe-all)",
+            BatchKind::Narration => "a project narrated (text stage by the rules, takes in Kokoro, fitted, files written)",
+            BatchKind::Match => "a voice profile's approximate voice match searched for",
+            BatchKind::Cloning => "a project narrated in a voice profile cloned by a cloning server on loopback",
+        }
+    }
+}
+
+impl BatchKind {
+    /// The batch work as the tables name it.
+    pub fn label(self) -> &'static str {
         match self {
             BatchKind::Transcription => "batch transcription",
             BatchKind::Narration => "narration",
@@ -180,89 +232,89 @@ impl BatchKind {
     }
 }
 
-#[derive(Serialize)]
-struct Skipped {
-    what: String,
-    why: String,
+#[derive(Debug, Serialize)]
+pub struct Skipped {
+    pub what: String,
+    pub why: String,
 }
 
-#[derive(Serialize)]
-struct Goal {
-    p50_ratio: f64,
-    p95_ratio: f64,
+#[derive(Debug, Serialize)]
+pub struct Goal {
+    pub p50_ratio: f64,
+    pub p95_ratio: f64,
 }
 
-#[derive(Serialize)]
-struct IdleProbe {
-    probe: ProbeKind,
-    job: String,
-    idle: Option<LatencySummary>,
+#[derive(Debug, Serialize)]
+pub struct IdleProbe {
+    pub probe: ProbeKind,
+    pub job: String,
+    pub idle: Option<LatencySummary>,
 }
 
 /// One probe under one kind of batch work.
-#[derive(Serialize)]
-struct Row {
-    probe: ProbeKind,
-    batch: BatchKind,
-    idle: LatencySummary,
-    during: LatencySummary,
-    p50_ratio: f64,
-    p95_ratio: f64,
-    within_goal: bool,
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub probe: ProbeKind,
+    pub batch: BatchKind,
+    pub idle: LatencySummary,
+    pub during: LatencySummary,
+    pub p50_ratio: f64,
+    pub p95_ratio: f64,
+    pub within_goal: bool,
 }
 
 /// The same work (from a fresh start) done alone and while the probes ran.
-#[derive(Serialize)]
-struct Slowdown {
+#[derive(Debug, Serialize)]
+pub struct Slowdown {
     /// How much work both reached, in the kind's `work_unit` (when the probes left it no time
     /// to reach any, the first report alone).
-    work: f64,
-    alone_secs: f64,
+    pub work: f64,
+    pub alone_secs: f64,
     /// `None`: not reached while the probes ran.
-    during_probes_secs: Option<f64>,
+    pub during_probes_secs: Option<f64>,
     /// during / alone; with `at_least`, the probes' window / alone: the work was not done in
     /// it, so it was slowed at least this much.
-    ratio: f64,
-    at_least: bool,
+    pub ratio: f64,
+    pub at_least: bool,
 }
 
-#[derive(Serialize)]
-struct BatchReport {
-    kind: BatchKind,
-    work_unit: &'static str,
-    alone_window_secs: f64,
-    alone_work: f64,
-    during_window_secs: f64,
-    during_work: f64,
+#[derive(Debug, Serialize)]
+pub struct BatchReport {
+    pub kind: BatchKind,
+    pub work_unit: &'static str,
+    pub alone_window_secs: f64,
+    pub alone_work: f64,
+    pub during_window_secs: f64,
+    pub during_work: f64,
     /// Units of work started while the probes ran (each restarted when the last ended).
-    units_during: usize,
-    slowdown: Option<Slowdown>,
+    pub units_during: usize,
+    pub slowdown: Option<Slowdown>,
     /// The share of the window in which a probe ran: batch work that gave way whenever one ran
     /// would be slowed 1 / (1 - share).
-    interactive_share: f64,
+    pub interactive_share: f64,
 }
 
-#[derive(Serialize)]
-struct Report {
-    cpus: usize,
+#[derive(Debug, Serialize)]
+pub struct IsolationBenchReport {
+    pub cpus: usize,
     /// /proc/loadavg's 1, 5 and 15 minute figures before and after: other work on the machine.
-    load_average_before: Option<[f64; 3]>,
-    load_average_after: Option<[f64; 3]>,
-    clip: String,
+    pub load_average_before: Option<[f64; 3]>,
+    pub load_average_after: Option<[f64; 3]>,
+    pub clip: String,
     /// The narrations' text model; `None`: the rules.
-    text_model: Option<String>,
+    pub text_model: Option<String>,
     /// Whether batch work gave way to interactive work (`audio_lane.batch_gives_way`).
-    batch_gives_way: bool,
-    runs: usize,
-    pause_ms: u64,
-    alone_secs: f64,
-    goal: Goal,
-    probes: Vec<IdleProbe>,
-    batch: Vec<BatchReport>,
-    results: Vec<Row>,
-    skipped: Vec<Skipped>,
-    all_within_goal: bool,
-    total_secs: f64,
+    pub batch_gives_way: bool,
+    pub runs: usize,
+    pub pause_ms: u64,
+    pub alone_secs: f64,
+    pub goal: Goal,
+    pub probes: Vec<IdleProbe>,
+    pub batch: Vec<BatchReport>,
+    pub results: Vec<Row>,
+    pub skipped: Vec<Skipped>,
+    pub all_within_goal: bool,
+    pub total_secs: f64,
 }
 
 /// A batch run's progress: work done so far at each report, from the run's start.
@@ -338,10 +390,6 @@ fn slowdown(alone: &WorkLog, during: &WorkLog, window: f64) -> Option<Slowdown> 
 
 type Log = Arc<Mutex<WorkLog>>;
 
-fn lock(log: &Log) -> std::sync::MutexGuard<'_, WorkLog> {
-    log.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Batch work kept going, one unit after another, until stopped.
 struct Runner {
     kind: BatchKind,
@@ -350,24 +398,24 @@ struct Runner {
     /// The unit under way stops.
     cancel: CancellationToken,
     log: Log,
-    task: tokio::task::JoinHandle<anyhow::Result<usize>>,
+    task: tokio::task::JoinHandle<Result<usize, SuiteError>>,
 }
 
 impl Runner {
     /// Waits until the work has done some of its work (so its models are loaded).
     async fn until_working(&self) {
-        while lock(&self.log).done() <= 0.0 && !self.task.is_finished() {
+        while self.log.locked().done() <= 0.0 && !self.task.is_finished() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
     /// The progress so far.
     fn snapshot(&self) -> WorkLog {
-        lock(&self.log).clone()
+        self.log.locked().clone()
     }
 
     /// Stops the work (a narration finishes the unit under way); the units it started.
-    async fn stop(self) -> anyhow::Result<usize> {
+    async fn stop(self) -> Result<usize, SuiteError> {
         self.finish.cancel();
         // A narration cancelled while its text stage waits to hand the audio stage a segment
         // never returns (the text stage's send waits on a receiver nobody reads), so it is
@@ -407,7 +455,7 @@ impl Bench {
     }
 
     /// One run of a probe, timed.
-    async fn time(&self, probe: ProbeKind) -> anyhow::Result<Duration> {
+    async fn time(&self, probe: ProbeKind) -> Result<Duration, SuiteError> {
         let cancel = CancellationToken::new;
         Ok(match probe {
             ProbeKind::Espeak => {
@@ -422,12 +470,21 @@ impl Bench {
                 let (speech, voice) = self.kokoro.as_ref().expect("Kokoro was loaded");
                 timed(speech.synthesize(LINE.into(), voice.clone(), cancel())).await?
             }
+            // As a person asks for it: the voice by name, then its take.
             ProbeKind::Take => {
-                timed(
-                    self.services
+                timed(async {
+                    let voice = self.services.resolve_voice(Some(self.profile())).await?;
+                    let SpeakingVoice::Profile(profile) = voice else {
+                        return Err(SuiteError::Measurement(
+                            "the probe's voice profile is gone".into(),
+                        ));
+                    };
+                    Ok(self
+                        .services
                         .voices()
-                        .speak(self.profile(), LINE.into(), cancel()),
-                )
+                        .speak(&profile, LINE.into(), cancel())
+                        .await?)
+                })
                 .await?
             }
             ProbeKind::Transcribe => {
@@ -443,14 +500,14 @@ impl Bench {
     /// A live transcription on the audio lane as interactive work, as a recording's is: the
     /// clip fed a tenth of a second at a time, each step taken as soon as its audio is in; the
     /// time from the audio that completes a 3 s phrase to the phrase's partial text.
-    async fn time_partial(&self) -> anyhow::Result<Duration> {
+    async fn time_partial(&self) -> Result<Duration, SuiteError> {
         let speech = self.services.speech().clone();
         let models_dir = &self.services.env().models_dir;
         let model_dir = models::locate(models_dir, DEFAULT_MODEL)?;
         let vad_dir = models::locate(models_dir, VAD_MODEL)?;
         let audio = self.live_audio.clone();
         let lane = speech.lane().clone();
-        let job = move |cancel: &CancellationToken| -> anyhow::Result<Duration> {
+        let job = move |cancel: &CancellationToken| -> Result<Duration, SuiteError> {
             let options = TranscribeOptions::default();
             let engine: Arc<dyn Transcriber> =
                 speech.loaded_engine(DEFAULT_MODEL, &model_dir, options.precision)?;
@@ -471,7 +528,9 @@ impl Bench {
                     }
                 }
             }
-            anyhow::bail!("the clip has no {PARTIAL_SECS} s phrase for a live partial")
+            Err(SuiteError::Measurement(format!(
+                "the clip has no {PARTIAL_SECS} s phrase for a live partial"
+            )))
         };
         lane.run(
             "live transcription",
@@ -488,7 +547,8 @@ impl Bench {
         probes: &[ProbeKind],
         runs: usize,
         label: &str,
-    ) -> anyhow::Result<Vec<Vec<Duration>>> {
+        progress: Progress<'_>,
+    ) -> Result<Vec<Vec<Duration>>, SuiteError> {
         let mut times = vec![Vec::new(); probes.len()];
         for run in 0..runs {
             for (k, probe) in probes.iter().enumerate() {
@@ -496,7 +556,7 @@ impl Bench {
                 tokio::time::sleep(self.pause).await;
             }
             let last: Vec<Duration> = times.iter().filter_map(|t| t.last().copied()).collect();
-            eprintln!("  {label} {}/{runs}: {last:.2?}", run + 1);
+            progress(&format!("  {label} {}/{runs}: {last:.2?}", run + 1));
         }
         Ok(times)
     }
@@ -508,7 +568,7 @@ impl Bench {
         kind: BatchKind,
         log: &Log,
         cancel: &CancellationToken,
-    ) -> anyhow::Result<f64> {
+    ) -> Result<f64, SuiteError> {
         match kind {
             BatchKind::Transcription => {
                 let log = log.clone();
@@ -519,7 +579,7 @@ impl Bench {
                         DEFAULT_MODEL,
                         TranscribeOptions::default(),
                         Priority::Normal,
-                        Arc::new(move |done: f32| lock(&log).at(done as f64)),
+                        Arc::new(move |done: f32| log.locked().at(done as f64)),
                         cancel.clone(),
                     )
                     .await?;
@@ -529,7 +589,7 @@ impl Bench {
                 let (ws, id) = self.project.as_ref().expect("a project was made");
                 let voice = match kind {
                     BatchKind::Narration => self.narration_voice.clone(),
-                    _ => format!("{PROFILE_VOICE_PREFIX}{}", self.profile()),
+                    _ => profile_voice_name(self.profile()),
                 };
                 // Every run makes every take: the last run's are forgotten.
                 ws.update_project(id, |p| {
@@ -541,7 +601,7 @@ impl Bench {
                 let on_event = |event: NarrationEvent| {
                     if let NarrationEvent::Segment { done, of, .. } = event {
                         segments.store(of.max(1), Ordering::Relaxed);
-                        lock(log).at(done as f64);
+                        log.locked().at(done as f64);
                     }
                 };
                 let options = NarrationOptions {
@@ -560,7 +620,7 @@ impl Bench {
                 let (log, all) = (log.clone(), total.clone());
                 let progress = Arc::new(move |p: MatchProgress| {
                     all.store(p.total.max(1), Ordering::Relaxed);
-                    lock(&log).at(p.evaluations as f64);
+                    log.locked().at(p.evaluations as f64);
                 });
                 self.services
                     .voices()
@@ -587,9 +647,14 @@ impl Bench {
             while !finished.is_cancelled() {
                 units += 1;
                 match bench.unit(kind, &work_log, &stop).await {
-                    Ok(size) => lock(&work_log).unit_done(size),
+                    Ok(size) => work_log.locked().unit_done(size),
                     Err(_) if stop.is_cancelled() => break,
-                    Err(e) => return Err(e.context(format!("{} failed", kind.label()))),
+                    Err(e) => {
+                        return Err(SuiteError::Work {
+                            what: kind.label(),
+                            source: Box::new(e),
+                        })
+                    }
                 }
             }
             Ok(units)
@@ -622,7 +687,7 @@ impl Bench {
 /// for the CPU as any other program does.
 async fn start_cloning_server(
     take: Vec<u8>,
-) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
+) -> Result<(String, tokio::task::JoinHandle<()>), SuiteError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     let take = Arc::new(take);
@@ -729,18 +794,20 @@ fn chosen<T: Copy + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
     out
 }
 
-pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Result<()> {
+/// Times every probe idle and under each kind of batch work, and the batch work's own slowdown.
+pub async fn run(
+    shared: Arc<Services>,
+    args: &IsolationBenchConfig,
+    progress: Progress<'_>,
+) -> Result<IsolationBenchReport, SuiteError> {
     let begun = Instant::now();
-    let runs = args.runs.unwrap_or(if args.quick { 3 } else { 8 }).max(1);
-    let alone_secs = args
-        .alone_secs
-        .unwrap_or(if args.quick { 5.0 } else { 20.0 })
-        .max(0.5);
-    let pause_ms = args.pause_ms.unwrap_or(if args.quick { 100 } else { 250 });
+    let runs = args.runs.max(1);
+    let alone_secs = args.alone_secs.max(0.5);
+    let pause_ms = args.pause_ms;
     let load_average_before = load_average();
 
     // What can run here: a probe or batch work whose models are missing is skipped.
-    let installed = |m: &str| models::locate(&shared.env().models_dir, m).is_ok();
+    let installed = |m: &str| installed(&shared, m);
     let missing = |needed: &[&str]| -> Option<String> {
         let absent: Vec<&str> = needed.iter().copied().filter(|&m| !installed(m)).collect();
         (!absent.is_empty()).then(|| {
@@ -752,7 +819,7 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         })
     };
     let mut skipped = Vec::new();
-    let mut probes = chosen(&args.probes, &ProbeKind::ALL);
+    let mut probes = chosen(&args.probes, ProbeKind::ALL);
     probes.retain(|p| match missing(p.models()) {
         Some(why) => {
             skipped.push(Skipped {
@@ -763,7 +830,7 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         }
         None => true,
     });
-    let mut kinds = chosen(&args.batch, &BatchKind::ALL);
+    let mut kinds = chosen(&args.batch, BatchKind::ALL);
     kinds.retain(|k| match missing(k.models()) {
         Some(why) => {
             skipped.push(Skipped {
@@ -775,10 +842,12 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         None => true,
     });
     for s in &skipped {
-        eprintln!("skipped {}: {}", s.what, s.why);
+        progress(&format!("skipped {}: {}", s.what, s.why));
     }
     if probes.is_empty() || kinds.is_empty() {
-        anyhow::bail!("nothing to measure: no probe or no batch work can run here");
+        return Err(SuiteError::Unavailable(
+            "nothing to measure: no probe or no batch work can run here".into(),
+        ));
     }
 
     // The bench's own services: a scratch voice library, the loopback cloning server, and
@@ -826,8 +895,14 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         None
     };
     let project = if kinds.contains(&BatchKind::Narration) || kinds.contains(&BatchKind::Cloning) {
-        let (ws, project) =
-            scratch_project(&services, &args.clip, scratch.path(), args.upstream.clone()).await?;
+        let (ws, project) = scratch_project(
+            &services,
+            &args.clip,
+            scratch.path(),
+            args.upstream.clone(),
+            progress,
+        )
+        .await?;
         Some((ws, project.id))
     } else {
         None
@@ -851,7 +926,7 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         .then(|| services.speech_for_voice(Some("kokoro")))
         .transpose()?;
     let bench = Arc::new(Bench {
-        narration_voice: voices(&services)[0].clone(),
+        narration_voice: narration_voices(&services)[0].clone(),
         services: services.clone(),
         kokoro,
         short_clip,
@@ -862,7 +937,7 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         pause: Duration::from_millis(pause_ms),
     });
 
-    eprintln!("warm-up (excluded): every probe once, and each kind of batch work until it has done some work");
+    progress("warm-up (excluded): every probe once, and each kind of batch work until it has done some work");
     for probe in &probes {
         bench.time(*probe).await?;
     }
@@ -872,20 +947,23 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         runner.stop().await?;
     }
 
-    eprintln!("{runs} idle runs of each probe");
-    let idle = bench.rounds(&probes, runs, "idle").await?;
+    progress(&format!("{runs} idle runs of each probe"));
+    let idle = bench.rounds(&probes, runs, "idle", progress).await?;
     let mut batch = Vec::new();
     let mut during = Vec::new();
     for kind in &kinds {
-        eprintln!("{} alone for {alone_secs:.0} s", kind.label());
+        progress(&format!("{} alone for {alone_secs:.0} s", kind.label()));
         let runner = bench.start(*kind);
         tokio::time::sleep(Duration::from_secs_f64(alone_secs)).await;
         let alone = runner.snapshot();
         runner.stop().await?;
-        eprintln!("{runs} runs of each probe during {}", kind.label());
+        progress(&format!(
+            "{runs} runs of each probe during {}",
+            kind.label()
+        ));
         let runner = bench.start(*kind);
         bench.until_on_lane(&runner).await;
-        let times = bench.rounds(&probes, runs, kind.label()).await?;
+        let times = bench.rounds(&probes, runs, kind.label(), progress).await?;
         // What it did while the probes ran (not what a narration does after, to finish).
         let busy = runner.snapshot();
         let window = busy.started.elapsed().as_secs_f64();
@@ -902,13 +980,13 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
             interactive_share: times.iter().flatten().sum::<Duration>().as_secs_f64()
                 / window.max(1e-9),
         };
-        eprintln!(
+        progress(&format!(
             "  {}: {:.2} {} alone in {alone_secs:.0} s, {:.2} in {window:.0} s under the probes",
             kind.label(),
             report.alone_work,
             report.work_unit,
             report.during_work
-        );
+        ));
         batch.push(report);
         during.push(times);
     }
@@ -932,7 +1010,7 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
             });
         }
     }
-    let report = Report {
+    Ok(IsolationBenchReport {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         load_average_before,
         load_average_after: load_average(),
@@ -960,22 +1038,20 @@ pub async fn run(args: IsolationBenchArgs, shared: Arc<Services>) -> anyhow::Res
         results,
         skipped,
         total_secs: begun.elapsed().as_secs_f64(),
-    };
-    print_tables(&report);
-    if let Some(path) = &args.json {
-        headroom_base::fsutil::write_atomic(path, &serde_json::to_vec_pretty(&report)?)?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    })
 }
 
-fn print_tables(report: &Report) {
-    println!(
+/// The report as the README shows it: the probes' ratios, then the batch work's slowdown.
+pub fn render_text(report: &IsolationBenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "| interactive probe | batch work | idle p50 / p95 | during p50 / p95 | ratio p50 / p95 | within {GOAL_P50}× / {GOAL_P95}× |"
     );
-    println!("|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for r in &report.results {
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {} | {} / {} ms | {} / {} ms | {:.2} / {:.2} | {} |",
             r.probe.label(),
             r.batch.label(),
@@ -988,17 +1064,18 @@ fn print_tables(report: &Report) {
             if r.within_goal { "PASS" } else { "FAIL" }
         );
     }
-    println!();
-    println!("| batch work | same work | alone | while the probes ran | slowdown | probes' share of the time (full give-way) |");
-    println!("|---|---|---|---|---|---|");
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| batch work | same work | alone | while the probes ran | slowdown | probes' share of the time (full give-way) |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for b in &report.batch {
         let share = format!(
             "{:.0} % ({:.1}×)",
             100.0 * b.interactive_share,
             1.0 / (1.0 - b.interactive_share).max(1e-3)
         );
-        match &b.slowdown {
-            Some(s) => println!(
+        let _ = match &b.slowdown {
+            Some(s) => writeln!(
+                out,
                 "| {} | {:.1} {} | {:.1} s | {} | {}{:.2}× | {share} |",
                 b.kind.label(),
                 s.work,
@@ -1011,15 +1088,17 @@ fn print_tables(report: &Report) {
                 if s.at_least { "≥ " } else { "" },
                 s.ratio
             ),
-            None => println!(
+            None => writeln!(
+                out,
                 "| {} | none done alone in {:.0} s | | | | {share} |",
                 b.kind.label(),
                 b.alone_window_secs
             ),
-        }
+        };
     }
-    println!();
-    println!(
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
         "{} runs of each probe, {} ms apart; batch work {}; {} CPUs, load average before {:?}, after {:?}; {}",
         report.runs,
         report.pause_ms,
@@ -1037,4 +1116,5 @@ fn print_tables(report: &Report) {
             "some probes NOT within the goal"
         }
     );
+    out
 }

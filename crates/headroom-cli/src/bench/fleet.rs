@@ -157,6 +157,6 @@ pub async fn run(args: FleetBenchArgs, services: &Services) -> anyhow::Result<Ex
         Err(e) => return Err(e.into()),
     };
     eprint!("{}", fleet::render_text(&report));
-    crate::bench_report::write_json(&args.json, &report)?;
+    super::report::write_json(&args.json, &report)?;
     Ok(ExitCode::SUCCESS)
 }

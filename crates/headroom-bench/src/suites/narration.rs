@@ -1,135 +1,79 @@
-//! `headroom bench narration`: whether interactive work stays first while a project is
-//! narrated. Interactive audio (transcribing a short clip, speaking a line) is timed idle and
-//! again while narration jobs run back to back on the same lanes, and the ratio is reported;
-//! the narration's own total time is set against the sum of its stages (text, speech, fitting,
-//! files), which the pipeline overlaps.
+//! Whether interactive work stays first while a project is narrated. Interactive audio
+//! (transcribing a short clip, speaking a line) is timed idle and again while narration jobs
+//! run back to back on the same lanes, and the ratio is reported; the narration's own total
+//! time is set against the sum of its stages (text, speech, fitting, files), which the
+//! pipeline overlaps.
 
-use clap::Args;
-use headroom_bench::boundary::{summarize, time_transcription, LatencySummary};
+use super::{first_seconds, installed, narration_voices, scratch_project, Progress, SuiteError};
+use crate::boundary::{summarize, time_transcription, LatencySummary};
 use headroom_core::cleanup::FailurePolicy;
-use headroom_services::speech::AudioInput;
 use headroom_services::Services;
-use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
-use headroom_speech::models::{self, DEFAULT_MODEL};
+use headroom_speech::models::DEFAULT_MODEL;
 use headroom_workstation::narration::{NarrationMode, NarrationOptions, NarrationTimings};
-use headroom_workstation::projects::{Project, ProjectStore};
-use headroom_workstation::workstation::Workstation;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::fmt::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-#[derive(Args, Debug)]
-pub struct NarrationBenchArgs {
+/// What the narration suite narrates and how often it probes.
+#[derive(Debug, Clone)]
+pub struct NarrationBenchConfig {
     /// The recording narrated.
-    #[arg(long, default_value = "samples/interview.flac")]
-    clip: PathBuf,
-    /// The text model's server (LLM cleanup on); without it the rules clean the text.
-    #[arg(long)]
-    upstream: Option<String>,
-    /// cleanup, rewrite or translate (translate needs --upstream and --to).
-    #[arg(long, default_value = "cleanup")]
-    mode: NarrationMode,
-    #[arg(long)]
-    to: Option<String>,
+    pub clip: PathBuf,
+    /// The text model's server (LLM cleanup on); `None`: the rules clean the text.
+    pub upstream: Option<String>,
+    pub mode: NarrationMode,
+    /// The language a translation is into.
+    pub to: Option<String>,
     /// Interactive jobs timed of each kind, idle and during narration.
-    #[arg(long, default_value_t = 5)]
-    runs: usize,
-    /// Write the report as JSON here.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    pub runs: usize,
 }
 
-#[derive(Serialize)]
-struct Probe {
-    job: String,
-    idle: Option<LatencySummary>,
-    during_narration: Option<LatencySummary>,
-    p50_ratio: Option<f64>,
+#[derive(Debug, Serialize)]
+pub struct NarrationProbe {
+    pub job: String,
+    pub idle: Option<LatencySummary>,
+    pub during_narration: Option<LatencySummary>,
+    pub p50_ratio: Option<f64>,
 }
 
-#[derive(Serialize)]
-struct Report {
-    clip: String,
-    clip_secs: f64,
-    segments: usize,
-    mode: NarrationMode,
-    text_model: Option<String>,
-    voices: Vec<String>,
-    narration_alone: NarrationTimings,
-    sum_of_parts_secs: f64,
+#[derive(Debug, Serialize)]
+pub struct NarrationBenchReport {
+    pub clip: String,
+    pub clip_secs: f64,
+    pub segments: usize,
+    pub mode: NarrationMode,
+    pub text_model: Option<String>,
+    pub voices: Vec<String>,
+    pub narration_alone: NarrationTimings,
+    pub sum_of_parts_secs: f64,
     /// total / sum of parts: below 1 when the text and audio stages overlap.
-    overlap_ratio: f64,
-    probes: Vec<Probe>,
-    narrations_during_probes: usize,
+    pub overlap_ratio: f64,
+    pub probes: Vec<NarrationProbe>,
+    pub narrations_during_probes: usize,
 }
 
-/// The voices the narrations alternate between (so every run redoes every take).
-pub(crate) fn voices(services: &Services) -> Vec<String> {
-    if models::locate(&services.env().models_dir, "kokoro").is_ok() {
-        vec!["kokoro-jf_alpha".into(), "kokoro-jm_kumo".into()]
-    } else {
-        vec!["en-us".into(), "en-us+m3".into()]
-    }
-}
-
-/// A workstation over `services` whose projects live in `scratch`, and a project made by
-/// transcribing `clip` into it, cleaned up by the text model at `upstream` (else the rules).
-pub(crate) async fn scratch_project(
-    services: &Arc<Services>,
-    clip: &Path,
-    scratch: &Path,
-    upstream: Option<String>,
-) -> anyhow::Result<(Arc<Workstation>, Project)> {
-    let ws = Workstation::new(
-        ProjectStore::new(scratch.join("projects")),
-        services.clone(),
-        None,
-    );
-    let project = ws.store().create("Bench")?;
-    eprintln!("transcribing {} into a scratch project", clip.display());
-    let project = ws
-        .transcribe(
-            &project.id,
-            clip,
-            None,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await?;
-    ws.update_project(&project.id, move |p| {
-        p.settings.llm_cleanup = upstream.is_some();
-        p.settings.server_url = upstream;
-        Ok(())
-    })
-    .await?;
-    Ok((ws, project))
-}
-
-/// The first `secs` seconds of `clip`, written as a WAV file into `dir`: an interactive
-/// probe's short clip.
-pub(crate) fn first_seconds(clip: &Path, secs: usize, dir: &Path) -> anyhow::Result<AudioInput> {
-    let source = decode_file(clip, DecodeLimits::default())?;
-    let short = Audio {
-        samples: source.samples[..source.samples.len().min(secs * source.sample_rate as usize)]
-            .to_vec(),
-        sample_rate: source.sample_rate,
-    };
-    let path = dir.join(format!("first-{secs}s.wav"));
-    write_wav(&path, &short)?;
-    Ok(AudioInput::from_file(&path)?)
-}
-
-pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::Result<()> {
+/// Narrates `config.clip` alone, then times the probes idle and during narrations.
+pub async fn run(
+    services: Arc<Services>,
+    config: &NarrationBenchConfig,
+    progress: Progress<'_>,
+) -> Result<NarrationBenchReport, SuiteError> {
     let scratch = tempfile::tempdir()?;
-    let (ws, project) =
-        scratch_project(&services, &args.clip, scratch.path(), args.upstream.clone()).await?;
+    let (ws, project) = scratch_project(
+        &services,
+        &config.clip,
+        scratch.path(),
+        config.upstream.clone(),
+        progress,
+    )
+    .await?;
     // The interactive probes: the clip's first 6 s transcribed, and a line spoken.
-    let short_clip = first_seconds(&args.clip, 6, scratch.path())?;
+    let short_clip = first_seconds(&config.clip, 6, scratch.path())?;
     let speech = services.speech().clone();
-    let kokoro = models::locate(&services.env().models_dir, "kokoro")
-        .is_ok()
+    let kokoro = installed(&services, "kokoro")
         .then(|| services.speech_for_voice(Some("kokoro")))
         .transpose()?;
     // Each probe's times: transcribing the short clip, a line in espeak-ng, a line in Kokoro.
@@ -152,39 +96,42 @@ pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::R
                     .await?;
                 times.push(started.elapsed());
             }
-            eprintln!("  {label}: {times:.2?}");
-            Ok::<_, anyhow::Error>(times)
+            progress(&format!("  {label}: {times:.2?}"));
+            Ok::<_, SuiteError>(times)
         }
     };
-    let voices = voices(&services);
+    let voices = narration_voices(&services);
     let options = |n: usize| NarrationOptions {
-        mode: Some(args.mode),
-        to: args.to.clone(),
+        mode: Some(config.mode),
+        to: config.to.clone(),
         voice: Some(voices[n % voices.len()].clone()),
         policy: Some(FailurePolicy::Fallback),
         mix: Some(false),
         speaker_voices: None,
     };
     // Warm-up: every model loaded once (a narration and a probe), excluded from the figures.
-    eprintln!("warm-up: a narration and the probes, excluded");
+    progress("warm-up: a narration and the probes, excluded");
     time_probes("warm-up").await?;
     ws.narrate(&project.id, options(1), &|_| {}, &CancellationToken::new())
         .await?;
 
-    eprintln!("narration alone");
+    progress("narration alone");
     let alone = ws
         .narrate(&project.id, options(0), &|_| {}, &CancellationToken::new())
         .await?;
-    eprintln!("{} idle runs of each probe", args.runs);
+    progress(&format!("{} idle runs of each probe", config.runs));
     let mut idle: Vec<Vec<Duration>> = Vec::new();
-    for _ in 0..args.runs {
+    for _ in 0..config.runs {
         idle.push(time_probes("idle").await?);
     }
-    eprintln!("{} runs of each probe during narration", args.runs);
+    progress(&format!(
+        "{} runs of each probe during narration",
+        config.runs
+    ));
     let mut busy: Vec<Vec<Duration>> = Vec::new();
     let mut narrations = 0;
     let mut running: Option<tokio::task::JoinHandle<_>> = None;
-    while busy.len() < args.runs {
+    while busy.len() < config.runs {
         if running.as_ref().is_none_or(|r| r.is_finished()) {
             if let Some(done) = running.take() {
                 done.await??;
@@ -216,7 +163,7 @@ pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::R
             (Some(i), Some(d)) => Some(d.p50_ms / i.p50_ms),
             _ => None,
         };
-        Probe {
+        NarrationProbe {
             job: job.into(),
             idle,
             during_narration: during,
@@ -224,12 +171,12 @@ pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::R
         }
     };
     let sum = alone.timings.sum_of_parts();
-    let report = Report {
-        clip: args.clip.display().to_string(),
+    Ok(NarrationBenchReport {
+        clip: config.clip.display().to_string(),
         clip_secs: project.duration_secs,
         segments: project.segments.len(),
-        mode: args.mode,
-        text_model: args.upstream.clone(),
+        mode: config.mode,
+        text_model: config.upstream.clone(),
         voices,
         overlap_ratio: alone.timings.total_secs / sum.max(1e-9),
         sum_of_parts_secs: sum,
@@ -252,28 +199,37 @@ pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::R
         })
         .collect(),
         narrations_during_probes: narrations,
-    };
+    })
+}
+
+/// The report as the README shows it: the narration's overlap and a table of the probes.
+pub fn render_text(report: &NarrationBenchReport) -> String {
+    let mut out = String::new();
     let t = &report.narration_alone;
-    println!(
+    let _ = writeln!(
+        out,
         "narration of {} segments ({:.1} s of audio, {:?}, text by {}):",
         report.segments,
         report.clip_secs,
         report.mode,
         report.text_model.as_deref().unwrap_or("the rules")
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  total {:.2} s vs sum of parts {:.2} s (text {:.2}, speech {:.2}, fitting {:.2}, files {:.2}): ratio {:.2}",
         t.total_secs, report.sum_of_parts_secs, t.text_secs, t.speech_secs, t.fit_secs, t.assemble_secs, report.overlap_ratio
     );
-    println!(
+    let _ = writeln!(
+        out,
         "| interactive job | idle p50 | during narration p50 | p95 idle / during | ratio (p50) |"
     );
-    println!("|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|");
     for p in &report.probes {
         let (Some(i), Some(d)) = (&p.idle, &p.during_narration) else {
             continue;
         };
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {:.0} ms | {:.0} ms | {:.0} / {:.0} ms | {:.2} |",
             p.job,
             i.p50_ms,
@@ -283,9 +239,5 @@ pub async fn run(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::R
             p.p50_ratio.unwrap_or(f64::NAN)
         );
     }
-    if let Some(path) = &args.json {
-        headroom_base::fsutil::write_atomic(path, &serde_json::to_vec_pretty(&report)?)?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    out
 }

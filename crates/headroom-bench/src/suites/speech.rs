@@ -1,20 +1,18 @@
-//! `headroom bench speech`: time to first audio against the whole take through
-//! `/v1/audio/speech`. A long text is asked for through a server on loopback (the same
-//! router `headroom serve` runs, over these services); the client times the first audio
-//! bytes and the last, per voice and format, and the take's length gives the real-time
-//! factor.
+//! Streamed speech through `/v1/audio/speech`: time to first audio against the whole take. A
+//! long text is asked for through a server on loopback (the same router `headroom serve`
+//! runs, over these services); the client times the first audio bytes and the last, per voice
+//! and format, and the take's length gives the real-time factor.
 
-use anyhow::Context;
-use clap::Args;
-use headroom_bench::boundary::{summarize, LatencySummary};
+use super::{Progress, SuiteError};
+use crate::boundary::{summarize, LatencySummary};
 use headroom_server::{RunningServer, ServerState};
 use headroom_services::Services;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 /// Ten sentences of plain narration, about 40 s spoken.
-const DEFAULT_TEXT: &str = "The river was quiet that morning. A heron stood in the shallows, \
+pub const DEFAULT_TEXT: &str = "The river was quiet that morning. A heron stood in the shallows, \
 waiting for the light. Across the water, the town was slowly waking up. Shops opened their \
 shutters one by one, and the smell of coffee drifted over the square. A baker carried trays of \
 bread out to a van that waited by the kerb. Children ran along the old stone bridge toward the \
@@ -22,45 +20,50 @@ school, shouting to each other. By nine o'clock the streets were full of people 
 their day. Nobody noticed the heron, still standing where it had been at dawn. Then a bell rang \
 somewhere above the rooftops. And the heron, at last, spread its wings and flew away.";
 
-#[derive(Args, Debug)]
-pub struct SpeechBenchArgs {
-    /// Voices to time (any `headroom speak --list-voices` name or OpenAI's); repeat.
-    #[arg(long = "voice", default_values_t = ["alloy".to_string(), "en-us".to_string()])]
-    voices: Vec<String>,
-    /// response_format to time; repeat.
-    #[arg(long = "format", default_values_t = ["pcm".to_string(), "mp3".to_string(), "opus".to_string()])]
-    formats: Vec<String>,
+/// What the speech suite times.
+#[derive(Debug, Clone)]
+pub struct SpeechBenchConfig {
+    /// Voices (any voice-list name or OpenAI's).
+    pub voices: Vec<String>,
+    /// `response_format`s.
+    pub formats: Vec<String>,
     /// Timed requests per voice and format (after one warm-up).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// A file with the text to speak instead of the built-in ten sentences.
-    #[arg(long)]
-    text: Option<PathBuf>,
-    /// Write the report as JSON here.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    pub runs: usize,
+    /// What is spoken.
+    pub text: String,
 }
 
-#[derive(Serialize)]
-struct Case {
-    voice: String,
-    format: String,
+impl Default for SpeechBenchConfig {
+    fn default() -> Self {
+        SpeechBenchConfig {
+            voices: vec!["alloy".into(), "en-us".into()],
+            formats: vec!["pcm".into(), "mp3".into(), "opus".into()],
+            runs: 3,
+            text: DEFAULT_TEXT.into(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct SpeechCase {
+    pub voice: String,
+    pub format: String,
     /// From sending the request to the first audio bytes.
-    first_audio: Option<LatencySummary>,
+    pub first_audio: Option<LatencySummary>,
     /// From sending the request to the last byte: the whole take.
-    whole_take: Option<LatencySummary>,
+    pub whole_take: Option<LatencySummary>,
     /// first audio / whole take, at the medians.
-    p50_ratio: Option<f64>,
-    bytes: usize,
-    chunks: usize,
+    pub p50_ratio: Option<f64>,
+    pub bytes: usize,
+    pub chunks: usize,
 }
 
-#[derive(Serialize)]
-struct Report {
-    sentences: usize,
-    characters: usize,
-    runs: usize,
-    cases: Vec<Case>,
+#[derive(Debug, Serialize)]
+pub struct SpeechBenchReport {
+    pub sentences: usize,
+    pub characters: usize,
+    pub runs: usize,
+    pub cases: Vec<SpeechCase>,
 }
 
 struct Timed {
@@ -76,7 +79,7 @@ async fn timed_request(
     text: &str,
     voice: &str,
     format: &str,
-) -> anyhow::Result<Timed> {
+) -> Result<Timed, SuiteError> {
     let started = Instant::now();
     let mut response = http
         .post(url)
@@ -88,7 +91,9 @@ async fn timed_request(
     if !response.status().is_success() {
         let status = response.status();
         let body = response.text().await.unwrap_or_default();
-        anyhow::bail!("{voice} in {format}: {status}: {body}");
+        return Err(SuiteError::Measurement(format!(
+            "{voice} in {format}: {status}: {body}"
+        )));
     }
     let (mut first, mut bytes, mut chunks) = (None, 0, 0);
     while let Some(chunk) = response.chunk().await? {
@@ -98,7 +103,8 @@ async fn timed_request(
             chunks += 1;
         }
     }
-    let first = first.with_context(|| format!("{voice} in {format}: no audio came"))?;
+    let first = first
+        .ok_or_else(|| SuiteError::Measurement(format!("{voice} in {format}: no audio came")))?;
     Ok(Timed {
         first,
         whole: started.elapsed(),
@@ -107,28 +113,27 @@ async fn timed_request(
     })
 }
 
-pub async fn run(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<()> {
-    let text = match &args.text {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-        }
-        None => DEFAULT_TEXT.to_string(),
-    };
-    let sentences = headroom_speech::tts::sentences(&text).len();
+/// Times every voice in every format through a server on loopback over `services`.
+pub async fn run(
+    services: &Services,
+    config: &SpeechBenchConfig,
+    progress: Progress<'_>,
+) -> Result<SpeechBenchReport, SuiteError> {
+    let text = &config.text;
     let server = RunningServer::ephemeral(ServerState::from_services(services)?).await?;
     let url = format!("{}/audio/speech", server.base_url());
     let http = headroom_base::http::client();
     let mut cases = Vec::new();
-    for voice in &args.voices {
-        for format in &args.formats {
-            eprintln!(
+    for voice in &config.voices {
+        for format in &config.formats {
+            progress(&format!(
                 "bench: {voice} in {format}: one warm-up, {} timed",
-                args.runs
-            );
-            timed_request(&http, &url, &text, voice, format).await?;
+                config.runs
+            ));
+            timed_request(&http, &url, text, voice, format).await?;
             let mut runs = Vec::new();
-            for _ in 0..args.runs {
-                runs.push(timed_request(&http, &url, &text, voice, format).await?);
+            for _ in 0..config.runs {
+                runs.push(timed_request(&http, &url, text, voice, format).await?);
             }
             let first_audio = summarize(&runs.iter().map(|r| r.first).collect::<Vec<_>>());
             let whole_take = summarize(&runs.iter().map(|r| r.whole).collect::<Vec<_>>());
@@ -137,7 +142,7 @@ pub async fn run(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<(
                 .zip(whole_take.as_ref())
                 .map(|(f, w)| f.p50_ms / w.p50_ms);
             let last = runs.last();
-            cases.push(Case {
+            cases.push(SpeechCase {
                 voice: voice.clone(),
                 format: format.clone(),
                 first_audio,
@@ -149,19 +154,31 @@ pub async fn run(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<(
         }
     }
     server.stop().await?;
-    eprintln!(
+    Ok(SpeechBenchReport {
+        sentences: headroom_speech::tts::sentences(text).len(),
+        characters: text.chars().count(),
+        runs: config.runs,
+        cases,
+    })
+}
+
+/// The report as a table: each case's medians and their ratio.
+pub fn render_text(report: &SpeechBenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "{} sentences, {} characters; p50 of {} runs",
-        sentences,
-        text.chars().count(),
-        args.runs
+        report.sentences, report.characters, report.runs
     );
-    eprintln!(
+    let _ = writeln!(
+        out,
         "{:<12} {:<6} {:>16} {:>16} {:>8} {:>7}",
         "voice", "format", "first audio ms", "whole take ms", "ratio", "chunks"
     );
-    for c in &cases {
+    for c in &report.cases {
         let p50 = |s: &Option<LatencySummary>| s.as_ref().map_or(f64::NAN, |s| s.p50_ms);
-        eprintln!(
+        let _ = writeln!(
+            out,
             "{:<12} {:<6} {:>16.0} {:>16.0} {:>8.3} {:>7}",
             c.voice,
             c.format,
@@ -171,14 +188,5 @@ pub async fn run(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<(
             c.chunks
         );
     }
-    crate::bench_report::write_json(
-        &args.json,
-        &Report {
-            sentences,
-            characters: text.chars().count(),
-            runs: args.runs,
-            cases,
-        },
-    )?;
-    Ok(())
+    out
 }

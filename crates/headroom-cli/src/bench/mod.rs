@@ -1,12 +1,20 @@
-use crate::bench_report::write_json;
+//! `headroom bench`: the benchmarks' arguments, turned into `headroom_bench` configurations;
+//! their reports printed. The measuring is the library's.
+
+mod fleet;
+mod report;
+mod suites;
+
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_bench::boundary::{flood, proxy_overhead, yield_rules, LatencySummary};
 use headroom_services::speech::AudioInput;
 use headroom_services::Services;
 use headroom_speech::asr::WordErrors;
+use report::write_json;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -45,27 +53,27 @@ pub enum BenchCommand {
     },
     /// The embedded voices (real-time factor, WER) and the approximate voice match against
     /// target speakers made at run time (similarity on held-out sentences, WER, time).
-    Voices(crate::bench_voices::VoicesBenchArgs),
+    Voices(suites::VoicesBenchArgs),
     /// Speaker diarization on conversations synthesized from voices of several engines:
     /// diarization error rate (0.25 s collar) per number of speakers, how often the number was
     /// estimated right, and known speakers named from voice profiles.
-    Speakers(crate::bench_speakers::SpeakersBenchArgs),
+    Speakers(suites::SpeakersBenchArgs),
     /// Streamed speech through `/v1/audio/speech`: time to the first audio bytes against
     /// the whole take, per voice and format, for a long text (ten sentences).
-    Speech(crate::bench_speech::SpeechBenchArgs),
+    Speech(suites::SpeechBenchArgs),
     /// Interactive audio latency idle vs while a project is narrated (the ratio), and the
     /// narration's total time vs the sum of its stages.
-    Narration(crate::bench_narration::NarrationBenchArgs),
+    Narration(suites::NarrationBenchArgs),
     /// Every interactive probe (espeak-ng, Kokoro, a voice profile's take, a 6 s transcription,
     /// a live partial) idle and under each kind of batch work (transcription, narration, a voice
     /// match search, cloning takes): p50/p95 ratios against the goal, and the batch work's own
     /// slowdown.
-    Isolation(crate::bench_isolation::IsolationBenchArgs),
+    Isolation(suites::IsolationBenchArgs),
     /// The text lane over 1, 2 and 3 upstreams: completed requests/s, tokens/s and TTFT
     /// p50/p99 at the same rejection rate, and the time to route around an upstream killed
     /// under load (the streams it failed, the requests refused while the fleet was smaller).
     /// On llama-servers it starts, servers you run, or simulated ones.
-    Fleet(crate::bench_fleet::FleetBenchArgs),
+    Fleet(fleet::FleetBenchArgs),
     /// Word error rate of a transcript against the text that was said, raw (case and
     /// punctuation ignored) and after Whisper-style English normalization (numbers as digits,
     /// British spellings as American, contractions spelled out), with the word-by-word
@@ -156,7 +164,8 @@ fn line(label: &str, s: &Option<LatencySummary>) -> String {
     }
 }
 
-pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitCode> {
+pub async fn run(cmd: BenchCommand, shared: Arc<Services>) -> anyhow::Result<ExitCode> {
+    let services = &*shared;
     let client_for = |common: &Common| {
         let url = common
             .upstream
@@ -166,25 +175,12 @@ pub async fn run(cmd: BenchCommand, services: &Services) -> anyhow::Result<ExitC
     };
     match cmd {
         BenchCommand::Run(args) => return run_harness(args, services).await,
-        BenchCommand::Narration(_) => {
-            unreachable!("run by bench_narration, with the shared services")
-        }
-        BenchCommand::Isolation(_) => {
-            unreachable!("run by bench_isolation, with the shared services")
-        }
-        BenchCommand::Voices(args) => {
-            crate::bench_voices::run(args, services).await?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        BenchCommand::Fleet(args) => return crate::bench_fleet::run(args, services).await,
-        BenchCommand::Speakers(args) => {
-            crate::bench_speakers::run(args, services).await?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        BenchCommand::Speech(args) => {
-            crate::bench_speech::run(args, services).await?;
-            return Ok(ExitCode::SUCCESS);
-        }
+        BenchCommand::Narration(args) => suites::narration(args, shared.clone()).await?,
+        BenchCommand::Isolation(args) => suites::isolation(args, shared.clone()).await?,
+        BenchCommand::Voices(args) => suites::voices(args, services).await?,
+        BenchCommand::Fleet(args) => return fleet::run(args, services).await,
+        BenchCommand::Speakers(args) => suites::speakers(args, services).await?,
+        BenchCommand::Speech(args) => suites::speech(args, services).await?,
         BenchCommand::Wer {
             reference,
             hypothesis,

@@ -1,72 +1,76 @@
-//! `headroom bench voices`: the embedded voices' speed and intelligibility (real-time factor,
-//! word error rate through the embedded Whisper), and the approximate voice match against
-//! target speakers made at run time by other synthesizers: similarity of the default voice,
-//! the best shipped style and the match on held-out sentences, their WER, and the match's time.
-//! Every similarity is given twice: by the embedder the search maximised, and by the
-//! independent one (Resemblyzer's) it never used, so a gain that only fools the first shows.
+//! The embedded voices' speed and intelligibility (real-time factor, word error rate through
+//! the embedded Whisper), and the approximate voice match against target speakers made at run
+//! time by other synthesizers: similarity of the default voice, the best shipped style and the
+//! match on held-out sentences, their WER, and the match's time. Every similarity is given
+//! twice: by the embedder the search maximised, and by the independent one (Resemblyzer's) it
+//! never used, so a gain that only fools the first shows.
 
-use clap::Args;
+use super::{espeak, installed, Progress, SuiteError, REFERENCE};
 use headroom_services::speech::AudioInput;
 use headroom_services::voice_work::{default_voice_name, INDEPENDENT_HINT};
 use headroom_services::Services;
 use headroom_speech::asr::word_error_rate;
 use headroom_speech::audio::{write_wav, Audio};
-use headroom_speech::models::{self, DEFAULT_MODEL};
-use headroom_speech::tts::{Espeak, Synthesizer};
+use headroom_speech::models::DEFAULT_MODEL;
 use headroom_speech::voice::matching::MatchSettings;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::fmt::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Args, Debug)]
-pub struct VoicesBenchArgs {
+/// What the voices suite measures.
+#[derive(Debug, Clone)]
+pub struct VoicesBenchConfig {
     /// Candidate takes each match may make.
-    #[arg(long, default_value_t = MatchSettings::default().budget)]
-    budget: usize,
-    /// Skip the match and measure only the synthesizers.
-    #[arg(long)]
-    no_match: bool,
-    /// Write the report as JSON here.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    pub budget: usize,
+    /// Whether the match is measured too (else only the synthesizers).
+    pub with_match: bool,
+}
+
+impl Default for VoicesBenchConfig {
+    fn default() -> Self {
+        VoicesBenchConfig {
+            budget: MatchSettings::default().budget,
+            with_match: true,
+        }
+    }
 }
 
 const TEXT: &str = "The weather today is sunny with a light breeze. Please send the report to my office before noon. We recorded the river at night for three hours.";
-pub(crate) const REFERENCE: &str = "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and began to read the timetable aloud. Nobody listened, but everyone waited.";
 
-#[derive(Serialize)]
-struct SynthRow {
-    voice: String,
-    seconds_of_speech: f64,
-    real_time_factor: f64,
-    word_error_rate: f64,
+#[derive(Debug, Serialize)]
+pub struct SynthRow {
+    pub voice: String,
+    pub seconds_of_speech: f64,
+    pub real_time_factor: f64,
+    pub word_error_rate: f64,
 }
 
-#[derive(Serialize)]
-struct MatchRow {
-    target: String,
-    default_voice: (f32, f64),
-    best_shipped: (String, f32, f64),
-    matched_held_out: (f32, f64),
-    matched_search: f32,
-    espeak_match: Option<(String, u32, f32)>,
+#[derive(Debug, Serialize)]
+pub struct MatchRow {
+    pub target: String,
+    pub default_voice: (f32, f64),
+    pub best_shipped: (String, f32, f64),
+    pub matched_held_out: (f32, f64),
+    pub matched_search: f32,
+    pub espeak_match: Option<(String, u32, f32)>,
     /// The same scores by the independent embedder (Resemblyzer's), which the search never
     /// used: default voice, best shipped style, match held out, match on the search sentence,
     /// espeak-ng match held out. `None`: not installed.
-    independent: Independent,
-    evaluations: usize,
-    seconds: f64,
+    pub independent: Independent,
+    pub evaluations: usize,
+    pub seconds: f64,
 }
 
-#[derive(Serialize)]
-struct Independent {
-    default_voice: Option<f32>,
-    best_shipped: Option<f32>,
-    matched_held_out: Option<f32>,
-    matched_search: Option<f32>,
-    espeak_match: Option<f32>,
+#[derive(Debug, Serialize)]
+pub struct Independent {
+    pub default_voice: Option<f32>,
+    pub best_shipped: Option<f32>,
+    pub matched_held_out: Option<f32>,
+    pub matched_search: Option<f32>,
+    pub espeak_match: Option<f32>,
 }
 
 /// A score by both judges: the search's embedder, then the independent one.
@@ -77,12 +81,12 @@ fn both(search: f32, independent: Option<f32>) -> String {
     }
 }
 
-#[derive(Serialize)]
-struct Report {
-    synthesizers: Vec<SynthRow>,
-    default_voice: String,
-    budget: usize,
-    targets: Vec<MatchRow>,
+#[derive(Debug, Serialize)]
+pub struct VoicesBenchReport {
+    pub synthesizers: Vec<SynthRow>,
+    pub default_voice: String,
+    pub budget: usize,
+    pub targets: Vec<MatchRow>,
 }
 
 async fn wer_of(
@@ -90,7 +94,7 @@ async fn wer_of(
     audio: &Audio,
     text: &str,
     scratch: &Path,
-) -> anyhow::Result<f64> {
+) -> Result<f64, SuiteError> {
     let path = scratch.join("take.wav");
     write_wav(&path, audio)?;
     let transcript = services
@@ -107,15 +111,14 @@ async fn wer_of(
     Ok(word_error_rate(text, &transcript.text()))
 }
 
-pub(crate) fn espeak(voice: &str, pitch: u32, text: &str) -> anyhow::Result<Audio> {
-    let mut e = Espeak::default();
-    e.pitch = pitch;
-    Ok(e.synthesize(text, Some(voice), &CancellationToken::new())?)
-}
-
-pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<()> {
+/// Times and transcribes every embedded voice, then matches each target speaker.
+pub async fn run(
+    services: &Services,
+    config: &VoicesBenchConfig,
+    progress: Progress<'_>,
+) -> Result<VoicesBenchReport, SuiteError> {
     let scratch = tempfile::tempdir()?;
-    let installed = |m: &str| models::locate(&services.env().models_dir, m).is_ok();
+    let installed = |m: &str| installed(services, m);
     let mut synthesizers = Vec::new();
     let mut voices = vec!["en-us".to_string()];
     if installed("piper-joe") {
@@ -143,15 +146,15 @@ pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<(
             real_time_factor: elapsed / audio.duration_secs(),
             word_error_rate: wer_of(services, &audio, TEXT, scratch.path()).await?,
         };
-        eprintln!(
+        progress(&format!(
             "{:<22} RTF {:.3}  WER {:.3}  ({:.1} s of speech)",
             row.voice, row.real_time_factor, row.word_error_rate, row.seconds_of_speech
-        );
+        ));
         synthesizers.push(row);
     }
 
     let mut targets = Vec::new();
-    if !args.no_match {
+    if config.with_match {
         // A library of its own, so the user's voices are untouched.
         let mut env = services.env().clone();
         env.voices_dir = scratch.path().join("voices");
@@ -192,7 +195,7 @@ pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<(
                 )
                 .await?;
             let settings = MatchSettings {
-                budget: args.budget,
+                budget: config.budget,
                 ..MatchSettings::default()
             };
             let profile = voices
@@ -232,7 +235,7 @@ pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<(
                 evaluations: m.outcome.evaluations,
                 seconds: m.outcome.seconds,
             };
-            eprintln!(
+            progress(&format!(
                 "{:<22} default {}  best shipped {} {}  match {} (search {}, WER {:.2})  espeak {:?} {}  {} takes in {:.0} s  [search's embedder / independent]",
                 row.target,
                 both(row.default_voice.0, row.independent.default_voice),
@@ -247,25 +250,32 @@ pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<(
                     .map_or("–".into(), |i| format!("{i:.3}")),
                 row.evaluations,
                 row.seconds
-            );
+            ));
             targets.push(row);
         }
     }
-    let report = Report {
+    Ok(VoicesBenchReport {
         synthesizers,
         default_voice: default_voice_name(services),
-        budget: args.budget,
+        budget: config.budget,
         targets,
-    };
-    println!("| voice | RTF | WER |\n|---|---|---|");
+    })
+}
+
+/// The report as the README shows it: the voices' table, then the match's.
+pub fn render_text(report: &VoicesBenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| voice | RTF | WER |\n|---|---|---|");
     for s in &report.synthesizers {
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {:.3} | {:.3} |",
             s.voice, s.real_time_factor, s.word_error_rate
         );
     }
     if !report.targets.is_empty() {
-        println!(
+        let _ = writeln!(
+                out,
             "\nSimilarity by the search's embedder / by the independent one (Resemblyzer, never searched against).\n\n| target speaker | default voice ({}) | best shipped style | voice match (held out) | match on search sentence | espeak-ng match (held out) | match's gain over best shipped | WER default / shipped / match | takes | time |\n|---|---|---|---|---|---|---|---|---|---|",
             report.default_voice
         );
@@ -275,7 +285,8 @@ pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<(
                 t.matched_held_out.0 - t.best_shipped.1,
                 i.matched_held_out.zip(i.best_shipped).map(|(m, b)| m - b),
             );
-            println!(
+            let _ = writeln!(
+                out,
                 "| {} | {} | {} {} | {} | {} | {} | {} | {:.2} / {:.2} / {:.2} | {} | {:.0} s |",
                 t.target,
                 both(t.default_voice.0, i.default_voice),
@@ -302,11 +313,8 @@ pub async fn run(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<(
             .iter()
             .any(|t| t.independent.matched_held_out.is_none())
         {
-            println!("\n{INDEPENDENT_HINT}");
+            let _ = writeln!(out, "\n{INDEPENDENT_HINT}");
         }
     }
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")?;
-    }
-    Ok(())
+    out
 }

@@ -1,4 +1,4 @@
-//! `headroom bench speakers`: diarization accuracy on conversations synthesized here, from
+//! Diarization accuracy on conversations synthesized here, from
 //! voices of several engines (Kokoro, Piper, espeak-ng and, when installed, flite), with
 //! turns of 1–10 s, pauses of 0.2–1 s, short back-channel turns and background noise.
 //!
@@ -8,7 +8,7 @@
 //! 0.25 s collar), how often the number of speakers was estimated right, and how known
 //! speakers (voice profiles made from other sentences by the same voice) were named.
 
-use clap::{Args, ValueEnum};
+use super::{installed, Choice, Progress, SuiteError};
 use headroom_services::Services;
 use headroom_speech::asr::der::{diarization_error, DerReport, Labelled};
 use headroom_speech::asr::diarize::{
@@ -16,18 +16,18 @@ use headroom_speech::asr::diarize::{
 };
 use headroom_speech::audio::stretch::sound_bounds;
 use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
-use headroom_speech::models;
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 const RATE: u32 = 16_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VoiceSet {
     /// Voices the settings were chosen on.
@@ -36,54 +36,108 @@ pub enum VoiceSet {
     Test,
 }
 
-#[derive(Args, Debug)]
-pub struct SpeakersBenchArgs {
+impl Choice for VoiceSet {
+    const ALL: &'static [VoiceSet] = &[VoiceSet::Tune, VoiceSet::Test];
+
+    fn name(self) -> &'static str {
+        match self {
+            VoiceSet::Tune => "tune",
+            VoiceSet::Test => "test",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            VoiceSet::Tune => "voices the settings were chosen on",
+            VoiceSet::Test => "voices kept apart from the choice: the figures that count",
+        }
+    }
+}
+
+/// The diarizer's settings a run may change (each `None`: the shipped value).
+#[derive(Debug, Clone, Default)]
+pub struct DiarizeOverrides {
+    /// The clustering threshold (cosine).
+    pub same_speaker: Option<f32>,
+    /// The threshold for two whole speakers being one voice (cosine).
+    pub same_voice: Option<f32>,
+    /// The speaker-change penalty.
+    pub change_penalty: Option<f32>,
+    /// The known-speaker threshold (cosine).
+    pub known_threshold: Option<f32>,
+    /// Windows pooled into one piece for clustering (their step is half).
+    pub piece_windows: Option<usize>,
+    /// Speech detection's threshold (0–1).
+    pub vad_threshold: Option<f32>,
+    /// Padding kept around speech, in milliseconds.
+    pub speech_pad_ms: Option<u32>,
+}
+
+impl DiarizeOverrides {
+    /// The shipped settings with these changes.
+    pub fn params(&self) -> DiarizeParams {
+        let mut params = DiarizeParams::default();
+        if let Some(v) = self.same_speaker {
+            params.same_speaker = v;
+        }
+        if let Some(v) = self.same_voice {
+            params.same_voice = v;
+        }
+        if let Some(v) = self.change_penalty {
+            params.change_penalty = v;
+        }
+        if let Some(v) = self.known_threshold {
+            params.known_threshold = v;
+        }
+        if let Some(v) = self.vad_threshold {
+            params.vad.threshold = v;
+            params.vad.neg_threshold = (v - 0.15).max(0.01);
+        }
+        if let Some(v) = self.piece_windows {
+            params.piece_windows = v;
+            params.piece_step = v.div_ceil(2);
+        }
+        if let Some(v) = self.speech_pad_ms {
+            params.vad.speech_pad_ms = v;
+        }
+        params
+    }
+}
+
+/// What the speakers suite makes and scores.
+#[derive(Debug, Clone)]
+pub struct SpeakersBenchConfig {
     /// Which voices the conversations are made of.
-    #[arg(long, value_enum, default_value = "test")]
-    set: VoiceSet,
+    pub set: VoiceSet,
     /// Numbers of speakers, one group of conversations each.
-    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 5])]
-    speakers: Vec<usize>,
+    pub speakers: Vec<usize>,
     /// Conversations per number of speakers.
-    #[arg(long, default_value_t = 3)]
-    conversations: usize,
+    pub conversations: usize,
     /// Length of each conversation, in seconds of audio.
-    #[arg(long, default_value_t = 60.0)]
-    seconds: f64,
+    pub seconds: f64,
     /// Seed for the conversations (speakers, turns, pauses, noise).
-    #[arg(long, default_value_t = 29)]
-    seed: u64,
-    /// Synthesized sentences are kept here between runs (without it, they are made again in a
-    /// private temporary folder removed at the end).
-    #[arg(long)]
-    cache: Option<PathBuf>,
-    /// Writes each conversation's audio and reference (RTTM) here.
-    #[arg(long)]
-    keep: Option<PathBuf>,
-    /// Override the diarizer's clustering threshold (cosine).
-    #[arg(long)]
-    same_speaker: Option<f32>,
-    /// Override the diarizer's threshold for two whole speakers being one voice (cosine).
-    #[arg(long)]
-    same_voice: Option<f32>,
-    /// Override the diarizer's speaker-change penalty.
-    #[arg(long)]
-    change_penalty: Option<f32>,
-    /// Override the known-speaker threshold (cosine).
-    #[arg(long)]
-    known_threshold: Option<f32>,
-    /// Override the windows pooled into one piece for clustering (their step is half).
-    #[arg(long)]
-    piece_windows: Option<usize>,
-    /// Override speech detection's threshold (0–1).
-    #[arg(long)]
-    vad_threshold: Option<f32>,
-    /// Override the padding kept around speech, in milliseconds.
-    #[arg(long)]
-    speech_pad_ms: Option<u32>,
-    /// Write the report as JSON here.
-    #[arg(long)]
-    json: Option<PathBuf>,
+    pub seed: u64,
+    /// Where synthesized sentences are kept between runs (`None`: a private temporary folder
+    /// removed at the end).
+    pub cache: Option<PathBuf>,
+    /// Where each conversation's audio and reference (RTTM) are written.
+    pub keep: Option<PathBuf>,
+    pub diarizer: DiarizeOverrides,
+}
+
+impl Default for SpeakersBenchConfig {
+    fn default() -> Self {
+        SpeakersBenchConfig {
+            set: VoiceSet::Test,
+            speakers: vec![2, 3, 4, 5],
+            conversations: 3,
+            seconds: 60.0,
+            seed: 29,
+            cache: None,
+            keep: None,
+            diarizer: DiarizeOverrides::default(),
+        }
+    }
 }
 
 /// A voice: the engine's name for it and the set it belongs to.
@@ -215,64 +269,70 @@ struct Conversation {
     snr_db: f64,
 }
 
-#[derive(Serialize)]
-struct ConversationRow {
-    speakers: usize,
-    voices: Vec<String>,
-    seconds: f64,
-    snr_db: f64,
-    backchannels: usize,
-    estimated_speakers: usize,
-    der: DerReport,
-    der_given_count: DerReport,
-    known: KnownRow,
-    diarize_secs: f64,
+#[derive(Debug, Serialize)]
+pub struct ConversationRow {
+    pub speakers: usize,
+    pub voices: Vec<String>,
+    pub seconds: f64,
+    pub snr_db: f64,
+    pub backchannels: usize,
+    pub estimated_speakers: usize,
+    pub der: DerReport,
+    pub der_given_count: DerReport,
+    pub known: KnownRow,
+    pub diarize_secs: f64,
 }
 
 /// Known speakers: profiles for some of the conversation's voices (from other sentences), and
 /// for two voices not in it.
-#[derive(Serialize, Default)]
-struct KnownRow {
-    profiles_present: usize,
-    named_right: usize,
-    named_wrong: usize,
-    unnamed: usize,
+#[derive(Debug, Serialize, Default)]
+pub struct KnownRow {
+    pub profiles_present: usize,
+    pub named_right: usize,
+    pub named_wrong: usize,
+    pub unnamed: usize,
     /// The recognised speakers' similarity to their own profile, and the highest any speaker
     /// had to a profile of another voice.
-    same_voice_similarity: Vec<f32>,
-    other_voice_max_similarity: f32,
+    pub same_voice_similarity: Vec<f32>,
+    pub other_voice_max_similarity: f32,
 }
 
-#[derive(Serialize)]
-struct SizeRow {
-    speakers: usize,
-    conversations: usize,
-    der: f64,
-    missed: f64,
-    false_alarm: f64,
-    confusion: f64,
-    der_given_count: f64,
-    count_right: usize,
+#[derive(Debug, Serialize)]
+pub struct SizeRow {
+    pub speakers: usize,
+    pub conversations: usize,
+    pub der: f64,
+    pub missed: f64,
+    pub false_alarm: f64,
+    pub confusion: f64,
+    pub der_given_count: f64,
+    pub count_right: usize,
 }
 
-#[derive(Serialize)]
-struct Report {
-    set: VoiceSet,
-    seed: u64,
-    collar_secs: f64,
-    same_speaker: f32,
-    same_voice: f32,
-    change_penalty: f32,
-    known_threshold: f32,
-    sizes: Vec<SizeRow>,
-    known_named_right: usize,
-    known_named_wrong: usize,
-    known_unnamed: usize,
-    known_present: usize,
-    conversations: Vec<ConversationRow>,
+#[derive(Debug, Serialize)]
+pub struct SpeakersBenchReport {
+    pub set: VoiceSet,
+    pub seed: u64,
+    pub collar_secs: f64,
+    pub same_speaker: f32,
+    pub same_voice: f32,
+    pub change_penalty: f32,
+    pub known_threshold: f32,
+    pub sizes: Vec<SizeRow>,
+    pub known_named_right: usize,
+    pub known_named_wrong: usize,
+    pub known_unnamed: usize,
+    pub known_present: usize,
+    pub conversations: Vec<ConversationRow>,
 }
 
-pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result<()> {
+/// Makes the conversations, diarizes each with and without the number of speakers given, and
+/// names known speakers from profiles made of other sentences.
+pub async fn run(
+    services: &Services,
+    args: &SpeakersBenchConfig,
+    progress: Progress<'_>,
+) -> Result<SpeakersBenchReport, SuiteError> {
     // Without `--cache`, a folder of this run's own (random name, owner only): a fixed name in
     // the shared temporary folder could be another user's, holding clips or links they put.
     let private;
@@ -291,7 +351,7 @@ pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result
         }
     };
     let flite = installed_program("flite");
-    let installed = |m: &str| models::locate(&services.env().models_dir, m).is_ok();
+    let installed = |m: &str| installed(services, m);
     let voices: Vec<&'static str> = VOICES
         .iter()
         .filter(|v| v.set == args.set)
@@ -302,8 +362,8 @@ pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result
         .collect();
     let most = args.speakers.iter().copied().max().unwrap_or(2);
     let distinct = voices.iter().filter(|v| !v.starts_with("en-")).count() + 1;
-    anyhow::ensure!(
-        distinct >= most,
+    if distinct < most {
+        return Err(SuiteError::Unavailable(format!(
         "{} conversations need {most} distinct voices (one espeak-ng voice at most); only {} of the {:?} set can be made here ({})",
         most,
         distinct,
@@ -313,31 +373,9 @@ pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result
         } else {
             "install flite for four more"
         }
-    );
-    let mut params = DiarizeParams::default();
-    if let Some(v) = args.same_speaker {
-        params.same_speaker = v;
+        )));
     }
-    if let Some(v) = args.same_voice {
-        params.same_voice = v;
-    }
-    if let Some(v) = args.change_penalty {
-        params.change_penalty = v;
-    }
-    if let Some(v) = args.known_threshold {
-        params.known_threshold = v;
-    }
-    if let Some(v) = args.vad_threshold {
-        params.vad.threshold = v;
-        params.vad.neg_threshold = (v - 0.15).max(0.01);
-    }
-    if let Some(v) = args.piece_windows {
-        params.piece_windows = v;
-        params.piece_step = v.div_ceil(2);
-    }
-    if let Some(v) = args.speech_pad_ms {
-        params.vad.speech_pad_ms = v;
-    }
+    let params = args.diarizer.params();
     let diarizer = services.diarizer()?;
     let embedder = services.embedder()?;
     let mut rng = StdRng::seed_from_u64(args.seed);
@@ -368,7 +406,7 @@ pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result
                 });
             }
             let row = score(&diarizer, &conversation, &known, &params, n)?;
-            eprintln!(
+            progress(&format!(
                 "{n} speakers #{c}: DER {:.1}% (missed {:.1}%, false alarm {:.1}%, confusion {:.1}%), {} speakers found, given {n}: {:.1}%, names {}/{} right, {} wrong; {:.1} s",
                 100.0 * row.der.der,
                 100.0 * row.der.missed,
@@ -380,17 +418,11 @@ pub async fn run(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result
                 row.known.profiles_present,
                 row.known.named_wrong,
                 row.diarize_secs,
-            );
+            ));
             rows.push(row);
         }
     }
-    let report = summarize(&args, &params, rows);
-    print_table(&report);
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    Ok(summarize(args, &params, rows))
 }
 
 /// `n` voices, at most one of them espeak-ng's: its variants are one voice source with other
@@ -423,7 +455,7 @@ async fn speak(
     cache: &Path,
     voice: &str,
     text: &str,
-) -> anyhow::Result<Audio> {
+) -> Result<Audio, SuiteError> {
     let key = format!("{:016x}", fnv1a(format!("{voice}\n{text}").as_bytes()));
     let path = cache.join(format!("{key}.wav"));
     if let Ok(audio) = decode_file(&path, DecodeLimits::default()) {
@@ -455,7 +487,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// flite (a synthesizer Headroom does not otherwise use), the text on its standard input.
-fn flite(voice: &str, text: &str) -> anyhow::Result<Audio> {
+fn flite(voice: &str, text: &str) -> Result<Audio, SuiteError> {
     let dir = tempfile::tempdir()?;
     let output = dir.path().join("out.wav");
     let finished = headroom_base::process::Tool::new("flite")
@@ -463,11 +495,12 @@ fn flite(voice: &str, text: &str) -> anyhow::Result<Audio> {
         .option("-f", "/dev/stdin")
         .path_option("-o", &output)
         .run(text.as_bytes())?;
-    anyhow::ensure!(
-        finished.status.success(),
-        "flite failed for voice {voice}: {}",
-        String::from_utf8_lossy(&finished.stderr)
-    );
+    if !finished.status.success() {
+        return Err(SuiteError::Measurement(format!(
+            "flite failed for voice {voice}: {}",
+            String::from_utf8_lossy(&finished.stderr)
+        )));
+    }
     Ok(decode_file(&output, DecodeLimits::default())?)
 }
 
@@ -485,7 +518,7 @@ async fn make_conversation(
     voices: &[&'static str],
     seconds: f64,
     rng: &mut StdRng,
-) -> anyhow::Result<Conversation> {
+) -> Result<Conversation, SuiteError> {
     let levels: Vec<f64> = voices
         .iter()
         .map(|_| 0.05 * 10f64.powf(rng.random_range(-3.0..3.0) / 20.0))
@@ -561,7 +594,7 @@ fn silence(samples: &mut Vec<f32>, secs: f64) {
     samples.extend(std::iter::repeat_n(0.0, (secs * RATE as f64) as usize));
 }
 
-fn keep(dir: &Path, name: &str, c: &Conversation) -> anyhow::Result<()> {
+fn keep(dir: &Path, name: &str, c: &Conversation) -> Result<(), SuiteError> {
     std::fs::create_dir_all(dir)?;
     write_wav(&dir.join(format!("{name}.wav")), &c.audio)?;
     let rttm: String = c
@@ -586,7 +619,7 @@ fn score(
     known: &[KnownSpeaker],
     params: &DiarizeParams,
     n: usize,
-) -> anyhow::Result<ConversationRow> {
+) -> Result<ConversationRow, SuiteError> {
     let reference: Vec<Labelled> = c
         .utterances
         .iter()
@@ -643,7 +676,7 @@ fn known_names(
     found: &Diarization,
     known: &[KnownSpeaker],
     reference: &[Labelled],
-) -> anyhow::Result<KnownRow> {
+) -> Result<KnownRow, SuiteError> {
     let mut row = KnownRow {
         profiles_present: known
             .iter()
@@ -699,10 +732,10 @@ fn majority_voice(found: &Diarization, s: usize, reference: &[Labelled]) -> Opti
 }
 
 fn summarize(
-    args: &SpeakersBenchArgs,
+    args: &SpeakersBenchConfig,
     params: &DiarizeParams,
     rows: Vec<ConversationRow>,
-) -> Report {
+) -> SpeakersBenchReport {
     let sizes = args
         .speakers
         .iter()
@@ -726,7 +759,7 @@ fn summarize(
             }
         })
         .collect();
-    Report {
+    SpeakersBenchReport {
         set: args.set,
         seed: args.seed,
         collar_secs: 0.25,
@@ -743,15 +776,19 @@ fn summarize(
     }
 }
 
-fn print_table(r: &Report) {
-    println!(
+/// The report as the README shows it: a row per number of speakers, then the names.
+pub fn render_text(r: &SpeakersBenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "voices: {:?} set · collar {} s · same-speaker {} · same-voice {} · change penalty {} · known {}",
         r.set, r.collar_secs, r.same_speaker, r.same_voice, r.change_penalty, r.known_threshold
     );
-    println!("| speakers | conversations | DER | missed | false alarm | confusion | DER, count given | count right |");
-    println!("|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| speakers | conversations | DER | missed | false alarm | confusion | DER, count given | count right |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
     for s in &r.sizes {
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {}/{} |",
             s.speakers,
             s.conversations,
@@ -774,7 +811,8 @@ fn print_table(r: &Report) {
         .iter()
         .map(|c| c.known.other_voice_max_similarity)
         .fold(f32::NEG_INFINITY, f32::max);
-    println!(
+    let _ = writeln!(
+        out,
         "known speakers: {} of {} named right, {} named wrong; similarity to their own profile {:.2}–{:.2}, to another voice's at most {:.2}",
         r.known_named_right,
         r.known_present,
@@ -783,4 +821,5 @@ fn print_table(r: &Report) {
         same.iter().copied().fold(f32::NEG_INFINITY, f32::max),
         other
     );
+    out
 }

@@ -1,0 +1,270 @@
+//! `headroom bench isolation|narration|speakers|speech|voices`: the audio suites' arguments,
+//! turned into `headroom_bench::suites` configurations; their reports printed as tables, and
+//! as JSON with `--json`.
+
+use super::report::save_json;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::Args;
+use headroom_bench::suites::isolation::{BatchKind, IsolationBenchConfig, ProbeKind};
+use headroom_bench::suites::narration::NarrationBenchConfig;
+use headroom_bench::suites::speakers::{DiarizeOverrides, SpeakersBenchConfig, VoiceSet};
+use headroom_bench::suites::speech::{SpeechBenchConfig, DEFAULT_TEXT};
+use headroom_bench::suites::voices::VoicesBenchConfig;
+use headroom_bench::suites::{self, Choice};
+use headroom_services::speech::MAX_SPEECH_INPUT_CHARS;
+use headroom_services::Services;
+use headroom_speech::voice::matching::MatchSettings;
+use headroom_workstation::narration::NarrationMode;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A suite's lines of progress: on standard error, as they come.
+fn progress(line: &str) {
+    eprintln!("{line}");
+}
+
+/// Parses one of a suite's kinds by the name its report uses; `--help` lists each with its
+/// line.
+fn choice<T: Choice + Clone>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(
+        T::ALL
+            .iter()
+            .map(|kind| PossibleValue::new(kind.name()).help(kind.help())),
+    )
+    .map(|name| {
+        *T::ALL
+            .iter()
+            .find(|kind| kind.name() == name)
+            .expect("clap offers only the listed names")
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct IsolationBenchArgs {
+    /// The interactive probes, comma-separated (default: all).
+    #[arg(long, value_parser = choice::<ProbeKind>(), value_delimiter = ',')]
+    probes: Vec<ProbeKind>,
+    /// The kinds of batch work run under them, comma-separated (default: all).
+    #[arg(long, value_parser = choice::<BatchKind>(), value_delimiter = ',')]
+    batch: Vec<BatchKind>,
+    /// Timed runs of each probe, idle and under each kind of batch work [default: 8, 3 with
+    /// --quick].
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Seconds each kind of batch work runs alone, for its own speed [default: 20, 5 with
+    /// --quick].
+    #[arg(long)]
+    alone_secs: Option<f64>,
+    /// Pause between probes, as between a person's requests [default: 250, 100 with --quick].
+    #[arg(long)]
+    pause_ms: Option<u64>,
+    /// A smoke test: fewer runs and shorter windows (about 3 minutes on 2 cores).
+    #[arg(long)]
+    quick: bool,
+    /// The recording batch work transcribes and narrates, and the probes' clips are cut from.
+    #[arg(long, default_value = "samples/interview.flac")]
+    clip: PathBuf,
+    /// Batch work competes for the CPU instead of giving way to interactive work
+    /// (`audio_lane.batch_gives_way = false`): the figures without the mechanism.
+    #[arg(long)]
+    batch_competes: bool,
+    /// The text model's server for the narrations' text stage (LLM cleanup on); without it
+    /// the rules clean the text.
+    #[arg(long)]
+    upstream: Option<String>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn isolation(args: IsolationBenchArgs, services: Arc<Services>) -> anyhow::Result<()> {
+    let defaults = IsolationBenchConfig::new(args.clip, args.quick);
+    let config = IsolationBenchConfig {
+        probes: args.probes,
+        batch: args.batch,
+        runs: args.runs.unwrap_or(defaults.runs),
+        alone_secs: args.alone_secs.unwrap_or(defaults.alone_secs),
+        pause_ms: args.pause_ms.unwrap_or(defaults.pause_ms),
+        batch_competes: args.batch_competes,
+        upstream: args.upstream,
+        ..defaults
+    };
+    let report = suites::isolation::run(services, &config, &progress).await?;
+    print!("{}", suites::isolation::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
+
+#[derive(Args, Debug)]
+pub struct NarrationBenchArgs {
+    /// The recording narrated.
+    #[arg(long, default_value = "samples/interview.flac")]
+    clip: PathBuf,
+    /// The text model's server (LLM cleanup on); without it the rules clean the text.
+    #[arg(long)]
+    upstream: Option<String>,
+    /// cleanup, rewrite or translate (translate needs --upstream and --to).
+    #[arg(long, default_value = "cleanup")]
+    mode: NarrationMode,
+    #[arg(long)]
+    to: Option<String>,
+    /// Interactive jobs timed of each kind, idle and during narration.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn narration(args: NarrationBenchArgs, services: Arc<Services>) -> anyhow::Result<()> {
+    let config = NarrationBenchConfig {
+        clip: args.clip,
+        upstream: args.upstream,
+        mode: args.mode,
+        to: args.to,
+        runs: args.runs,
+    };
+    let report = suites::narration::run(services, &config, &progress).await?;
+    print!("{}", suites::narration::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
+
+#[derive(Args, Debug)]
+pub struct SpeakersBenchArgs {
+    /// Which voices the conversations are made of.
+    #[arg(long, value_parser = choice::<VoiceSet>(), default_value = "test")]
+    set: VoiceSet,
+    /// Numbers of speakers, one group of conversations each.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 5])]
+    speakers: Vec<usize>,
+    /// Conversations per number of speakers.
+    #[arg(long, default_value_t = 3)]
+    conversations: usize,
+    /// Length of each conversation, in seconds of audio.
+    #[arg(long, default_value_t = 60.0)]
+    seconds: f64,
+    /// Seed for the conversations (speakers, turns, pauses, noise).
+    #[arg(long, default_value_t = 29)]
+    seed: u64,
+    /// Synthesized sentences are kept here between runs (without it, they are made again in a
+    /// private temporary folder removed at the end).
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Writes each conversation's audio and reference (RTTM) here.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+    /// Override the diarizer's clustering threshold (cosine).
+    #[arg(long)]
+    same_speaker: Option<f32>,
+    /// Override the diarizer's threshold for two whole speakers being one voice (cosine).
+    #[arg(long)]
+    same_voice: Option<f32>,
+    /// Override the diarizer's speaker-change penalty.
+    #[arg(long)]
+    change_penalty: Option<f32>,
+    /// Override the known-speaker threshold (cosine).
+    #[arg(long)]
+    known_threshold: Option<f32>,
+    /// Override the windows pooled into one piece for clustering (their step is half).
+    #[arg(long)]
+    piece_windows: Option<usize>,
+    /// Override speech detection's threshold (0–1).
+    #[arg(long)]
+    vad_threshold: Option<f32>,
+    /// Override the padding kept around speech, in milliseconds.
+    #[arg(long)]
+    speech_pad_ms: Option<u32>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn speakers(args: SpeakersBenchArgs, services: &Services) -> anyhow::Result<()> {
+    let config = SpeakersBenchConfig {
+        set: args.set,
+        speakers: args.speakers,
+        conversations: args.conversations,
+        seconds: args.seconds,
+        seed: args.seed,
+        cache: args.cache,
+        keep: args.keep,
+        diarizer: DiarizeOverrides {
+            same_speaker: args.same_speaker,
+            same_voice: args.same_voice,
+            change_penalty: args.change_penalty,
+            known_threshold: args.known_threshold,
+            piece_windows: args.piece_windows,
+            vad_threshold: args.vad_threshold,
+            speech_pad_ms: args.speech_pad_ms,
+        },
+    };
+    let report = suites::speakers::run(services, &config, &progress).await?;
+    print!("{}", suites::speakers::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
+
+#[derive(Args, Debug)]
+pub struct SpeechBenchArgs {
+    /// Voices to time (any `headroom speak --list-voices` name or OpenAI's); repeat.
+    #[arg(long = "voice", default_values_t = ["alloy".to_string(), "en-us".to_string()])]
+    voices: Vec<String>,
+    /// response_format to time; repeat.
+    #[arg(long = "format", default_values_t = ["pcm".to_string(), "mp3".to_string(), "opus".to_string()])]
+    formats: Vec<String>,
+    /// Timed requests per voice and format (after one warm-up).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// A file with the text to speak instead of the built-in ten sentences.
+    #[arg(long)]
+    text: Option<PathBuf>,
+    /// Write the report as JSON here (else on standard output).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn speech(args: SpeechBenchArgs, services: &Services) -> anyhow::Result<()> {
+    let text = match &args.text {
+        // At most what one speech request takes (the server refuses more): four bytes a
+        // character at most in UTF-8.
+        Some(path) => {
+            let limit = 4 * MAX_SPEECH_INPUT_CHARS as u64;
+            let bytes = headroom_base::input::read_regular(path, limit)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))?
+        }
+        None => DEFAULT_TEXT.to_string(),
+    };
+    let config = SpeechBenchConfig {
+        voices: args.voices,
+        formats: args.formats,
+        runs: args.runs,
+        text,
+    };
+    let report = suites::speech::run(services, &config, &progress).await?;
+    // The table on standard error: without --json the report is standard output.
+    eprint!("{}", suites::speech::render_text(&report));
+    super::report::write_json(&args.json, &report)
+}
+
+#[derive(Args, Debug)]
+pub struct VoicesBenchArgs {
+    /// Candidate takes each match may make.
+    #[arg(long, default_value_t = MatchSettings::default().budget)]
+    budget: usize,
+    /// Skip the match and measure only the synthesizers.
+    #[arg(long)]
+    no_match: bool,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn voices(args: VoicesBenchArgs, services: &Services) -> anyhow::Result<()> {
+    let config = VoicesBenchConfig {
+        budget: args.budget,
+        with_match: !args.no_match,
+    };
+    let report = suites::voices::run(services, &config, &progress).await?;
+    print!("{}", suites::voices::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
