@@ -89,19 +89,14 @@ impl IsolationBenchConfig {
     }
 }
 
-/// An interactive job a person waits for.
+/// An interactive job a person waits for (each described by its `Choice::help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeKind {
-    /// A line spoken by espeak-ng.
     Espeak,
-    /// A line spoken by Kokoro.
     Kokoro,
-    /// A line spoken as a voice profile (cloned by the cloning server) and scored.
     Take,
-    /// The clip's first 6 s transcribed.
     Transcribe,
-    /// A live transcription's partial text of a 3 s phrase.
     Partial,
 }
 
@@ -160,17 +155,13 @@ impl ProbeKind {
     }
 }
 
-/// Headroom's own batch work.
+/// Headroom's own batch work (each described by its `Choice::help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchKind {
-    /// The clip transcribed at batch priority (serve's uploads, a project's transcribe-all).
     Transcription,
-    /// A project narrated (text stage by the rules, takes in Kokoro, fitted, files written).
     Narration,
-    /// A voice profile's approximate voice match searched for.
     Match,
-    /// A project narrated in a voice profile cloned by a cloning server on loopback.
     Cloning,
 }
 

@@ -27,12 +27,11 @@ use tokio_util::sync::CancellationToken;
 
 const RATE: u32 = 16_000;
 
+/// The two sets of voices (each described by its `Choice::help`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VoiceSet {
-    /// Voices the settings were chosen on.
     Tune,
-    /// Voices kept apart from the choice: the figures that count.
     Test,
 }
 
