@@ -8,7 +8,7 @@
 //! 0.25 s collar), how often the number of speakers was estimated right, and how known
 //! speakers (voice profiles made from other sentences by the same voice) were named.
 
-use super::{installed, Choice, Progress, SuiteError};
+use super::{installed, Choice, Progress, SuiteError, REFERENCE};
 use headroom_services::Services;
 use headroom_speech::asr::der::{diarization_error, DerReport, Labelled};
 use headroom_speech::asr::diarize::{
@@ -251,9 +251,6 @@ const BACKCHANNELS: &[&str] = &[
     "Yeah.", "Right.", "Okay.", "Sure.", "I see.", "Exactly.", "Really?", "Mm-hmm.",
 ];
 
-/// Sentences only the voice profiles are made from, never said in a conversation.
-const PROFILE_TEXT: &str = "When the morning train was late again, the whole platform sighed at once. A man with a red umbrella checked his watch and began to read the timetable aloud. Nobody listened, but everyone waited.";
-
 /// One spoken sentence of a conversation, as scored.
 struct Utterance {
     start: f64,
@@ -397,7 +394,7 @@ pub async fn run(
             profiled.extend(absent.choose_multiple(&mut rng, 2).copied());
             let mut known = Vec::new();
             for voice in &profiled {
-                let clip = speak(services, &cache, voice, PROFILE_TEXT).await?;
+                let clip = speak(services, &cache, voice, REFERENCE).await?;
                 known.push(KnownSpeaker {
                     name: voice.to_string(),
                     profile: None,
