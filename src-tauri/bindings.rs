@@ -11,6 +11,7 @@ use crate::commands::{
 use crate::window_rendering::WindowRendering;
 use crate::{event_declarations, event_payloads, COMMAND_NAMES};
 use headroom_base::cpu::{BatchWorkView, BesideView, CpuShareView, PausedTotal};
+use headroom_base::job_clock::JobTime;
 use headroom_bench::harness::BenchmarkRun;
 use headroom_core::admission::{
     DeadlineKind, Lane, Occupancy, RejectReason, Rejection, SuggestedAction, YieldRule,
@@ -72,7 +73,7 @@ pub fn typescript() -> String {
         // Admission and lanes.
         Lane, RejectReason, DeadlineKind, SuggestedAction, Rejection, Occupancy,
         RejectionRecord, UpstreamView, LaneSnapshot, SignalSeverity, SignalUnit, CrossedSignal, LaneView, YieldRule,
-        BatchWorkView, BesideView, PausedTotal, CpuShareView,
+        BatchWorkView, BesideView, PausedTotal, CpuShareView, JobTime,
         // Cleanup.
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.

@@ -10,6 +10,8 @@
 
 use crate::window_rendering::WindowRendering;
 use crate::{events, Shell};
+use headroom_base::job_clock::{JobClock, JobTime};
+use headroom_base::sync::Locked;
 use headroom_bench::harness::{self, BenchmarkRun, ConfiguredRunError};
 use headroom_core::admission::{Rejection, SuggestedAction};
 use headroom_core::config::Config;
@@ -45,7 +47,7 @@ use headroom_workstation::workstation::{
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tauri::{AppHandle, Emitter, State};
 use ts_rs::TS;
 
@@ -246,24 +248,31 @@ pub async fn update_project_settings(
         .await?)
 }
 
-/// Progress of a long job (`job-progress`): a fraction, and for model installs the step.
+/// Progress of a long job (`job-progress`): a fraction, the time elapsed and left, and for
+/// model installs the step.
 #[derive(Clone, Serialize, TS)]
 pub struct JobProgress {
     pub job: String,
     /// 0..=1.
     pub progress: f32,
     pub step: Option<String>,
+    /// `None` for model installs, whose fraction is per file.
+    pub time: Option<JobTime>,
 }
 
-/// A job's fraction done, as `job-progress` events.
+/// A job's fraction done, with its elapsed time and the estimate of what is left, as
+/// `job-progress` events.
 fn progress_events(app: AppHandle, job: String) -> Arc<dyn Fn(f32) + Send + Sync> {
+    let clock = Mutex::new(JobClock::start());
     Arc::new(move |progress: f32| {
+        let time = clock.locked().observe(progress as f64);
         let _ = app.emit(
             events::JOB_PROGRESS,
             JobProgress {
                 job: job.clone(),
                 progress,
                 step: None,
+                time: Some(time),
             },
         );
     })
@@ -1004,6 +1013,7 @@ pub async fn install_model(
                 job: job.clone(),
                 progress,
                 step: Some(line),
+                time: None,
             },
         );
     });

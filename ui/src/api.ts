@@ -29,6 +29,7 @@ export type {
   BenchmarkRun,
   CleanupSummary,
   JobInfo,
+  JobTime,
   JobOutcome,
   CleanupMode,
   Decision,

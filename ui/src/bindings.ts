@@ -143,6 +143,15 @@ batch_gives_way: boolean, interactive_running: number, batch: Array<BatchWorkVie
  * The last interactive jobs that ran beside batch work, newest first.
  */
 recent_beside: Array<BesideView>, };
+export type JobTime = { 
+/**
+ * Since the job started.
+ */
+elapsed_secs: number, 
+/**
+ * About how long until it is done; `None` until the job has shown its pace.
+ */
+remaining_secs: number | null, };
 export type CleanupMode = "cleanup" | "rewrite";
 export type FailurePolicy = "reject" | "fallback" | "retry";
 export type PieceSource = { "kind": "llm", attempts: number, } | { "kind": "rule_based", because: Rejection | null, } | { "kind": "unchanged" };
@@ -848,7 +857,11 @@ export type JobProgress = { job: string,
 /**
  * 0..=1.
  */
-progress: number, step: string | null, };
+progress: number, step: string | null, 
+/**
+ * `None` for model installs, whose fraction is per file.
+ */
+time: JobTime | null, };
 export type SegmentCleanupEvent = { project: string, segment: number, } & ({ "event": "planned", chunks: number, } | { "event": "chunk_started", index: number, attempt: number, } | { "event": "delta", index: number, text: string, } | { "event": "retrying", index: number, attempt: number, wait_ms: number, rejection: Rejection, } | { "event": "chunk_finished", index: number, source: PieceSource, });
 export type CleanupProgress = { project: string, segment: number, count: number, error: UiError | null, };
 export type RecordLevel = { job: string, dbfs: number, };

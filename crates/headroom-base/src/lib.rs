@@ -23,6 +23,7 @@
 //! | [`input`] | files named for reading opened only when regular, never blocking on a pipe |
 //! | [`language`] | the languages narration is translated into, with their espeak-ng voices |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
+//! | [`job_clock`] | a long job's elapsed time and the estimate of what is left |
 //! | [`openai`] | [`openai::ApiKey`] (never printed) and [`openai::ApiError`] (every server's error shape) |
 //! | [`redact`] | passwords and keys inside URLs kept out of what is shown ([`redact::SecretUrl`]) |
 //! | [`consent`] | what may leave the machine, and where to: one rule for every destination |
@@ -38,6 +39,7 @@ pub mod cpu;
 pub mod fsutil;
 pub mod http;
 pub mod input;
+pub mod job_clock;
 pub mod language;
 pub mod openai;
 pub mod process;

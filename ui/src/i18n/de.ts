@@ -195,6 +195,8 @@ export const de: Catalog = {
   "batch.paths": "Dateien, ein Pfad pro Zeile",
   "batch.start": "Aus jeder ein Projekt machen",
   "batch.progress": "Die Dateien werden transkribiert",
+  "job.elapsed": "{elapsed} vergangen",
+  "job.left": "noch etwa {left}",
   "batch.summary": "{made, plural, one {# Projekt erstellt} other {# Projekte erstellt}}, {failed, plural, =0 {keine Datei fehlgeschlagen} one {# Datei fehlgeschlagen} other {# Dateien fehlgeschlagen}}.",
   "batch.open": "„{name}“ öffnen",
   "batch.failed": "Nicht transkribiert:",

@@ -223,6 +223,8 @@ export const en = {
   "batch.paths": "Files, one path per line",
   "batch.start": "Make a project of each",
   "batch.progress": "Transcribing the files",
+  "job.elapsed": "{elapsed} elapsed",
+  "job.left": "about {left} left",
   "batch.summary": "{made, plural, one {# project made} other {# projects made}}, {failed, plural, =0 {no file failed} one {# file failed} other {# files failed}}.",
   "batch.open": "Open “{name}”",
   "batch.failed": "Not transcribed:",

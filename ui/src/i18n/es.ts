@@ -195,6 +195,8 @@ export const es: Catalog = {
   "batch.paths": "Archivos, una ruta por línea",
   "batch.start": "Crear un proyecto de cada uno",
   "batch.progress": "Transcribiendo los archivos",
+  "job.elapsed": "{elapsed} transcurrido",
+  "job.left": "quedan unos {left}",
   "batch.summary": "{made, plural, one {# proyecto creado} other {# proyectos creados}}, {failed, plural, =0 {ningún archivo falló} one {# archivo falló} other {# archivos fallaron}}.",
   "batch.open": "Abrir «{name}»",
   "batch.failed": "No transcrito:",

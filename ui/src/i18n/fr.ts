@@ -195,6 +195,8 @@ export const fr: Catalog = {
   "batch.paths": "Fichiers, un chemin par ligne",
   "batch.start": "Faire un projet de chacun",
   "batch.progress": "Transcription des fichiers",
+  "job.elapsed": "{elapsed} écoulé",
+  "job.left": "environ {left} restant",
   "batch.summary": "{made, plural, one {# projet créé} other {# projets créés}}, {failed, plural, =0 {aucun fichier en échec} one {# fichier en échec} other {# fichiers en échec}}.",
   "batch.open": "Ouvrir « {name} »",
   "batch.failed": "Non transcrit :",

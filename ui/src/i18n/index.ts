@@ -201,6 +201,14 @@ export function formatSeconds(secs: number, digits = 1): string {
   return t("unit.seconds", { value: formatNumber(secs, digits) });
 }
 
+/** Seconds as a clock shows them: "0:07", "12:05", "1:02:03" (as the CLI's progress line). */
+export function formatStopwatch(secs: number): string {
+  const total = Number.isFinite(secs) ? Math.round(Math.max(0, secs)) : 0;
+  const [hours, minutes, seconds] = [Math.floor(total / 3600), Math.floor(total / 60) % 60, total % 60];
+  const two = (n: number) => String(n).padStart(2, "0");
+  return hours > 0 ? `${hours}:${two(minutes)}:${two(seconds)}` : `${minutes}:${two(seconds)}`;
+}
+
 /** Milliseconds, as "120 ms". */
 export function formatMs(ms: number): string {
   return t("unit.ms", { value: formatNumber(ms, 0) });

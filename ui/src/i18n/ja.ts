@@ -195,6 +195,8 @@ export const ja: Catalog = {
   "batch.paths": "ファイル（1行に1つのパス）",
   "batch.start": "それぞれをプロジェクトにする",
   "batch.progress": "ファイルを文字起こし中",
+  "job.elapsed": "経過 {elapsed}",
+  "job.left": "残り約 {left}",
   "batch.summary": "{made, plural, other {#件のプロジェクトを作成}}、{failed, plural, =0 {失敗したファイルなし} other {#件のファイルが失敗}}。",
   "batch.open": "「{name}」を開く",
   "batch.failed": "文字起こしされませんでした：",

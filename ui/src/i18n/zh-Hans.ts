@@ -195,6 +195,8 @@ export const zhHans: Catalog = {
   "batch.paths": "文件，每行一个路径",
   "batch.start": "为每个文件创建项目",
   "batch.progress": "正在转写文件",
+  "job.elapsed": "已用 {elapsed}",
+  "job.left": "剩余约 {left}",
   "batch.summary": "{made, plural, other {已创建 # 个项目}}，{failed, plural, =0 {没有失败的文件} other {# 个文件失败}}。",
   "batch.open": "打开“{name}”",
   "batch.failed": "未转写：",

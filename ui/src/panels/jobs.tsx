@@ -1,17 +1,18 @@
 // Interrupted jobs: work a crash, a kill or a closed window stopped, found in the projects at
 // start, each with Resume (from its checkpoint) and Discard.
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, jobId, type JobInfo, type UiError } from "../api";
+import { api, asUiError, jobId, type JobInfo, type JobTime, type UiError } from "../api";
 import { announce, focusWhenLost } from "../a11y";
 import { useEvent } from "../hooks";
 import { codeLabel, t } from "../i18n";
+import { JobTimeText } from "../jobtime";
 import { ErrorNotice } from "../rejection";
 
 export function InterruptedJobs(props: { onResumed: (project: string) => void }) {
   const [jobs, setJobs] = useState<JobInfo[]>([]);
   // Recorded job id -> the handle of its resume while it runs.
   const [resuming, setResuming] = useState<Record<string, string>>({});
-  const [progress, setProgress] = useState<Record<string, number>>({});
+  const [progress, setProgress] = useState<Record<string, { fraction: number; time: JobTime | null }>>({});
   const [error, setError] = useState<UiError | null>(null);
 
   const refresh = () => api.interruptedJobs().then(setJobs, (e) => setError(asUiError(e)));
@@ -20,7 +21,8 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
   }, []);
 
   useEvent("job-progress", (p) => {
-    if (Object.values(resuming).includes(p.job)) setProgress((all) => ({ ...all, [p.job]: p.progress }));
+    if (Object.values(resuming).includes(p.job))
+      setProgress((all) => ({ ...all, [p.job]: { fraction: p.progress, time: p.time } }));
   });
 
   const resume = async (job: JobInfo) => {
@@ -75,9 +77,10 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
                   <progress
                     data-testid={`job-progress-${job.id}`}
                     max={1}
-                    value={progress[handle] ?? job.fraction}
+                    value={progress[handle]?.fraction ?? job.fraction}
                     aria-label={t("jobs.resumeProgress")}
                   />
+                  <JobTimeText time={progress[handle]?.time} testid={`job-time-${job.id}`} />
                   <button data-testid={`job-cancel-${job.id}`} onClick={() => api.cancelJob(handle)}>
                     {t("common.cancel")}
                   </button>

@@ -2,8 +2,17 @@
 // job makes a project of each and transcribes it; a file that fails is named with why.
 import { listen } from "@tauri-apps/api/event";
 import { useEffect, useState } from "preact/hooks";
-import { api, asUiError, type FileFailureReason, type FileOutcome, type Project, type UiError } from "../api";
+import {
+  api,
+  asUiError,
+  type FileFailureReason,
+  type FileOutcome,
+  type JobTime,
+  type Project,
+  type UiError,
+} from "../api";
 import { useEvent, useJob } from "../hooks";
+import { JobTimeText } from "../jobtime";
 import { formatPercent, t, type MessageKey } from "../i18n";
 import { ErrorNotice } from "../rejection";
 
@@ -22,12 +31,16 @@ const FAILURE_REASONS: Record<FileFailureReason, MessageKey> = {
 export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Project) => void }) {
   const [text, setText] = useState("");
   const [progress, setProgress] = useState(0);
+  const [time, setTime] = useState<JobTime | null>(null);
   const [outcomes, setOutcomes] = useState<FileOutcome[] | null>(null);
   const [error, setError] = useState<UiError | null>(null);
   const batch = useJob("transcribe-files");
 
   useEvent("job-progress", (p) => {
-    if (p.job === batch.running) setProgress(p.progress);
+    if (p.job === batch.running) {
+      setProgress(p.progress);
+      setTime(p.time);
+    }
   });
 
   const start = async (paths: string[]) => {
@@ -36,6 +49,7 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
     setError(null);
     setOutcomes(null);
     setProgress(0);
+    setTime(null);
     try {
       setOutcomes(await batch.run((id) => api.transcribeFiles(files, id)));
     } catch (e) {
@@ -88,6 +102,7 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
             <>
               <progress data-testid="batch-progress" max={1} value={progress} aria-label={t("batch.progress")} />
               <span>{formatPercent(progress)}</span>
+              <JobTimeText time={time} testid="batch-time" />
               <button type="button" data-testid="batch-cancel" onClick={batch.cancel}>
                 {t("common.cancel")}
               </button>

@@ -1,13 +1,14 @@
 // The Transcribe view's state: the audio path, a transcription's progress, a recording's level
 // and live transcript, the export, the segments' unsaved edits and the view's error. Every
 // change is an `Action`; `reducer` says what each does. (Running jobs are tracked by `useJob`.)
-import type { LiveLine, UiError } from "../api";
+import type { JobTime, LiveLine, UiError } from "../api";
 
 export type State = {
   /** The audio file to transcribe (typed, dropped, browsed or just recorded). */
   path: string;
-  /** The running transcription's progress, 0..=1. */
+  /** The running transcription's progress, 0..=1, and its time (elapsed, left). */
   progress: number;
+  time: JobTime | null;
   /** The recording's input level, dBFS. */
   level: number | null;
   /** Transcribe while recording. */
@@ -27,6 +28,7 @@ export type State = {
 export const initialState: State = {
   path: "",
   progress: 0,
+  time: null,
   level: null,
   live: true,
   liveFinals: [],
@@ -44,7 +46,7 @@ export type Action =
   /** The view's error set (`null`: cleared, as each action starts or on Dismiss). */
   | { type: "error"; error: UiError | null }
   | { type: "transcribe-started" }
-  | { type: "progress"; progress: number }
+  | { type: "progress"; progress: number; time: JobTime | null }
   | { type: "record-started" }
   | { type: "level"; dbfs: number }
   | { type: "live-transcript"; partial: LiveLine | null; finals: LiveLine[] }
@@ -68,9 +70,9 @@ export function reducer(state: State, action: Action): State {
     case "error":
       return { ...state, error: action.error };
     case "transcribe-started":
-      return { ...state, progress: 0, error: null, exported: null };
+      return { ...state, progress: 0, time: null, error: null, exported: null };
     case "progress":
-      return { ...state, progress: action.progress };
+      return { ...state, progress: action.progress, time: action.time };
     case "record-started":
       return { ...state, error: null, liveFinals: [], livePartial: null };
     case "level":

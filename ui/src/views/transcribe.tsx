@@ -5,6 +5,7 @@ import { api, asUiError, type Project, type Segment, type UiError, type VersionI
 import { announce, focusWhenLost } from "../a11y";
 import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
+import { JobTimeText } from "../jobtime";
 import { editProject, saveProjectSettings } from "../project";
 import { formatDateTime, formatPercent, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
@@ -27,7 +28,7 @@ export function formatTime(seconds: number): string {
 export function TranscribeView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
   const [state, dispatch] = useReducer(reducer, initialState);
-  const { path, progress, level, live, liveFinals, livePartial, error, format, exported, drafts } = state;
+  const { path, progress, time, level, live, liveFinals, livePartial, error, format, exported, drafts } = state;
   const setPath = (path: string) => dispatch({ type: "path", path });
   const setError = (error: UiError | null) => dispatch({ type: "error", error });
   const transcription = useJob("transcribe");
@@ -38,7 +39,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const playingIndex = player.playing === null ? null : Number(player.playing);
 
   useEvent("job-progress", (p) => {
-    if (p.job === job) dispatch({ type: "progress", progress: p.progress });
+    if (p.job === job) dispatch({ type: "progress", progress: p.progress, time: p.time });
   });
   useEvent("record-level", (p) => {
     if (p.job === recording) dispatch({ type: "level", dbfs: p.dbfs });
@@ -224,6 +225,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
         <div class="row" data-testid="transcribe-running">
           <progress data-testid="transcribe-progress" max={1} value={progress} aria-label={t("transcribe.progress")} />
           <span>{formatPercent(progress)}</span>
+          <JobTimeText time={time} testid="transcribe-time" />
           <button data-testid="transcribe-cancel" onClick={transcription.cancel}>
             {t("common.cancel")}
           </button>
