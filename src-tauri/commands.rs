@@ -304,7 +304,7 @@ pub async fn transcribe(
     let path = PathBuf::from(path.trim());
     Ok(shell
         .workstation
-        .transcribe(&project, &path, None, progress, guard.cancel.clone())
+        .transcribe(&project, &path, None, progress, guard.stop.clone())
         .await?)
 }
 
@@ -473,6 +473,13 @@ pub async fn cancel_job(shell: State<'_, Shell>, job: String) -> Reply<bool> {
     Ok(shell.jobs.cancel(&job))
 }
 
+/// Pauses a running transcription, cleanup or narration: it stops at once and its project keeps
+/// its checkpoint, listed with Resume (other jobs are cancelled).
+#[tauri::command]
+pub async fn pause_job(shell: State<'_, Shell>, job: String) -> Reply<bool> {
+    Ok(shell.jobs.pause(&job))
+}
+
 #[tauri::command]
 pub async fn edit_segment(
     shell: State<'_, Shell>,
@@ -560,7 +567,7 @@ pub async fn clean_all(
     let on_event = forward_cleanup(app);
     Ok(shell
         .workstation
-        .clean_all(&project, rules_only, false, &on_event, &guard.cancel)
+        .clean_all(&project, rules_only, false, &on_event, guard.stop.clone())
         .await?)
 }
 
@@ -590,7 +597,7 @@ pub async fn resume_job(
     let on_event = forward_cleanup(app);
     Ok(shell
         .workstation
-        .resume_job(&project, &id, progress, &on_event, guard.cancel.clone())
+        .resume_job(&project, &id, progress, &on_event, guard.stop.clone())
         .await?)
 }
 
@@ -658,7 +665,7 @@ pub async fn narrate(
     let on_event = forward_narration(app);
     Ok(shell
         .workstation
-        .narrate(&project, options, &on_event, &guard.cancel)
+        .narrate(&project, options, &on_event, guard.stop.clone())
         .await?)
 }
 

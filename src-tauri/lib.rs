@@ -98,6 +98,7 @@ commands![
     split_segment,
     set_segment_speaker,
     cancel_job,
+    pause_job,
     edit_segment,
     clean_segment,
     clean_all,

@@ -824,6 +824,100 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
 }
 
 #[tokio::test]
+async fn a_paused_transcription_keeps_its_checkpoint_is_listed_paused_and_resumes_to_the_same_transcript(
+) {
+    use headroom_workstation::jobs::JobStop;
+    use headroom_workstation::resume::JobOutcome;
+
+    let dir = scratch("pause-transcription");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let long = long_sample(&dir);
+    let whole = ws.store().create("Whole").unwrap();
+    let whole = ws
+        .transcribe(
+            &whole.id,
+            &long,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+
+    // Paused half way, as the window's Pause does.
+    let project = ws.store().create("Paused").unwrap();
+    let stop = JobStop::new();
+    let pause = stop.clone();
+    let paused = ws
+        .transcribe(
+            &project.id,
+            &long,
+            None,
+            Arc::new(move |fraction| {
+                if fraction >= 0.5 {
+                    pause.pause();
+                }
+            }),
+            stop,
+        )
+        .await;
+    assert!(
+        matches!(paused, Err(WorkstationError::Cancelled)),
+        "{paused:?}"
+    );
+    assert!(
+        ws.store().open(&project.id).unwrap().segments.is_empty(),
+        "a paused transcription has not replaced the transcript yet"
+    );
+    let jobs = ws.jobs(&project.id).unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert!(jobs[0].paused && !jobs[0].running, "{jobs:?}");
+    assert!(jobs[0].fraction > 0.0, "its checkpoint is kept: {jobs:?}");
+    let listed = ws.interrupted_jobs().unwrap();
+    assert!(
+        listed.iter().any(|j| j.id == jobs[0].id && j.paused),
+        "{listed:?}"
+    );
+
+    let outcome = ws
+        .resume_job(
+            &project.id,
+            &jobs[0].id,
+            Arc::new(|_| {}),
+            &|_| {},
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let JobOutcome::Transcribed(resumed) = outcome else {
+        panic!("a transcription job transcribes")
+    };
+    assert_eq!(resumed.segments, whole.segments);
+    assert!(ws.jobs(&project.id).unwrap().is_empty());
+
+    // Cancelled instead: nothing is kept to resume.
+    let cancelled_project = ws.store().create("Cancelled").unwrap();
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    let cancelled = ws
+        .transcribe(
+            &cancelled_project.id,
+            &long,
+            None,
+            Arc::new(move |fraction| {
+                if fraction >= 0.5 {
+                    stop.cancel();
+                }
+            }),
+            cancel,
+        )
+        .await;
+    assert!(matches!(cancelled, Err(WorkstationError::Cancelled)));
+    assert!(ws.jobs(&cancelled_project.id).unwrap().is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
 async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
     use headroom_workstation::jobs::JobKind;
     use headroom_workstation::resume::JobOutcome;

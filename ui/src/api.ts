@@ -121,6 +121,7 @@ export const api = {
   transcribeFiles: (paths: string[], job: string) =>
     call("transcribe_files", { paths, job }),
   cancelJob: (job: string) => call("cancel_job", { job }),
+  pauseJob: (job: string) => call("pause_job", { job }),
   /** Names a speaker everywhere; `shown` is the speakers as the view showed them. */
   renameSpeaker: (project: string, speaker: string, name: string, shown: Speaker[]) =>
     call("rename_speaker", { project, speaker, name, shown }),

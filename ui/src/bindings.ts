@@ -458,9 +458,13 @@ export type JobInfo = { id: string, project: string, project_name: string,
  */
 kind: string, description: string, fraction: number, created_unix_ms: number, updated_unix_ms: number, 
 /**
- * A process is running it now; otherwise it was interrupted.
+ * A process is running it now; otherwise it was paused or interrupted.
  */
-running: boolean, };
+running: boolean, 
+/**
+ * Stopped by a person's Pause (not by a crash or a kill).
+ */
+paused: boolean, };
 export type RefusedSegment = { segment: number, reason: string, };
 export type SegmentOutcome = { "outcome": "cleaned", segment: number, suggestion: Suggestion, } | { "outcome": "refused", segment: number, rejection: Rejection, } | { "outcome": "skipped", segment: number, reason: string, };
 export type CleanupSummary = { job: string, segments: number, 
@@ -898,6 +902,7 @@ export const COMMANDS = [
   "split_segment",
   "set_segment_speaker",
   "cancel_job",
+  "pause_job",
   "edit_segment",
   "clean_segment",
   "clean_all",
@@ -970,6 +975,7 @@ export type CommandArgs = {
   "split_segment": { project: string; index: number; at: SplitAt; speaker: string | null; shown: ProjectSegment };
   "set_segment_speaker": { project: string; index: number; speaker: string | null; shown: ProjectSegment };
   "cancel_job": { job: string };
+  "pause_job": { job: string };
   "edit_segment": { project: string; index: number; text: string };
   "clean_segment": { project: string; index: number; rulesOnly: boolean; job: string };
   "clean_all": { project: string; rulesOnly: boolean; job: string };
@@ -1038,6 +1044,7 @@ export type CommandResults = {
   "split_segment": Project;
   "set_segment_speaker": Project;
   "cancel_job": boolean;
+  "pause_job": boolean;
   "edit_segment": Project;
   "clean_segment": Suggestion;
   "clean_all": CleanupSummary;

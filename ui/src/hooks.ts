@@ -36,7 +36,28 @@ export function useJob(kind: string) {
   const cancel = useCallback(() => {
     if (running) api.cancelJob(running);
   }, [running]);
-  return { running, run, cancel };
+  /** Stops the job keeping its checkpoint (listed under Interrupted jobs to resume). */
+  const pause = useCallback(() => {
+    if (running) api.pauseJob(running);
+  }, [running]);
+  return { running, run, cancel, pause };
+}
+
+// The jobs recorded in projects changed here (one paused): the Interrupted jobs panel reads
+// them again.
+const jobsListeners = new Set<() => void>();
+
+export function jobsChanged() {
+  jobsListeners.forEach((listener) => listener());
+}
+
+export function useJobsChanged(listener: () => void) {
+  useEffect(() => {
+    jobsListeners.add(listener);
+    return () => {
+      jobsListeners.delete(listener);
+    };
+  }, [listener]);
 }
 
 /** A view's error and `guard`, which runs an action and shows what it threw (clearing the last

@@ -121,8 +121,8 @@ pub enum ProjectCommand {
         #[command(flatten)]
         output: Output,
     },
-    /// The project's jobs: running ones, and those a crash or kill interrupted, which can be
-    /// resumed from their checkpoint or discarded.
+    /// The project's jobs: running ones, and those paused in the app or interrupted by a crash
+    /// or a kill, which can be resumed from their checkpoint or discarded.
     Jobs {
         project: String,
         /// Resume this interrupted job (a transcription from its last finished window, a
@@ -402,7 +402,11 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 eprintln!("no jobs in {id}");
             } else {
                 for j in &jobs {
-                    let state = if j.running { "running" } else { "interrupted" };
+                    let state = match (j.running, j.paused) {
+                        (true, _) => "running",
+                        (false, true) => "paused",
+                        (false, false) => "interrupted",
+                    };
                     println!("{}\t{state}\t{}", j.id, j.description);
                 }
             }

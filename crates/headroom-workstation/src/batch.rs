@@ -107,7 +107,7 @@ impl BatchWork for IntoProjects<'_> {
                 self.model,
                 Priority::Normal,
                 share,
-                cancel.clone(),
+                cancel.clone().into(),
             )
             .await;
         if result.is_err() {

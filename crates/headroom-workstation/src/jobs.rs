@@ -13,6 +13,9 @@ use headroom_speech::asr::Segment;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 const FORMAT_VERSION: u32 = 1;
 
@@ -75,6 +78,57 @@ pub struct JobProgress {
     pub refused: Vec<RefusedSegment>,
 }
 
+/// How a running job is told to stop. Cancelled, its record goes and what it would have
+/// replaced stays as it was; paused, it stops the same way but its record stays at its last
+/// checkpoint, listed as paused, and a resume goes on from there (as after a crash).
+#[derive(Debug, Clone, Default)]
+pub struct JobStop {
+    token: CancellationToken,
+    paused: Arc<AtomicBool>,
+}
+
+impl JobStop {
+    pub fn new() -> JobStop {
+        JobStop::default()
+    }
+
+    /// What the job's work watches: cancelled by both [`JobStop::cancel`] and
+    /// [`JobStop::pause`].
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    pub fn pause(&self) {
+        // Set before the token fires, so the job sees it when it stops.
+        self.paused.store(true, Ordering::SeqCst);
+        self.token.cancel();
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+}
+
+/// A job only ever cancelled (the CLI's Ctrl-C, a caller without a pause).
+impl From<CancellationToken> for JobStop {
+    fn from(token: CancellationToken) -> JobStop {
+        JobStop {
+            token,
+            paused: Arc::default(),
+        }
+    }
+}
+
+impl From<&CancellationToken> for JobStop {
+    fn from(token: &CancellationToken) -> JobStop {
+        JobStop::from(token.clone())
+    }
+}
+
 /// `jobs/<id>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
@@ -86,6 +140,9 @@ pub struct JobRecord {
     pub updated_unix_ms: u64,
     #[serde(default)]
     pub progress: JobProgress,
+    /// When the job was paused; `None`: it was not (running, or interrupted by a crash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_unix_ms: Option<u64>,
 }
 
 impl JobRecord {
@@ -133,8 +190,10 @@ pub struct JobInfo {
     pub fraction: f32,
     pub created_unix_ms: u64,
     pub updated_unix_ms: u64,
-    /// A process is running it now; otherwise it was interrupted.
+    /// A process is running it now; otherwise it was paused or interrupted.
     pub running: bool,
+    /// Stopped by a person's Pause (not by a crash or a kill).
+    pub paused: bool,
 }
 
 /// A job this process runs: holds the job's lock (released when dropped, as when the process
@@ -168,6 +227,14 @@ impl RunningJob {
         change: impl FnOnce(&mut JobProgress),
     ) -> Result<(), ProjectError> {
         change(&mut self.record.progress);
+        self.record.updated_unix_ms = unix_ms();
+        write_record(&self.project, &self.path, &self.record)
+    }
+
+    /// The job was paused: its record stays at its last checkpoint, marked paused, and its
+    /// lock is released, so it is listed to resume.
+    pub fn pause(mut self) -> Result<(), ProjectError> {
+        self.record.paused_unix_ms = Some(unix_ms());
         self.record.updated_unix_ms = unix_ms();
         write_record(&self.project, &self.path, &self.record)
     }
@@ -257,6 +324,7 @@ impl ProjectStore {
             created_unix_ms: created,
             updated_unix_ms: created,
             progress: JobProgress::default(),
+            paused_unix_ms: None,
         };
         write_record(&project, &path, &record)?;
         tracing::info!(project = project_id, job = %record.id, "job recorded");
@@ -285,12 +353,14 @@ impl ProjectStore {
             return Err(ProjectError::JobRunning(job_id.to_string()));
         };
         // Read after taking the lock: the job may have ended just before.
-        let record = match read_record(&project, &path) {
+        let mut record = match read_record(&project, &path) {
             Err(ProjectError::Beneath(e)) if e.is_not_found() => {
                 return Err(ProjectError::NoSuchJob(job_id.to_string()))
             }
             other => other?,
         };
+        // Taken up again: no longer paused (written with its next checkpoint).
+        record.paused_unix_ms = None;
         Ok(RunningJob {
             record,
             project,
@@ -345,6 +415,7 @@ impl ProjectStore {
                 created_unix_ms: record.created_unix_ms,
                 updated_unix_ms: record.updated_unix_ms,
                 running,
+                paused: record.paused_unix_ms.is_some(),
             });
         }
         jobs.sort_by(|a, b| {

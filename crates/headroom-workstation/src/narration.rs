@@ -10,7 +10,7 @@
 //! a segment whose source text, task or voice changed, one the text lane refused, one cleaned by
 //! the rules because of a refusal. A crash or a cancel loses at most the segment in progress.
 
-use crate::jobs::{JobKind, RunningJob};
+use crate::jobs::{JobKind, JobStop, RunningJob};
 pub use crate::projects::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
@@ -18,7 +18,7 @@ pub use crate::projects::{
 };
 use crate::projects::{Project, ProjectError, SuggestionSource, TextNote};
 use crate::workstation::{
-    blocking, end_job, project_file_in, suggestion_from, Workstation, WorkstationError,
+    blocking, end_job, project_file_in, stop_job, suggestion_from, Workstation, WorkstationError,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::RemoteConsent;
@@ -368,7 +368,7 @@ impl Workstation {
         project_id: &str,
         options: NarrationOptions,
         on_event: OnEvent<'_>,
-        cancel: &CancellationToken,
+        stop: impl Into<JobStop>,
     ) -> Result<NarrationSummary, WorkstationError> {
         let job = self
             .start_job(
@@ -379,7 +379,8 @@ impl Workstation {
                 },
             )
             .await?;
-        self.run_narration(project_id, job, on_event, cancel).await
+        self.run_narration(project_id, job, on_event, &stop.into())
+            .await
     }
 
     /// The project's narration and each segment's state.
@@ -425,7 +426,8 @@ impl Workstation {
                 },
             )
             .await?;
-        self.run_narration(project_id, job, on_event, cancel).await
+        self.run_narration(project_id, job, on_event, &cancel.into())
+            .await
     }
 
     /// The settings a run uses: `options`, else the last narration's, else the project's.
@@ -512,8 +514,9 @@ impl Workstation {
         project_id: &str,
         job: RunningJob,
         on_event: OnEvent<'_>,
-        cancel: &CancellationToken,
+        stop: &JobStop,
     ) -> Result<NarrationSummary, WorkstationError> {
+        let cancel = stop.token();
         let started = Instant::now();
         let JobKind::Narrate { options, segment } = job.record().kind.clone() else {
             unreachable!("run_narration runs narration jobs")
@@ -530,9 +533,13 @@ impl Workstation {
         let RunState { job, timings, .. } =
             into_value(Arc::try_unwrap(state).ok().expect("the stages are done"));
         let job_id = job.id().to_string();
-        // Finished, cancelled or failed: what was done is in the manifest; nothing to resume
-        // (a crash leaves the record instead).
-        end_job(job).await;
+        // What was done is in the manifest. Finished, cancelled or failed: nothing to resume;
+        // paused (or a crash): the record stays and a resume does the rest.
+        if result.is_ok() {
+            end_job(job).await;
+        } else {
+            stop_job(job, stop).await;
+        }
         let (project, worked_on) = result?;
         let narration = project
             .narration

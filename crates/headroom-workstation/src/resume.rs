@@ -2,7 +2,7 @@
 //! from its last finished window, a cleanup from its first unfinished segment, a narration with
 //! the segments it had not finished, a synthesis from the start).
 
-use crate::jobs::JobKind;
+use crate::jobs::{JobKind, JobStop};
 use crate::narration::{NarrationEvent, NarrationSummary};
 use crate::projects::{Project, SpeechTake};
 use crate::workstation::{
@@ -11,7 +11,6 @@ use crate::workstation::{
 use headroom_core::admission::Priority;
 use serde::Serialize;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// What a resumed job produced.
 #[derive(Debug, Clone, Serialize)]
@@ -35,8 +34,9 @@ impl Workstation {
         job_id: &str,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
-        cancel: CancellationToken,
+        stop: impl Into<JobStop>,
     ) -> Result<JobOutcome, WorkstationError> {
+        let stop = stop.into();
         let (store, id, claimed) = (
             self.store().clone(),
             project_id.to_string(),
@@ -47,14 +47,16 @@ impl Workstation {
         match job.record().kind.clone() {
             JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(Box::new(
                 // Resumed when the person asks for it: they are waiting.
-                self.run_transcription(project_id, job, Priority::Interactive, progress, cancel)
+                self.run_transcription(project_id, job, Priority::Interactive, progress, stop)
                     .await?,
             ))),
             JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(
-                self.run_cleanup(project_id, job, on_event, &cancel).await?,
+                self.run_cleanup(project_id, job, on_event, &stop).await?,
             )),
             JobKind::Synthesize { segment } => {
-                let result = self.run_synthesis(project_id, segment, cancel).await;
+                let result = self
+                    .run_synthesis(project_id, segment, stop.token().clone())
+                    .await;
                 end_job(job).await;
                 Ok(JobOutcome::Synthesized(result?))
             }
@@ -65,8 +67,7 @@ impl Workstation {
                     }
                 };
                 Ok(JobOutcome::Narrated(Box::new(
-                    self.run_narration(project_id, job, &report, &cancel)
-                        .await?,
+                    self.run_narration(project_id, job, &report, &stop).await?,
                 )))
             }
         }

@@ -3,7 +3,7 @@
 //! project store. The desktop shell only turns these calls into commands and their callbacks
 //! into events, so every workflow is also usable and tested without a window.
 
-use crate::jobs::{JobInfo, JobKind, RefusedSegment, RunningJob};
+use crate::jobs::{JobInfo, JobKind, JobStop, RefusedSegment, RunningJob};
 use crate::projects::{
     Decision, Project, ProjectError, ProjectSegment, ProjectSettings, ProjectStore, Recovered,
     SpeechTake, Suggestion, SuggestionSource, TextNote, VersionInfo,
@@ -13,7 +13,7 @@ use headroom_base::consent::{Destination, RemoteConsent};
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_base::redact::SecretUrl;
 use headroom_base::sync::Locked;
-use headroom_core::admission::{Priority, Rejection};
+use headroom_core::admission::{Priority, RejectReason, Rejection};
 use headroom_core::cleanup::{
     clean_document, clean_offline, CleanupError, CleanupEvent, CleanupOutput, CleanupRequest,
     PieceSource,
@@ -200,6 +200,19 @@ impl TakeOnDisk {
         })?;
         store.write_file_from(project, relative, &mut file)?;
         Ok(())
+    }
+}
+
+/// A job that stopped before it finished: paused, its record stays to resume; otherwise
+/// (cancelled or failed) it ends.
+pub(crate) async fn stop_job(job: RunningJob, stop: &JobStop) {
+    if !stop.is_paused() {
+        return end_job(job).await;
+    }
+    let id = job.id().to_string();
+    match blocking(move || Ok(job.pause()?)).await {
+        Ok(()) => tracing::info!(job = %id, "job paused"),
+        Err(e) => tracing::warn!(job = %id, error = %e, "a paused job's record was not saved"),
     }
 }
 
@@ -653,7 +666,7 @@ impl Workstation {
         source: &Path,
         model: Option<&str>,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
-        cancel: CancellationToken,
+        stop: impl Into<JobStop>,
     ) -> Result<Project, WorkstationError> {
         self.transcribe_at(
             project_id,
@@ -661,7 +674,7 @@ impl Workstation {
             model,
             Priority::Interactive,
             progress,
-            cancel,
+            stop.into(),
         )
         .await
     }
@@ -674,7 +687,7 @@ impl Workstation {
         model: Option<&str>,
         priority: Priority,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
-        cancel: CancellationToken,
+        stop: JobStop,
     ) -> Result<Project, WorkstationError> {
         let store = self.store.clone();
         let (id, source) = (project_id.to_string(), source.to_path_buf());
@@ -701,7 +714,7 @@ impl Workstation {
                 },
             )
             .await?;
-        self.run_transcription(project_id, job, priority, progress, cancel)
+        self.run_transcription(project_id, job, priority, progress, stop)
             .await
     }
 
@@ -727,8 +740,9 @@ impl Workstation {
         job: RunningJob,
         priority: Priority,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
-        cancel: CancellationToken,
+        stop: JobStop,
     ) -> Result<Project, WorkstationError> {
+        let cancel = stop.token().clone();
         let JobKind::Transcribe {
             audio,
             model,
@@ -800,10 +814,17 @@ impl Workstation {
         let rest = match result {
             Ok(rest) => rest,
             Err(e) => {
-                // Cancelled or failed: nothing to resume (a crash leaves the record instead).
-                end_job(job).await;
+                // Cancelled or failed: nothing to resume; paused (or a crash): the record
+                // stays with the windows finished.
+                stop_job(job, &stop).await;
+                // Stopped inside the engine or while on the lane: either way, cancelled.
                 return Err(match e {
                     WorkstationError::Speech(SpeechError::Asr(AsrError::Cancelled)) => {
+                        WorkstationError::Cancelled
+                    }
+                    WorkstationError::Speech(SpeechError::Rejected(r))
+                        if r.reason == RejectReason::Cancelled =>
+                    {
                         WorkstationError::Cancelled
                     }
                     other => other,
@@ -929,12 +950,13 @@ impl Workstation {
         rules_only: bool,
         accept: bool,
         on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
-        cancel: &CancellationToken,
+        stop: impl Into<JobStop>,
     ) -> Result<CleanupSummary, WorkstationError> {
         let job = self
             .start_job(project_id, JobKind::Cleanup { rules_only, accept })
             .await?;
-        self.run_cleanup(project_id, job, on_event, cancel).await
+        self.run_cleanup(project_id, job, on_event, &stop.into())
+            .await
     }
 
     pub(crate) async fn run_cleanup(
@@ -942,8 +964,9 @@ impl Workstation {
         project_id: &str,
         job: RunningJob,
         on_event: &(dyn Fn(CleanAllEvent) + Send + Sync),
-        cancel: &CancellationToken,
+        stop: &JobStop,
     ) -> Result<CleanupSummary, WorkstationError> {
+        let cancel = stop.token();
         let JobKind::Cleanup { rules_only, accept } = job.record().kind.clone() else {
             unreachable!("run_cleanup runs cleanup jobs")
         };
@@ -1010,9 +1033,9 @@ impl Workstation {
         let count = match result {
             Ok(count) => count,
             Err(e) => {
-                // Cancelled or failed: the segments done are kept in the project; nothing to
-                // resume (a crash leaves the record instead).
-                end_job(job).await;
+                // The segments done are kept in the project. Cancelled or failed: nothing to
+                // resume; paused (or a crash): the record stays at the next segment.
+                stop_job(job, stop).await;
                 return Err(e);
             }
         };

@@ -172,6 +172,10 @@ pub const SCENARIOS: &[Scenario] = &[
     ),
     scenario!(
         First,
+        transcribe::a_transcription_is_paused_then_resumed_from_interrupted_jobs
+    ),
+    scenario!(
+        First,
         languages::every_view_shows_its_text_whole_in_each_language_and_the_pseudo_locale,
         needs segments_play_from_the_waveforms_and_one_is_narrated_again
     ),

@@ -159,3 +159,56 @@ pub async fn a_recording_is_transcribed_live_and_becomes_the_transcript(
         "the live transcript became the project's"
     );
 }
+
+/// A transcription paused while it runs keeps its place: nothing replaces the transcript, the
+/// job is listed under Interrupted jobs as paused, and Resume takes it to the transcript.
+pub async fn a_transcription_is_paused_then_resumed_from_interrupted_jobs(
+    ui: &Desktop,
+    w: &mut World,
+) {
+    use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+    // The sample ten times over (about four minutes): still running when Pause is pressed.
+    let once = decode_file(
+        &repo_root().join("samples/interview.flac"),
+        DecodeLimits::default(),
+    )
+    .unwrap();
+    let long = w.home.join("long-interview.wav");
+    let audio = Audio {
+        samples: once.samples.repeat(10),
+        sample_rate: once.sample_rate,
+    };
+    std::fs::write(&long, wav_bytes(&audio)).unwrap();
+
+    ui.click("nav-projects").await;
+    ui.type_into("project-name-input", "Paused").await;
+    ui.click("project-create").await;
+    ui.until_text("current-project-name", WAIT, |t| t == "Paused")
+        .await;
+    ui.click("nav-transcribe").await;
+    ui.type_into("transcribe-path", long.to_str().unwrap())
+        .await;
+    ui.click("transcribe-start").await;
+    ui.click("transcribe-pause").await;
+    ui.find_within("interrupted-jobs", LONG_WAIT).await;
+    let jobs = w.projects.join("paused/jobs");
+    let records: Vec<String> = std::fs::read_dir(&jobs)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".json").map(str::to_string)
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let id = &records[0];
+    ui.find(&format!("job-paused-{id}")).await;
+    assert!(
+        ui.gone("segment-list").await,
+        "a paused transcription replaces nothing"
+    );
+    ui.screenshot("02b-transcription-paused").await;
+    ui.click(&format!("job-resume-{id}")).await;
+    ui.until_gone("interrupted-jobs", LONG_WAIT).await;
+    ui.find_within("segment-list", LONG_WAIT).await;
+    assert!(!jobs.join(format!("{id}.json")).exists());
+}

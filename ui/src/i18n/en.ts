@@ -27,6 +27,7 @@ export const en = {
   "announce.synthesized": "Speech ready",
   "announce.voiceCreated": "Voice {name} created",
   "announce.resumed": "{kind} resumed and finished",
+  "announce.paused": "Paused: resume it under Interrupted jobs",
 
   // Notes on a text or a voice, from their codes
   "note.ruleBased": "Cleaned up by the rules: {reasons}",
@@ -36,6 +37,7 @@ export const en = {
 
   // Shared words
   "common.cancel": "Cancel",
+  "common.pause": "Pause",
   "common.dismiss": "Dismiss",
   "common.save": "Save",
   "common.create": "Create",
@@ -104,9 +106,10 @@ export const en = {
   // Interrupted jobs
   "jobs.heading": "Interrupted jobs",
   "jobs.about":
-    "These stopped before they finished (the app closed or crashed). What they finished is kept; resume continues from there.",
+    "These stopped before they finished (paused, or the app closed or crashed). What they finished is kept; resume continues from there.",
   "jobs.resumeProgress": "Resume progress",
   "jobs.resume": "Resume",
+  "jobs.paused": "Paused",
   "jobs.discard": "Discard",
   "job.kind.transcribe": "Transcription",
   "job.kind.cleanup": "Cleanup",

@@ -1,9 +1,9 @@
 // Interrupted jobs: work a crash, a kill or a closed window stopped, found in the projects at
 // start, each with Resume (from its checkpoint) and Discard.
-import { useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useState } from "preact/hooks";
 import { api, asUiError, jobId, type JobInfo, type JobTime, type UiError } from "../api";
 import { announce, focusWhenLost } from "../a11y";
-import { useEvent } from "../hooks";
+import { useEvent, useJobsChanged } from "../hooks";
 import { codeLabel, t } from "../i18n";
 import { JobTimeText } from "../jobtime";
 import { ErrorNotice } from "../rejection";
@@ -15,10 +15,12 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
   const [progress, setProgress] = useState<Record<string, { fraction: number; time: JobTime | null }>>({});
   const [error, setError] = useState<UiError | null>(null);
 
-  const refresh = () => api.interruptedJobs().then(setJobs, (e) => setError(asUiError(e)));
+  const refresh = useCallback(() => api.interruptedJobs().then(setJobs, (e) => setError(asUiError(e))), []);
   useEffect(() => {
     refresh();
   }, []);
+  // A job paused in a view is listed at once.
+  useJobsChanged(refresh);
 
   useEvent("job-progress", (p) => {
     if (Object.values(resuming).includes(p.job))
@@ -71,6 +73,13 @@ export function InterruptedJobs(props: { onResumed: (project: string) => void })
               <span class="job-kind muted" data-kind={job.kind}>
                 {codeLabel("job.kind", job.kind)}
               </span>{" "}
+              {job.paused && (
+                <>
+                  <span class="badge" data-testid={`job-paused-${job.id}`}>
+                    {t("jobs.paused")}
+                  </span>{" "}
+                </>
+              )}
               <span data-testid={`job-description-${job.id}`}>{job.description}</span>{" "}
               {handle ? (
                 <>
