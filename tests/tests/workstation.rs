@@ -9,7 +9,7 @@ use headroom_services::batch::FailureReason;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_workstation::projects::{
-    Decision, ProjectEntry, ProjectError, ProjectStore, SuggestionSource,
+    Decision, Project, ProjectEntry, ProjectError, ProjectStore, SuggestionSource,
 };
 use headroom_workstation::workstation::{Workstation, WorkstationError};
 use std::path::PathBuf;
@@ -714,17 +714,7 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
     let dir = scratch("resume-transcription");
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let long = long_sample(&dir);
-    let whole = ws.store().create("Whole").unwrap();
-    let whole = ws
-        .transcribe(
-            &whole.id,
-            &long,
-            None,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let whole = transcribe_whole(&ws, &long).await;
     assert!(
         ws.jobs(&whole.id).unwrap().is_empty(),
         "a finished job leaves no record"
@@ -823,53 +813,79 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-#[tokio::test]
-async fn a_paused_transcription_keeps_its_checkpoint_is_listed_paused_and_resumes_to_the_same_transcript(
-) {
-    use headroom_workstation::jobs::JobStop;
-    use headroom_workstation::resume::JobOutcome;
-
-    let dir = scratch("pause-transcription");
-    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
-    let long = long_sample(&dir);
+/// `long` transcribed start to end into a new project.
+async fn transcribe_whole(ws: &Workstation, long: &std::path::Path) -> Project {
     let whole = ws.store().create("Whole").unwrap();
-    let whole = ws
-        .transcribe(
-            &whole.id,
-            &long,
-            None,
+    ws.transcribe(
+        &whole.id,
+        long,
+        None,
+        Arc::new(|_| {}),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A recorded transcription job resumed to its end: the project it gives.
+async fn resume_transcription(ws: &Workstation, project: &str, job: &str) -> Project {
+    let outcome = ws
+        .resume_job(
+            project,
+            job,
             Arc::new(|_| {}),
+            &|_| {},
             CancellationToken::new(),
         )
         .await
         .unwrap();
+    let headroom_workstation::resume::JobOutcome::Transcribed(resumed) = outcome else {
+        panic!("a transcription job transcribes")
+    };
+    *resumed
+}
+
+/// `long` transcribed into a new project `name`, stopped with `stop_with` once half done: the
+/// project's id and what the transcription returned.
+async fn transcribe_stopped_half_way(
+    ws: &Workstation,
+    name: &str,
+    long: &std::path::Path,
+    stop_with: fn(&headroom_workstation::jobs::JobStop),
+) -> (String, Result<Project, WorkstationError>) {
+    let project = ws.store().create(name).unwrap();
+    let stop = headroom_workstation::jobs::JobStop::new();
+    let watched = stop.clone();
+    let progress = Arc::new(move |fraction: f32| {
+        if fraction >= 0.5 {
+            stop_with(&watched);
+        }
+    });
+    let result = ws.transcribe(&project.id, long, None, progress, stop).await;
+    (project.id, result)
+}
+
+#[tokio::test]
+async fn a_paused_transcription_keeps_its_checkpoint_is_listed_paused_and_resumes_to_the_same_transcript(
+) {
+    use headroom_workstation::jobs::JobStop;
+
+    let dir = scratch("pause-transcription");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let long = long_sample(&dir);
+    let whole = transcribe_whole(&ws, &long).await;
 
     // Paused half way, as the window's Pause does.
-    let project = ws.store().create("Paused").unwrap();
-    let stop = JobStop::new();
-    let pause = stop.clone();
-    let paused = ws
-        .transcribe(
-            &project.id,
-            &long,
-            None,
-            Arc::new(move |fraction| {
-                if fraction >= 0.5 {
-                    pause.pause();
-                }
-            }),
-            stop,
-        )
-        .await;
+    let (project, paused) = transcribe_stopped_half_way(&ws, "Paused", &long, JobStop::pause).await;
     assert!(
         matches!(paused, Err(WorkstationError::Cancelled)),
         "{paused:?}"
     );
     assert!(
-        ws.store().open(&project.id).unwrap().segments.is_empty(),
+        ws.store().open(&project).unwrap().segments.is_empty(),
         "a paused transcription has not replaced the transcript yet"
     );
-    let jobs = ws.jobs(&project.id).unwrap();
+    let jobs = ws.jobs(&project).unwrap();
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert!(jobs[0].paused && !jobs[0].running, "{jobs:?}");
     assert!(jobs[0].fraction > 0.0, "its checkpoint is kept: {jobs:?}");
@@ -878,42 +894,15 @@ async fn a_paused_transcription_keeps_its_checkpoint_is_listed_paused_and_resume
         listed.iter().any(|j| j.id == jobs[0].id && j.paused),
         "{listed:?}"
     );
-
-    let outcome = ws
-        .resume_job(
-            &project.id,
-            &jobs[0].id,
-            Arc::new(|_| {}),
-            &|_| {},
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
-    let JobOutcome::Transcribed(resumed) = outcome else {
-        panic!("a transcription job transcribes")
-    };
+    let resumed = resume_transcription(&ws, &project, &jobs[0].id).await;
     assert_eq!(resumed.segments, whole.segments);
-    assert!(ws.jobs(&project.id).unwrap().is_empty());
+    assert!(ws.jobs(&project).unwrap().is_empty());
 
     // Cancelled instead: nothing is kept to resume.
-    let cancelled_project = ws.store().create("Cancelled").unwrap();
-    let cancel = CancellationToken::new();
-    let stop = cancel.clone();
-    let cancelled = ws
-        .transcribe(
-            &cancelled_project.id,
-            &long,
-            None,
-            Arc::new(move |fraction| {
-                if fraction >= 0.5 {
-                    stop.cancel();
-                }
-            }),
-            cancel,
-        )
-        .await;
+    let (project, cancelled) =
+        transcribe_stopped_half_way(&ws, "Cancelled", &long, JobStop::cancel).await;
     assert!(matches!(cancelled, Err(WorkstationError::Cancelled)));
-    assert!(ws.jobs(&cancelled_project.id).unwrap().is_empty());
+    assert!(ws.jobs(&project).unwrap().is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }
 

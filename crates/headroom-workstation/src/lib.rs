@@ -6,6 +6,7 @@
 //! ```no_run
 //! use headroom_core::config::Config;
 //! use headroom_services::{Environment, Services};
+//! use headroom_workstation::jobs::JobStop;
 //! use headroom_workstation::projects::ProjectStore;
 //! use headroom_workstation::workstation::Workstation;
 //! use std::sync::Arc;
@@ -17,7 +18,7 @@
 //! let desk = Workstation::new(store, services, None);
 //! let project = desk.store().create("Interview")?;
 //! let project = desk
-//!     .transcribe(&project.id, "interview.flac".as_ref(), None, Arc::new(|_| {}), Default::default())
+//!     .transcribe(&project.id, "interview.flac".as_ref(), None, Arc::new(|_| {}), JobStop::new())
 //!     .await?;
 //! println!("{} segments", project.segments.len());
 //! # Ok(()) }
@@ -26,7 +27,7 @@
 //! | module | for |
 //! |---|---|
 //! | [`projects`] | a visible folder per project, its manifest written atomically, settings and decisions |
-//! | [`jobs`] | jobs recorded in their project before they start, listed when interrupted, resumed from their checkpoint |
+//! | [`jobs`] | jobs recorded in their project before they start, listed when paused or interrupted, resumed from their checkpoint |
 //! | [`narration`] | a project narrated end to end: text lane and audio lane side by side, takes fitted to the original's timing, WAV, mix and subtitles |
 //! | [`resume`] | interrupted jobs resumed from their checkpoints, with the typed [`resume::JobOutcome`] |
 //! | [`speakers`] | a project's speakers edited: rename, merge, split a segment, "this is <profile>", a voice profile from a speaker |
