@@ -682,7 +682,7 @@ pub async fn narrate_segment(
     let on_event = forward_narration(app);
     Ok(shell
         .workstation
-        .narrate_segment(&project, index, &on_event, &guard.cancel)
+        .narrate_segment(&project, index, &on_event, guard.stop.clone())
         .await?)
 }
 

@@ -1,8 +1,10 @@
 // Small hooks that keep plumbing out of the views: subscribing to a shell event for as long as
 // a component is mounted, and running a cancellable job.
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { announce } from "./a11y";
 import { api, asUiError, jobId, on, type UiError } from "./api";
 import type { EventName, EventPayloads } from "./bindings";
+import { t } from "./i18n";
 
 /** Calls `handler` with each `event` payload while the component is mounted. The latest
  * handler is used, so it may close over state without resubscribing. */
@@ -36,11 +38,38 @@ export function useJob(kind: string) {
   const cancel = useCallback(() => {
     if (running) api.cancelJob(running);
   }, [running]);
+  // The job Pause was pressed for: its "cancelled" end is a pause.
+  const paused = useRef<string | null>(null);
   /** Stops the job keeping its checkpoint (listed under Interrupted jobs to resume). */
   const pause = useCallback(() => {
-    if (running) api.pauseJob(running);
+    if (!running) return;
+    paused.current = running;
+    api.pauseJob(running);
   }, [running]);
-  return { running, run, cancel, pause };
+  /** `run` for a job that can be paused: `null` when it was (announced, and listed at once
+   * under Interrupted jobs). */
+  const runPausable = useCallback(
+    async <T>(work: (job: string) => Promise<T>): Promise<T | null> => {
+      let started = "";
+      try {
+        return await run((job) => {
+          started = job;
+          return work(job);
+        });
+      } catch (e) {
+        if (paused.current === started && asUiError(e).kind === "cancelled") {
+          announce(t("announce.paused"));
+          jobsChanged();
+          return null;
+        }
+        throw e;
+      } finally {
+        if (paused.current === started) paused.current = null;
+      }
+    },
+    [run],
+  );
+  return { running, run, runPausable, cancel, pause };
 }
 
 // The jobs recorded in projects changed here (one paused): the Interrupted jobs panel reads

@@ -414,7 +414,7 @@ impl Workstation {
         project_id: &str,
         index: usize,
         on_event: OnEvent<'_>,
-        cancel: &CancellationToken,
+        stop: impl Into<JobStop>,
     ) -> Result<NarrationSummary, WorkstationError> {
         self.open_project(project_id).await?.segment(index)?;
         let job = self
@@ -426,7 +426,7 @@ impl Workstation {
                 },
             )
             .await?;
-        self.run_narration(project_id, job, on_event, &cancel.into())
+        self.run_narration(project_id, job, on_event, &stop.into())
             .await
     }
 

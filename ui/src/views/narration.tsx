@@ -93,7 +93,9 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
       const whole = pressed === "narration-start";
       focusWhenLost("narration-cancel", pressed);
       try {
-        const summary = await narration.run(work);
+        const summary = await narration.runPausable(work);
+        // Paused: what it finished is kept, the rest waits under Interrupted jobs.
+        if (summary === null) return;
         dispatch({ type: "run-finished", summary });
         announce(narrationSummary(summary));
         if (whole) focusWhenLost("narration-summary", "narration-cancel");
@@ -209,9 +211,14 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
           {t("narration.start")}
         </button>
         {busy && (
-          <button data-testid="narration-cancel" onClick={narration.cancel}>
-            {t("common.cancel")}
-          </button>
+          <>
+            <button data-testid="narration-pause" onClick={narration.pause}>
+              {t("common.pause")}
+            </button>
+            <button data-testid="narration-cancel" onClick={narration.cancel}>
+              {t("common.cancel")}
+            </button>
+          </>
         )}
       </div>
       {view && view.speakers.length > 0 && (

@@ -4,7 +4,7 @@ import { useEffect, useReducer, useRef, useState } from "preact/hooks";
 import { api, asUiError, type Project, type Segment, type UiError, type VersionInfo } from "../api";
 import { announce, focusWhenLost } from "../a11y";
 import { BrowseAudio } from "../files";
-import { jobsChanged, useEvent, useJob } from "../hooks";
+import { useEvent, useJob } from "../hooks";
 import { JobTimeText } from "../jobtime";
 import { editProject, saveProjectSettings } from "../project";
 import { formatDateTime, formatPercent, t, tr } from "../i18n";
@@ -36,8 +36,6 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const job = transcription.running;
   const recording = recorder.running;
   const player = usePlayer(project.id);
-  /** Pause was pressed for the running transcription (its "cancelled" end is a pause). */
-  const pausing = useRef(false);
   const playingIndex = player.playing === null ? null : Number(player.playing);
 
   useEvent("job-progress", (p) => {
@@ -75,28 +73,20 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
   const transcribe = async (file: string) => {
     dispatch({ type: "transcribe-started" });
     focusWhenLost("transcribe-cancel", "transcribe-start");
-    pausing.current = false;
     try {
-      const done = await transcription.run((id) => api.transcribe(project.id, file, id));
+      const done = await transcription.runPausable((id) => api.transcribe(project.id, file, id));
+      if (done === null) {
+        // Paused: its checkpoint waits under Interrupted jobs, with Resume.
+        focusWhenLost("transcribe-start");
+        return;
+      }
       props.onProject(done);
       announce(t("announce.transcribed", { count: done.segments.length }));
       focusWhenLost("segment-text-0", "transcribe-cancel");
     } catch (e) {
-      const error = asUiError(e);
-      if (pausing.current && error.kind === "cancelled") {
-        // Paused: its checkpoint waits under Interrupted jobs, with Resume.
-        announce(t("announce.paused"));
-        jobsChanged();
-        focusWhenLost("transcribe-start");
-        return;
-      }
-      setError(error);
+      setError(asUiError(e));
       focusWhenLost("rejection-transcribe", "transcribe-cancel");
     }
-  };
-  const pause = () => {
-    pausing.current = true;
-    transcription.pause();
   };
 
   const record = async () => {
@@ -241,7 +231,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
           <progress data-testid="transcribe-progress" max={1} value={progress} aria-label={t("transcribe.progress")} />
           <span>{formatPercent(progress)}</span>
           <JobTimeText time={time} testid="transcribe-time" />
-          <button data-testid="transcribe-pause" onClick={pause}>
+          <button data-testid="transcribe-pause" onClick={transcription.pause}>
             {t("common.pause")}
           </button>
           <button data-testid="transcribe-cancel" onClick={transcription.cancel}>
