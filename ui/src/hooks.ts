@@ -57,7 +57,10 @@ export function useJob(kind: string) {
           return work(job);
         });
       } catch (e) {
-        if (paused.current === started && asUiError(e).kind === "cancelled") {
+        // Stopped inside the work ("cancelled") or while it waited on a lane (a cancelled
+        // rejection): either way, the pause.
+        const error = asUiError(e);
+        if (paused.current === started && (error.kind === "cancelled" || error.rejection?.reason === "cancelled")) {
           announce(t("announce.paused"));
           jobsChanged();
           return null;

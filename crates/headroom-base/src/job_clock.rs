@@ -1,9 +1,9 @@
 //! How long a job has run and about how long it has left, from the fraction it reports done:
 //! one estimate for the CLI's progress line and the window's job events alike.
 //!
-//! The pace is measured from the job's first report, not from its start: the time before it
-//! (a queue, a model loading) and the work an earlier run did (a resumed job starts part way)
-//! are not the job's pace. The clock is monotonic, so a machine that slept while the job waited
+//! The pace is measured from the job's last report before its work moved, not from its start:
+//! the time before it (a queue, a model loading, while the reports stay where they began) and
+//! the work an earlier run did (a resumed job starts part way) are not the job's pace. The clock is monotonic, so a machine that slept while the job waited
 //! does not count the sleep as work.
 
 use serde::Serialize;
@@ -57,7 +57,12 @@ impl JobClock {
             0.0
         };
         let elapsed_secs = now.saturating_duration_since(self.started).as_secs_f64();
-        let &mut (first_at, first_fraction) = self.first.get_or_insert((now, fraction));
+        // Until the work moves past its first report, each report is the new start: reports at
+        // the same fraction (a queue, a model loading) are waiting, not the job's pace.
+        if self.first.is_none_or(|(_, first)| fraction <= first) {
+            self.first = Some((now, fraction));
+        }
+        let (first_at, first_fraction) = self.first.expect("set above");
         let watched = now.saturating_duration_since(first_at);
         let done = fraction - first_fraction;
         let remaining_secs = if fraction >= 1.0 {
@@ -112,6 +117,19 @@ mod tests {
                 .remaining_secs,
             Some(0.0)
         );
+    }
+
+    #[test]
+    fn reports_before_any_work_moves_are_waiting_not_pace() {
+        let start = Instant::now();
+        let mut clock = JobClock::start_at(start);
+        clock.observe_at(0.0, start);
+        // Still at 0 after 20 s (a model loading): the pace starts here.
+        clock.observe_at(0.0, start + Duration::from_secs(20));
+        let time = clock.observe_at(0.5, start + Duration::from_secs(30));
+        let left = time.remaining_secs.unwrap();
+        assert!((left - 10.0).abs() < 1e-9, "{left}");
+        assert_eq!(time.elapsed_secs, 30.0);
     }
 
     #[test]

@@ -38,11 +38,11 @@ impl Progress {
 
     /// Shows `fraction` (0.0..=1.0) when the whole percentage changed, or a second passed.
     pub fn update(&self, fraction: f32) {
-        let mut shown = self.shown.locked();
-        let time = shown.clock.observe(fraction as f64);
         if !self.terminal {
             return;
         }
+        let mut shown = self.shown.locked();
+        let time = shown.clock.observe(fraction as f64);
         let percent = (fraction.clamp(0.0, 1.0) * 100.0) as u32;
         if shown.percent == Some(percent) && shown.at.elapsed() < REDRAW {
             return;
