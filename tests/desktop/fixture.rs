@@ -637,9 +637,16 @@ pub struct Responsiveness {
 /// The window answers a command and an interaction within this while work runs.
 pub const RESPONSIVE_MS: f64 = 100.0;
 
+/// The middle value; of an even count, the mean of the two middle ones (of two interactions,
+/// the upper one alone would be their maximum: one slow WebDriver request would decide).
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
+    let n = values.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }
 
 impl Responsiveness {
