@@ -11,7 +11,7 @@
 //! subprocess in the workspace is started here (`tests/tests/architecture.rs` checks it).
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
@@ -50,6 +50,10 @@ pub struct Finished {
     pub status: ExitStatus,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// With [`Tool::watching_memory`]: the most memory the program held resident at once
+    /// (its own `VmHWM`, read every 20 ms while it ran), in KiB; `None` when not watched, off
+    /// Linux, or when it ended before the first reading.
+    pub peak_rss_kib: Option<u64>,
 }
 
 /// A program and its arguments, built so that data cannot become an option.
@@ -59,6 +63,7 @@ pub struct Tool {
     args: Vec<OsString>,
     operands: Vec<OsString>,
     problem: Option<ProcessError>,
+    watch_memory: bool,
 }
 
 impl Tool {
@@ -69,11 +74,19 @@ impl Tool {
             args: Vec::new(),
             operands: Vec::new(),
             problem: None,
+            watch_memory: false,
         }
     }
 
     fn name(&self) -> String {
         self.program.to_string_lossy().into_owned()
+    }
+
+    /// [`Tool::run`] reads the program's peak resident memory while it runs (a benchmark
+    /// measuring a whole process): see [`Finished::peak_rss_kib`].
+    pub fn watching_memory(mut self) -> Tool {
+        self.watch_memory = true;
+        self
     }
 
     /// A flag written in the code: `-q`, `--ipa`.
@@ -209,6 +222,7 @@ impl Tool {
     }
 
     fn run_here(self, input: &[u8]) -> Result<Finished, ProcessError> {
+        let watch = self.watch_memory;
         let (mut command, program) = self.command()?;
         let mut child = command
             .stdin(Stdio::piped())
@@ -217,22 +231,44 @@ impl Tool {
             .spawn()
             .map_err(|e| Self::spawn_error(&program, e))?;
         let mut stdin = child.stdin.take().expect("piped stdin");
-        let output = std::thread::scope(|scope| {
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let io_error = |source| ProcessError::Io {
+            program: program.clone(),
+            source,
+        };
+        let (out, err, peak, status) = std::thread::scope(|scope| {
             // A program that exits without reading all its input closes the pipe; that is its
             // business, and its status says how it went.
             scope.spawn(move || {
                 let _ = stdin.write_all(input);
             });
-            child.wait_with_output()
-        })
-        .map_err(|source| ProcessError::Io {
-            program: program.clone(),
-            source,
-        })?;
+            let out = scope.spawn(move || {
+                let mut buf = Vec::new();
+                stdout.read_to_end(&mut buf).map(|_| buf)
+            });
+            let err = scope.spawn(move || {
+                let mut buf = Vec::new();
+                stderr.read_to_end(&mut buf).map(|_| buf)
+            });
+            let (stop_watching, stopped) = std::sync::mpsc::channel::<()>();
+            let pid = child.id();
+            let peak = watch.then(|| scope.spawn(move || watch_peak_memory(pid, stopped)));
+            // Exited, not yet reaped: its pid cannot be another process's while it is read.
+            let exited = wait_unreaped(&mut child);
+            drop(stop_watching);
+            let peak = peak.and_then(|h| h.join().expect("the memory watcher does not panic"));
+            let status = exited.and_then(|()| child.wait());
+            let joined = |h: std::thread::ScopedJoinHandle<'_, std::io::Result<Vec<u8>>>| {
+                h.join().expect("a pipe reader does not panic")
+            };
+            (joined(out), joined(err), peak, status)
+        });
         Ok(Finished {
-            status: output.status,
-            stdout: output.stdout,
-            stderr: output.stderr,
+            status: status.map_err(io_error)?,
+            stdout: out.map_err(io_error)?,
+            stderr: err.map_err(io_error)?,
+            peak_rss_kib: peak,
         })
     }
 
@@ -290,6 +326,54 @@ impl Tool {
         }
         Ok(id)
     }
+}
+
+/// The program's own peak resident memory (`VmHWM` in `/proc/PID/status`, in KiB), read
+/// every 20 ms until `stop` says it has exited. (The kernel's `ru_maxrss` will not do: it
+/// counts the memory of the process it was started from, before `exec`.)
+fn watch_peak_memory(pid: u32, stop: std::sync::mpsc::Receiver<()>) -> Option<u64> {
+    let path = format!("/proc/{pid}/status");
+    let read = || -> Option<u64> {
+        let status = std::fs::read_to_string(&path).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut peak = None;
+    loop {
+        // An exited program that is not reaped yet has no memory left to read.
+        if let Some(now) = read() {
+            peak = Some(peak.map_or(now, |p: u64| p.max(now)));
+        }
+        match stop.recv_timeout(std::time::Duration::from_millis(20)) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            _ => return peak,
+        }
+    }
+}
+
+/// Waits until `child` has exited, leaving it to be reaped (`waitid` with `WNOWAIT`).
+#[cfg(target_os = "linux")]
+fn wait_unreaped(child: &mut std::process::Child) -> std::io::Result<()> {
+    let pid = child.id() as libc::id_t;
+    loop {
+        // SAFETY: siginfo_t is plain data the kernel fills in; it outlives the call.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `pid` is our own child, not yet reaped.
+        let done =
+            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if done == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn wait_unreaped(child: &mut std::process::Child) -> std::io::Result<()> {
+    child.wait().map(|_| ())
 }
 
 /// A program started to keep running (a server a benchmark starts): stopped with
@@ -401,6 +485,39 @@ mod tests {
         let done = Tool::new("cat").run(&input).unwrap();
         assert!(done.status.success());
         assert_eq!(done.stdout, input);
+    }
+
+    #[test]
+    fn a_watched_program_says_how_much_memory_it_held_at_its_peak_and_no_more() {
+        // `sort`, given room, holds all of its input before it writes: 64 MiB in, at least as
+        // much held.
+        let input: Vec<u8> = (0..64usize << 20).map(|i| b"ab\n"[i % 3]).collect();
+        let big = Tool::new("sort")
+            .watching_memory()
+            .option("--buffer-size", "256M")
+            .run(&input)
+            .unwrap();
+        assert!(big.status.success());
+        let peak = big.peak_rss_kib.expect("sort ran long enough to be read");
+        assert!(peak >= 64 << 10, "sort: {peak} KiB");
+        // This process holds hundreds of MiB; a small program it starts is not charged them.
+        let held: Vec<u8> = vec![1; 256 << 20];
+        let small = Tool::new("sh")
+            .watching_memory()
+            .option("-c", "sleep 0.2")
+            .run(b"")
+            .unwrap();
+        assert_eq!(
+            held.iter()
+                .step_by(4096)
+                .map(|&b| b as usize)
+                .sum::<usize>(),
+            65536
+        );
+        let peak = small.peak_rss_kib.expect("sh ran for 0.2 s");
+        assert!(peak < 32 << 10, "sh: {peak} KiB");
+        // Not watched: nothing read.
+        assert_eq!(Tool::new("true").run(b"").unwrap().peak_rss_kib, None);
     }
 
     #[test]
