@@ -1631,6 +1631,52 @@ async fn nothing_goes_to_another_machine_without_consent() {
 }
 
 #[tokio::test]
+async fn bench_long_runs_headroom_itself_and_reports_its_time_memory_and_speakers() {
+    headroom_tests::models_dir();
+    // Its smallest form: one conversation of 20 s between two voices quick to make. The
+    // shape of the report is checked, and that what it measured is a real process.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("long.json");
+    let out = headroom(
+        &[
+            "bench",
+            "long",
+            "--minutes",
+            "0.33",
+            "--voices",
+            "piper-joe,en-us+m7",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["speakers"], 2, "{report}");
+    assert_eq!(
+        report["voices"],
+        serde_json::json!(["piper-joe", "en-us+m7"])
+    );
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{report}");
+    let row = &rows[0];
+    assert!(row["audio_secs"].as_f64().unwrap() >= 19.8, "{row}");
+    for run in [&row["transcribe"], &row["with_speakers"]["run"]] {
+        // A process that loaded a speech model: tens of MiB at least, and some time.
+        assert!(run["peak_mib"].as_f64().unwrap() > 30.0, "{row}");
+        assert!(run["secs"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(run["real_time"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let speakers = &row["with_speakers"];
+    assert!(speakers["speakers_found"].as_u64().unwrap() >= 1, "{row}");
+    let der = speakers["der"]["der"].as_f64().unwrap();
+    assert!(der.is_finite() && der >= 0.0, "{row}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("| 0.33 min | "), "{stdout}");
+}
+
+#[tokio::test]
 async fn bench_isolation_reports_each_probe_idle_and_under_batch_work() {
     headroom_tests::models_dir();
     // Its smallest form: one probe under one kind of batch work, two runs each. The shape of

@@ -6,12 +6,14 @@
 //! | module | measures |
 //! |---|---|
 //! | [`isolation`] | interactive probes idle and under each kind of batch work |
+//! | [`long`] | the `headroom` program on conversations of minutes to hours: time, memory, speakers |
 //! | [`narration`] | interactive audio while a project is narrated; the narration's overlap |
 //! | [`speakers`] | diarization error and known-speaker naming on synthesized conversations |
 //! | [`speech`] | time to first audio against the whole take through `/v1/audio/speech` |
 //! | [`voices`] | the embedded voices' speed and intelligibility; the approximate voice match |
 
 pub mod isolation;
+pub mod long;
 pub mod narration;
 pub mod speakers;
 pub mod speech;

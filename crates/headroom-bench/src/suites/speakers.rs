@@ -1,5 +1,5 @@
 //! Diarization accuracy on conversations synthesized here, from
-//! voices of several engines (Kokoro, Piper, espeak-ng and, when installed, flite), with
+//! voices of several engines (Kokoro, Piper, espeak-ng and, when installed, flite and Festival), with
 //! turns of 1–10 s, pauses of 0.2–1 s, short back-channel turns and background noise.
 //!
 //! The voices are split in two sets: the diarizer's settings were chosen on the `tune` set;
@@ -70,6 +70,8 @@ pub struct DiarizeOverrides {
     pub vad_threshold: Option<f32>,
     /// Padding kept around speech, in milliseconds.
     pub speech_pad_ms: Option<u32>,
+    /// The longest turn a minor estimated speaker must be heard for, in seconds.
+    pub min_turn_secs: Option<f64>,
 }
 
 impl DiarizeOverrides {
@@ -87,6 +89,9 @@ impl DiarizeOverrides {
         }
         if let Some(v) = self.known_threshold {
             params.known_threshold = v;
+        }
+        if let Some(v) = self.min_turn_secs {
+            params.min_turn_secs = v;
         }
         if let Some(v) = self.vad_threshold {
             params.vad.threshold = v;
@@ -174,6 +179,24 @@ const VOICES: &[BenchVoice] = &[
         id: "flite-kal16",
         set: VoiceSet::Tune,
     },
+    // Festival's voices (apt: festival festvox-kdlpc16k festvox-us-slt-hts festvox-italp16k
+    // festvox-itapc16k): the Italian two read English as Italians would.
+    BenchVoice {
+        id: "festival-ked_diphone",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "festival-cmu_us_slt_arctic_hts",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "festival-lp_diphone",
+        set: VoiceSet::Tune,
+    },
+    BenchVoice {
+        id: "festival-pc_diphone",
+        set: VoiceSet::Tune,
+    },
     BenchVoice {
         id: "kokoro-jf_nezumi",
         set: VoiceSet::Test,
@@ -211,6 +234,16 @@ const VOICES: &[BenchVoice] = &[
         set: VoiceSet::Test,
     },
 ];
+
+/// The voice named `name` (its `'static` id), if the suite has it.
+pub(crate) fn bench_voice(name: &str) -> Option<&'static str> {
+    VOICES.iter().map(|v| v.id).find(|id| *id == name)
+}
+
+/// Every voice's name.
+pub(crate) fn all_voices() -> Vec<&'static str> {
+    VOICES.iter().map(|v| v.id).collect()
+}
 
 /// What people say in the conversations: one sentence each, 1–5 s spoken.
 const LINES: &[&str] = &[
@@ -252,17 +285,31 @@ const BACKCHANNELS: &[&str] = &[
 ];
 
 /// One spoken sentence of a conversation, as scored.
-struct Utterance {
-    start: f64,
-    end: f64,
-    speaker: usize,
+pub(crate) struct Utterance {
+    pub start: f64,
+    pub end: f64,
+    pub speaker: usize,
 }
 
-struct Conversation {
-    voices: Vec<&'static str>,
-    audio: Audio,
-    utterances: Vec<Utterance>,
-    snr_db: f64,
+pub(crate) struct Conversation {
+    pub voices: Vec<&'static str>,
+    pub audio: Audio,
+    pub utterances: Vec<Utterance>,
+    pub snr_db: f64,
+}
+
+impl Conversation {
+    /// Who said what when, as diarization error is scored against.
+    pub fn reference(&self) -> Vec<Labelled> {
+        self.utterances
+            .iter()
+            .map(|u| Labelled {
+                start: u.start,
+                end: u.end,
+                speaker: self.voices[u.speaker].to_string(),
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -329,48 +376,9 @@ pub async fn run(
     args: &SpeakersBenchConfig,
     progress: Progress<'_>,
 ) -> Result<SpeakersBenchReport, SuiteError> {
-    // Without `--cache`, a folder of this run's own (random name, owner only): a fixed name in
-    // the shared temporary folder could be another user's, holding clips or links they put.
-    let private;
-    let cache = match args.cache.clone() {
-        Some(cache) => {
-            std::fs::create_dir_all(&cache)?;
-            cache
-        }
-        None => {
-            let mut builder = tempfile::Builder::new();
-            builder.prefix("headroom-bench-speakers-");
-            #[cfg(unix)]
-            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
-            private = builder.tempdir()?;
-            private.path().to_path_buf()
-        }
-    };
-    let flite = installed_program("flite");
-    let installed = |m: &str| installed(services, m);
-    let voices: Vec<&'static str> = VOICES
-        .iter()
-        .filter(|v| v.set == args.set)
-        .map(|v| v.id)
-        .filter(|id| !id.starts_with("flite-") || flite)
-        .filter(|id| !id.starts_with("kokoro-") || installed("kokoro"))
-        .filter(|id| !id.starts_with("piper-") || installed(id))
-        .collect();
+    let (cache, _private) = sentence_cache(args.cache.as_deref())?;
     let most = args.speakers.iter().copied().max().unwrap_or(2);
-    let distinct = voices.iter().filter(|v| !v.starts_with("en-")).count() + 1;
-    if distinct < most {
-        return Err(SuiteError::Unavailable(format!(
-        "{} conversations need {most} distinct voices (one espeak-ng voice at most); only {} of the {:?} set can be made here ({})",
-        most,
-        distinct,
-        args.set,
-        if flite {
-            ""
-        } else {
-            "install flite for four more"
-        }
-        )));
-    }
+    let voices = available_voices(services, args.set, most)?;
     let params = args.diarizer.params();
     let diarizer = services.diarizer()?;
     let embedder = services.embedder()?;
@@ -421,10 +429,68 @@ pub async fn run(
     Ok(summarize(args, &params, rows))
 }
 
+/// Where synthesized sentences are kept: `cache` (created), or without it a folder of this
+/// run's own (random name, owner only; removed when the guard drops): a fixed name in the
+/// shared temporary folder could be another user's, holding clips or links they put.
+pub(crate) fn sentence_cache(
+    cache: Option<&Path>,
+) -> Result<(PathBuf, Option<tempfile::TempDir>), SuiteError> {
+    if let Some(cache) = cache {
+        std::fs::create_dir_all(cache)?;
+        return Ok((cache.to_path_buf(), None));
+    }
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("headroom-bench-speakers-");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let private = builder.tempdir()?;
+    Ok((private.path().to_path_buf(), Some(private)))
+}
+
+/// The voices of `set` that can be made here (flite's when it is installed, Kokoro's and
+/// Piper's when their models are), enough for conversations of `most` distinct voices.
+pub(crate) fn available_voices(
+    services: &Services,
+    set: VoiceSet,
+    most: usize,
+) -> Result<Vec<&'static str>, SuiteError> {
+    let flite = installed_program("flite");
+    let festival = installed_program("text2wave");
+    let installed = |m: &str| installed(services, m);
+    let voices: Vec<&'static str> = VOICES
+        .iter()
+        .filter(|v| v.set == set)
+        .map(|v| v.id)
+        .filter(|id| !id.starts_with("flite-") || flite)
+        .filter(|id| !id.starts_with("festival-") || festival)
+        .filter(|id| !id.starts_with("kokoro-") || installed("kokoro"))
+        .filter(|id| !id.starts_with("piper-") || installed(id))
+        .collect();
+    let distinct = voices.iter().filter(|v| !v.starts_with("en-")).count() + 1;
+    if distinct < most {
+        return Err(SuiteError::Unavailable(format!(
+        "{} conversations need {most} distinct voices (one espeak-ng voice at most); only {} of the {:?} set can be made here ({})",
+        most,
+        distinct,
+        set,
+        if flite {
+            ""
+        } else {
+            "install flite for four more"
+        }
+        )));
+    }
+    Ok(voices)
+}
+
 /// `n` voices, at most one of them espeak-ng's: its variants are one voice source with other
 /// settings, and two independent speaker embedders hear two of them as one speaker (as alike
 /// as one variant's own sentences).
-fn choose_voices(voices: &[&'static str], n: usize, rng: &mut StdRng) -> Vec<&'static str> {
+pub(crate) fn choose_voices(
+    voices: &[&'static str],
+    n: usize,
+    rng: &mut StdRng,
+) -> Vec<&'static str> {
     let is_espeak = |v: &str| v.starts_with("en-");
     let mut pool = voices.to_vec();
     pool.shuffle(rng);
@@ -459,6 +525,8 @@ async fn speak(
     }
     let audio = if let Some(flite_voice) = voice.strip_prefix("flite-") {
         flite(flite_voice, text)?
+    } else if let Some(festival_voice) = voice.strip_prefix("festival-") {
+        festival(festival_voice, text)?
     } else {
         let (speech, name) = services.speech_for_voice(Some(voice))?;
         speech
@@ -480,6 +548,24 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+/// Festival's `text2wave` (another synthesizer Headroom does not otherwise use), the text on
+/// its standard input.
+fn festival(voice: &str, text: &str) -> Result<Audio, SuiteError> {
+    let dir = tempfile::tempdir()?;
+    let output = dir.path().join("out.wav");
+    let finished = headroom_base::process::Tool::new("text2wave")
+        .option("-eval", format!("(voice_{voice})"))
+        .path_option("-o", &output)
+        .run(text.as_bytes())?;
+    if !finished.status.success() || !output.exists() {
+        return Err(SuiteError::Measurement(format!(
+            "Festival failed for voice {voice} (is its festvox package installed?): {}",
+            String::from_utf8_lossy(&finished.stderr)
+        )));
+    }
+    Ok(decode_file(&output, DecodeLimits::default())?)
 }
 
 /// flite (a synthesizer Headroom does not otherwise use), the text on its standard input.
@@ -508,7 +594,7 @@ fn rms(samples: &[f32]) -> f64 {
 /// one or two sentences (1–10 s) or, one time in six, a short back-channel; pauses of 0.2–1 s
 /// between turns and 0.15–0.3 s between a turn's sentences; each voice at its own level
 /// (±3 dB); white noise at 15–30 dB below the speech.
-async fn make_conversation(
+pub(crate) async fn make_conversation(
     services: &Services,
     cache: &Path,
     voices: &[&'static str],
@@ -590,7 +676,7 @@ fn silence(samples: &mut Vec<f32>, secs: f64) {
     samples.extend(std::iter::repeat_n(0.0, (secs * RATE as f64) as usize));
 }
 
-fn keep(dir: &Path, name: &str, c: &Conversation) -> Result<(), SuiteError> {
+pub(crate) fn keep(dir: &Path, name: &str, c: &Conversation) -> Result<(), SuiteError> {
     std::fs::create_dir_all(dir)?;
     write_wav(&dir.join(format!("{name}.wav")), &c.audio)?;
     let rttm: String = c
@@ -616,15 +702,7 @@ fn score(
     params: &DiarizeParams,
     n: usize,
 ) -> Result<ConversationRow, SuiteError> {
-    let reference: Vec<Labelled> = c
-        .utterances
-        .iter()
-        .map(|u| Labelled {
-            start: u.start,
-            end: u.end,
-            speaker: c.voices[u.speaker].to_string(),
-        })
-        .collect();
+    let reference = c.reference();
     let cancel = CancellationToken::new();
     let options = DiarizeOptions {
         count: SpeakerCount::Auto,

@@ -58,6 +58,10 @@ pub enum BenchCommand {
     /// diarization error rate (0.25 s collar) per number of speakers, how often the number was
     /// estimated right, and known speakers named from voice profiles.
     Speakers(suites::SpeakersBenchArgs),
+    /// Hours-long recordings as a person runs them: `headroom transcribe` (a whole process,
+    /// alone and with `--speakers auto`) on conversations made at each length: time, times
+    /// real time, peak memory, the speakers found and the diarization error.
+    Long(suites::LongBenchArgs),
     /// Streamed speech through `/v1/audio/speech`: time to the first audio bytes against
     /// the whole take, per voice and format, for a long text (ten sentences).
     Speech(suites::SpeechBenchArgs),
@@ -180,6 +184,7 @@ pub async fn run(cmd: BenchCommand, shared: Arc<Services>) -> anyhow::Result<Exi
         BenchCommand::Voices(args) => suites::voices(args, services).await?,
         BenchCommand::Fleet(args) => return fleet::run(args, services).await,
         BenchCommand::Speakers(args) => suites::speakers(args, services).await?,
+        BenchCommand::Long(args) => suites::long(args, services).await?,
         BenchCommand::Speech(args) => suites::speech(args, services).await?,
         BenchCommand::Wer {
             reference,

@@ -1,4 +1,4 @@
-//! `headroom bench isolation|narration|speakers|speech|voices`: the audio suites' arguments,
+//! `headroom bench isolation|long|narration|speakers|speech|voices`: the audio suites' arguments,
 //! turned into `headroom_bench::suites` configurations; their reports printed as tables, and
 //! as JSON with `--json`.
 
@@ -6,6 +6,7 @@ use super::report::save_json;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use headroom_bench::suites::isolation::{BatchKind, IsolationBenchConfig, ProbeKind};
+use headroom_bench::suites::long::LongBenchConfig;
 use headroom_bench::suites::narration::NarrationBenchConfig;
 use headroom_bench::suites::speakers::{DiarizeOverrides, SpeakersBenchConfig, VoiceSet};
 use headroom_bench::suites::speech::{SpeechBenchConfig, DEFAULT_TEXT};
@@ -173,6 +174,9 @@ pub struct SpeakersBenchArgs {
     /// Override the padding kept around speech, in milliseconds.
     #[arg(long)]
     speech_pad_ms: Option<u32>,
+    /// Override the longest turn a minor estimated speaker must be heard for, in seconds.
+    #[arg(long)]
+    min_turn_secs: Option<f64>,
     /// Write the report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -195,10 +199,61 @@ pub async fn speakers(args: SpeakersBenchArgs, services: &Services) -> anyhow::R
             piece_windows: args.piece_windows,
             vad_threshold: args.vad_threshold,
             speech_pad_ms: args.speech_pad_ms,
+            min_turn_secs: args.min_turn_secs,
         },
     };
     let report = suites::speakers::run(services, &config, &progress).await?;
     print!("{}", suites::speakers::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
+
+#[derive(Args, Debug)]
+pub struct LongBenchArgs {
+    /// Lengths of the conversations, in minutes.
+    #[arg(long, value_delimiter = ',', default_values_t = [6.0, 30.0, 90.0, 180.0])]
+    minutes: Vec<f64>,
+    /// Voices in each conversation, drawn from --set by the seed.
+    #[arg(long, default_value_t = 4)]
+    speakers: usize,
+    /// Which voices the conversations are made of.
+    #[arg(long, value_parser = choice::<VoiceSet>(), default_value = "test")]
+    set: VoiceSet,
+    /// These voices instead (the speakers suite's names, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    voices: Option<Vec<String>>,
+    /// Speech model.
+    #[arg(long, default_value = headroom_speech::models::DEFAULT_MODEL)]
+    model: String,
+    /// Measure transcription alone, without `--speakers auto`.
+    #[arg(long)]
+    no_speakers: bool,
+    /// Seed for the voices and the conversations.
+    #[arg(long, default_value_t = 41)]
+    seed: u64,
+    /// Synthesized sentences are kept here between runs.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Writes each conversation's audio and reference (RTTM) here.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn long(args: LongBenchArgs, services: &Services) -> anyhow::Result<()> {
+    let mut config = LongBenchConfig::new(std::env::current_exe()?);
+    config.minutes = args.minutes;
+    config.speakers = args.speakers;
+    config.set = args.set;
+    config.voices = args.voices;
+    config.model = args.model;
+    config.with_speakers = !args.no_speakers;
+    config.seed = args.seed;
+    config.cache = args.cache;
+    config.keep = args.keep;
+    let report = suites::long::run(services, &config, &progress).await?;
+    print!("{}", suites::long::render_text(&report));
     save_json(args.json.as_deref(), &report)
 }
 

@@ -93,6 +93,9 @@ pub struct DiarizeParams {
     /// A speaker heard for less than this (seconds) when the count is estimated is folded
     /// into the closest other: a cough, a noise, a few words in an odd voice.
     pub min_speaker_secs: f64,
+    /// A minor speaker never heard for this long in one turn (seconds) when the count is
+    /// estimated is folded too: fragments of several voices, gathered (see `fold_small`).
+    pub min_turn_secs: f64,
     /// A speaker this close (cosine) to a known voice is named after it.
     pub known_threshold: f32,
     /// At most this many pieces are clustered (clustering is cubic in them); longer
@@ -118,6 +121,7 @@ impl Default for DiarizeParams {
             same_voice: 0.80,
             change_penalty: 0.35,
             min_speaker_secs: 2.0,
+            min_turn_secs: 2.5,
             known_threshold: 0.80,
             max_pieces: 1200,
         }
@@ -226,7 +230,7 @@ impl Diarizer {
             vectors.extend(self.embedder.embed_windows(samples, batch)?);
             progress(0.9 * vectors.len() as f32 / starts.len() as f32);
         }
-        let labels = label_windows(&windows, &vectors, regions.len(), options);
+        let labels = label_windows(&windows, &vectors, &regions, options);
         let mut diarization = turns_from(&windows, &labels, &regions);
         if !options.known.is_empty() {
             self.recognise(samples, &mut diarization, options)?;
@@ -461,11 +465,11 @@ fn cluster(vectors: &[&Embedding], target: Option<usize>, threshold: f32) -> Vec
 fn label_windows(
     windows: &[Window],
     vectors: &[Embedding],
-    regions: usize,
+    regions: &[Range<usize>],
     options: &DiarizeOptions,
 ) -> Vec<usize> {
     let p = &options.params;
-    let pieces = pieces(windows, vectors, regions, p);
+    let pieces = pieces(windows, vectors, regions.len(), p);
     let target = match options.count {
         SpeakerCount::Auto => None,
         SpeakerCount::Exactly(n) => Some(n),
@@ -490,10 +494,14 @@ fn label_windows(
     }
     let step_secs = p.window_step as f64 / SAMPLE_RATE as f64;
     let keep = target.unwrap_or(1);
+    // Only an estimated count drops speakers for their short turns: a count given is the
+    // person's word.
+    let min_turn = target.is_none().then_some(p.min_turn_secs);
     // Then whole speakers are compared: the briefly heard folded into the closest, and the
     // two closest merged while they are alike enough (or until the count given is left).
     let mut first = centroids(vectors, &labels, clusters.len());
-    fold_small(&mut first, &labels, step_secs, p.min_speaker_secs, keep);
+    let first_heard = heard(windows, &labels, regions, clusters.len(), step_secs);
+    fold_small(&mut first, &first_heard, p.min_speaker_secs, min_turn, keep);
     labels = nearest(vectors, &first);
     loop {
         let (compacted, speakers) = compact(&labels);
@@ -527,7 +535,8 @@ fn label_windows(
     // Refine twice: centroids from the labels, then the labels again against them.
     for _ in 0..2 {
         let mut centroids = centroids(vectors, &labels, speakers);
-        fold_small(&mut centroids, &labels, step_secs, p.min_speaker_secs, keep);
+        let heard = heard(windows, &labels, regions, speakers, step_secs);
+        fold_small(&mut centroids, &heard, p.min_speaker_secs, min_turn, keep);
         labels = viterbi(windows, vectors, &centroids, p.change_penalty);
         (labels, speakers) = compact(&labels);
     }
@@ -570,24 +579,85 @@ fn centroids(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec<Op
         .collect()
 }
 
-/// Drops the centroids of speakers heard for less than `min_secs` (their windows then go to
-/// the closest remaining speaker), keeping at least `keep`.
+/// How much of a speaker there is to go on.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Heard {
+    /// Seconds of speech (windows × their step).
+    secs: f64,
+    /// The longest turn heard: a run of the speaker's windows with no other speaker's between
+    /// them and no pause longer than [`TURN_GAP_SECS`], from its first window's start to its
+    /// last one's end (each inside its stretch of speech).
+    longest_secs: f64,
+}
+
+/// A pause this long or shorter keeps one speaker's turn going (between a turn's sentences,
+/// after a comma).
+const TURN_GAP_SECS: f64 = 1.0;
+
+/// What each of `speakers` was heard saying, from the windows' labels.
+fn heard(
+    windows: &[Window],
+    labels: &[usize],
+    regions: &[Range<usize>],
+    speakers: usize,
+    step_secs: f64,
+) -> Vec<Heard> {
+    let rate = SAMPLE_RATE as f64;
+    let start_of = |w: &Window| w.start.max(regions[w.region].start);
+    let end_of = |w: &Window| (w.start + WINDOW_SAMPLES).min(regions[w.region].end);
+    let mut heard = vec![Heard::default(); speakers];
+    let mut first = 0;
+    while first < windows.len() {
+        let speaker = labels[first];
+        let mut last = first;
+        while last + 1 < windows.len()
+            && labels[last + 1] == speaker
+            && (windows[last + 1].region == windows[last].region
+                || start_of(&windows[last + 1]).saturating_sub(end_of(&windows[last])) as f64
+                    <= TURN_GAP_SECS * rate)
+        {
+            last += 1;
+        }
+        let length = end_of(&windows[last]).saturating_sub(start_of(&windows[first]));
+        let h = &mut heard[speaker];
+        h.secs += (last + 1 - first) as f64 * step_secs;
+        h.longest_secs = h.longest_secs.max(length as f64 / rate);
+        first = last + 1;
+    }
+    heard
+}
+
+/// A speaker with at most this share of all the speech heard is a minor one, which the turn
+/// rule of [`fold_small`] may fold.
+const MINOR_SHARE: f64 = 0.05;
+
+/// Drops the centroids of speakers there is too little of to tell them from the others
+/// (their windows then go to the closest remaining speaker), the least heard first, keeping
+/// at least `keep`: those heard for less than `min_secs`, and, when `min_turn_secs` is given,
+/// minor ones (at most [`MINOR_SHARE`] of the speech) never heard for that long in one turn.
+///
+/// The second rule is what holds the count over hours. Short fragments — a "yeah", the end
+/// of a question, a word cut off by the next speaker — are embedded from a second or two of
+/// speech and sound alike whoever says them, so over an hour they gather into speakers of
+/// their own (seconds to minutes of them, from several voices), each a little too far from
+/// every real voice to merge. A person who speaks at all says a sentence in one turn.
 fn fold_small(
     centroids: &mut [Option<Embedding>],
-    labels: &[usize],
-    step: f64,
+    heard: &[Heard],
     min_secs: f64,
+    min_turn_secs: Option<f64>,
     keep: usize,
 ) {
-    let mut heard = vec![0.0; centroids.len()];
-    for &l in labels {
-        heard[l] += step;
-    }
+    let all: f64 = heard.iter().map(|h| h.secs).sum();
     let mut order: Vec<usize> = (0..centroids.len()).collect();
-    order.sort_by(|&a, &b| heard[a].total_cmp(&heard[b]));
+    order.sort_by(|&a, &b| heard[a].secs.total_cmp(&heard[b].secs));
     let mut left = centroids.iter().filter(|c| c.is_some()).count();
     for s in order {
-        if left > keep.max(1) && heard[s] < min_secs && centroids[s].is_some() {
+        let h = heard[s];
+        let fragments =
+            min_turn_secs.is_some_and(|min| h.longest_secs < min && h.secs <= MINOR_SHARE * all);
+        if left > keep.max(1) && (h.secs < min_secs || fragments) && centroids[s].is_some() {
+            tracing::debug!(speaker = s, heard = ?h, "too little heard to be a speaker");
             centroids[s] = None;
             left -= 1;
         }
@@ -859,6 +929,76 @@ mod tests {
         assert!("0".parse::<SpeakerCount>().is_err());
         assert!("11".parse::<SpeakerCount>().is_err());
         assert!("two".parse::<SpeakerCount>().unwrap_err().contains("auto"));
+    }
+
+    /// A recording laid out as stretches of speech, each `(seconds, voice)` with a second of
+    /// silence after it, and each window's embedding its voice's direction (a little varied
+    /// window to window): the windows and their labels as the diarizer finds them.
+    fn speakers_found(stretches: &[(f64, &dyn Fn(usize) -> Embedding)]) -> usize {
+        let rate = SAMPLE_RATE as f64;
+        let mut regions = Vec::new();
+        let mut at = 0usize;
+        for (secs, _) in stretches {
+            let len = (secs * rate) as usize;
+            regions.push(at..at + len);
+            at += len + SAMPLE_RATE as usize;
+        }
+        let params = DiarizeParams::default();
+        let windows = windows_over(&regions, params.window_step);
+        let vectors: Vec<Embedding> = windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (stretches[w.region].1)(i))
+            .collect();
+        let labels = label_windows(&windows, &vectors, &regions, &DiarizeOptions::default());
+        compact(&labels).1
+    }
+
+    /// Voice `v` (0, 1, 2…): its own direction, varied a little by the window `i`.
+    fn voice(v: usize, i: usize) -> Embedding {
+        let mut values = [0f32; 16];
+        values[v] = 1.0;
+        values[8 + i % 7] = 0.15;
+        unit(&values)
+    }
+
+    /// Fragments: a second of speech or less each, from any voice, embedded alike whoever
+    /// says them (the direction 7), scattered over the recording.
+    fn fragment(i: usize) -> Embedding {
+        let mut values = [0f32; 16];
+        values[7] = 1.0;
+        values[i % 3] = 0.45;
+        values[8 + i % 7] = 0.15;
+        unit(&values)
+    }
+
+    #[test]
+    fn fragments_of_several_voices_gathered_over_hours_are_no_speaker_but_a_brief_voice_is() {
+        let a = |i| voice(0, i);
+        let b = |i| voice(1, i);
+        let c = |i| voice(2, i);
+        let d = |i| voice(3, i);
+        let frag = |i| fragment(i);
+        let mut conversation: Vec<(f64, &dyn Fn(usize) -> Embedding)> = Vec::new();
+        for turn in 0..40 {
+            conversation.push((6.0, [&a as &dyn Fn(usize) -> Embedding, &b, &c][turn % 3]));
+            // Fragments: eight seconds of windows in all (4% of the speech), far more than the
+            // least a speaker is heard for, never a sentence in one turn.
+            conversation.push((0.7, &frag));
+        }
+        assert_eq!(
+            speakers_found(&conversation),
+            3,
+            "the fragments are no fourth speaker"
+        );
+        // A fourth voice heard for two sentences is a speaker, however briefly.
+        conversation.insert(10, (3.5, &d));
+        conversation.insert(30, (3.0, &d));
+        assert_eq!(
+            speakers_found(&conversation),
+            4,
+            "a brief voice is a speaker"
+        );
     }
 
     #[test]
