@@ -979,6 +979,78 @@ async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+#[tokio::test]
+async fn a_paused_cleanup_stops_after_its_segment_and_resumes_at_the_next() {
+    use headroom_workstation::jobs::JobStop;
+    use headroom_workstation::resume::JobOutcome;
+    use headroom_workstation::workstation::{CleanAllEvent, SegmentOutcome};
+    use std::sync::Mutex;
+
+    let dir = scratch("pause-cleanup");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let id = transcribed(&ws, "Talk").await;
+    let count = ws.store().open(&id).unwrap().segments.len();
+    assert!(count > 2, "{count} segments");
+    // Paused as the first segment's suggestion is saved, as the window's Pause does.
+    let stop = JobStop::from(CancellationToken::new());
+    let cleaned: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let on_event = {
+        let (stop, seen) = (stop.clone(), cleaned.clone());
+        move |event: CleanAllEvent| {
+            if let CleanAllEvent::Segment {
+                outcome: SegmentOutcome::Cleaned { segment, .. },
+                ..
+            } = event
+            {
+                seen.lock().unwrap().push(segment);
+                stop.pause();
+            }
+        }
+    };
+    let paused = ws.clean_all(&id, true, false, &on_event, stop).await;
+    assert!(
+        matches!(paused, Err(WorkstationError::Cancelled)),
+        "{paused:?}"
+    );
+    assert_eq!(*cleaned.lock().unwrap(), vec![0], "nothing after the pause");
+    let jobs = ws.jobs(&id).unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert!(jobs[0].paused, "{jobs:?}");
+
+    let resumed: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let seen = resumed.clone();
+    let on_event = move |event: CleanAllEvent| {
+        if let CleanAllEvent::Segment {
+            outcome: SegmentOutcome::Cleaned { segment, .. },
+            ..
+        } = event
+        {
+            seen.lock().unwrap().push(segment);
+        }
+    };
+    let outcome = ws
+        .resume_job(
+            &id,
+            &jobs[0].id,
+            Arc::new(|_| {}),
+            &on_event,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, JobOutcome::Cleaned(_)));
+    assert_eq!(*resumed.lock().unwrap(), (1..count).collect::<Vec<_>>());
+    assert!(ws
+        .store()
+        .open(&id)
+        .unwrap()
+        .segments
+        .iter()
+        .all(|s| s.suggestion.is_some()));
+    assert!(ws.jobs(&id).unwrap().is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A workstation whose voice library is its own, in `dir`.
 fn workstation_with_voices(dir: &std::path::Path) -> Arc<Workstation> {
     let mut env = headroom_services::Environment::from_vars(

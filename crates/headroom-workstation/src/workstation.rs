@@ -980,6 +980,11 @@ impl Workstation {
                 if index >= count {
                     return Ok(count);
                 }
+                // Paused or cancelled between segments (or while one waited on the lane, which
+                // refuses it as cancelled): the job stops here, not refusing every segment left.
+                if cancel.is_cancelled() {
+                    return Err(WorkstationError::Cancelled);
+                }
                 let forward = |event: SegmentCleanupEvent| on_event(CleanAllEvent::Stream(event));
                 let outcome = match self
                     .clean_segment(project_id, index, rules_only, cancel, &forward)
@@ -989,6 +994,9 @@ impl Workstation {
                         segment: index,
                         suggestion,
                     },
+                    Err(WorkstationError::Rejected(_)) if cancel.is_cancelled() => {
+                        return Err(WorkstationError::Cancelled)
+                    }
                     Err(WorkstationError::Rejected(rejection)) => SegmentOutcome::Refused {
                         segment: index,
                         rejection: Box::new(rejection),

@@ -13,7 +13,7 @@ import {
 } from "../api";
 import { announce, focusWhenLost } from "../a11y";
 import { wordDiff } from "../diff";
-import { useEvent, useGuarded } from "../hooks";
+import { jobsChanged, useEvent, useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
 import { codeLabel, t, tr } from "../i18n";
 import { ErrorNotice, textNote } from "../rejection";
@@ -161,6 +161,13 @@ export function CleanupView(props: {
   // segment may be refused (GPU pressure, a full lane) before the view renders again, and that
   // refusal must not be dropped as belonging to no job.
   const batchRef = useRef<string | null>(null);
+  // The clean-all job Pause was pressed for: its "cancelled" end is a pause.
+  const pausedRef = useRef<string | null>(null);
+  const pauseAll = () => {
+    if (!batch) return;
+    pausedRef.current = batch;
+    api.pauseJob(batch);
+  };
 
   useEvent("cleanup", (e) => {
     if (e.project !== project.id) return;
@@ -199,8 +206,16 @@ export function CleanupView(props: {
       const count = (outcome: string) => summary.outcomes.filter((o) => o.outcome === outcome).length;
       announce(t("announce.cleanedAll", { cleaned: count("cleaned"), refused: count("refused") }));
     } catch (e) {
-      dispatch({ type: "batch-failed", error: asUiError(e) });
+      const error = asUiError(e);
+      if (pausedRef.current === job && error.kind === "cancelled") {
+        // Paused: the suggestions made are kept, the rest waits under Interrupted jobs.
+        announce(t("announce.paused"));
+        jobsChanged();
+      } else {
+        dispatch({ type: "batch-failed", error });
+      }
     } finally {
+      if (pausedRef.current === job) pausedRef.current = null;
       batchRef.current = null;
       dispatch({ type: "batch-ended" });
       props.onProject(await api.openProject(project.id));
@@ -245,12 +260,17 @@ export function CleanupView(props: {
         <>
           <div class="row">
             {batch ? (
-              <button
-                data-testid="cleanup-cancel-all"
-                onClick={() => batch && api.cancelJob(batch)}
-              >
-                {t("cleanup.stop")}
-              </button>
+              <>
+                <button data-testid="cleanup-pause-all" onClick={pauseAll}>
+                  {t("common.pause")}
+                </button>
+                <button
+                  data-testid="cleanup-cancel-all"
+                  onClick={() => batch && api.cancelJob(batch)}
+                >
+                  {t("cleanup.stop")}
+                </button>
+              </>
             ) : (
               <button data-testid="cleanup-all" onClick={cleanAll}>
                 {t("cleanup.all")}
