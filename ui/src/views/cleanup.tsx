@@ -13,7 +13,7 @@ import {
 } from "../api";
 import { announce, focusWhenLost } from "../a11y";
 import { wordDiff } from "../diff";
-import { jobsChanged, useEvent, useGuarded } from "../hooks";
+import { useEvent, useGuarded, useJob } from "../hooks";
 import { saveProjectSettings } from "../project";
 import { codeLabel, t, tr } from "../i18n";
 import { ErrorNotice, textNote } from "../rejection";
@@ -161,13 +161,8 @@ export function CleanupView(props: {
   // segment may be refused (GPU pressure, a full lane) before the view renders again, and that
   // refusal must not be dropped as belonging to no job.
   const batchRef = useRef<string | null>(null);
-  // The clean-all job Pause was pressed for: its "cancelled" end is a pause.
-  const pausedRef = useRef<string | null>(null);
-  const pauseAll = () => {
-    if (!batch) return;
-    pausedRef.current = batch;
-    api.pauseJob(batch);
-  };
+  // Clean up all: one job, paused or cancelled as every view's are.
+  const all = useJob("cleanup-all");
 
   useEvent("cleanup", (e) => {
     if (e.project !== project.id) return;
@@ -198,24 +193,19 @@ export function CleanupView(props: {
   // leaves it to resume). One segment at a time, so it never holds more than one text slot; a
   // refused segment shows its reason where it happened and the job goes on.
   const cleanAll = async () => {
-    const job = jobId("cleanup-all");
-    batchRef.current = job;
-    dispatch({ type: "batch-started", job });
     try {
-      const summary = await api.cleanAll(project.id, false, job);
+      const summary = await all.runPausable((job) => {
+        batchRef.current = job;
+        dispatch({ type: "batch-started", job });
+        return api.cleanAll(project.id, false, job);
+      });
+      // Paused: the suggestions made are kept, the rest waits under Interrupted jobs.
+      if (summary === null) return;
       const count = (outcome: string) => summary.outcomes.filter((o) => o.outcome === outcome).length;
       announce(t("announce.cleanedAll", { cleaned: count("cleaned"), refused: count("refused") }));
     } catch (e) {
-      const error = asUiError(e);
-      if (pausedRef.current === job && error.kind === "cancelled") {
-        // Paused: the suggestions made are kept, the rest waits under Interrupted jobs.
-        announce(t("announce.paused"));
-        jobsChanged();
-      } else {
-        dispatch({ type: "batch-failed", error });
-      }
+      dispatch({ type: "batch-failed", error: asUiError(e) });
     } finally {
-      if (pausedRef.current === job) pausedRef.current = null;
       batchRef.current = null;
       dispatch({ type: "batch-ended" });
       props.onProject(await api.openProject(project.id));
@@ -261,13 +251,10 @@ export function CleanupView(props: {
           <div class="row">
             {batch ? (
               <>
-                <button data-testid="cleanup-pause-all" onClick={pauseAll}>
+                <button data-testid="cleanup-pause-all" onClick={all.pause}>
                   {t("common.pause")}
                 </button>
-                <button
-                  data-testid="cleanup-cancel-all"
-                  onClick={() => batch && api.cancelJob(batch)}
-                >
+                <button data-testid="cleanup-cancel-all" onClick={all.cancel}>
                   {t("cleanup.stop")}
                 </button>
               </>
