@@ -910,8 +910,6 @@ async fn a_paused_transcription_keeps_its_checkpoint_is_listed_paused_and_resume
 async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
     use headroom_workstation::jobs::JobKind;
     use headroom_workstation::resume::JobOutcome;
-    use headroom_workstation::workstation::{CleanAllEvent, SegmentOutcome};
-    use std::sync::Mutex;
 
     let dir = scratch("resume-cleanup");
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
@@ -938,17 +936,7 @@ async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
         listed[0]
     );
 
-    let cleaned: Arc<Mutex<Vec<usize>>> = Arc::default();
-    let seen = cleaned.clone();
-    let on_event = move |event: CleanAllEvent| {
-        if let CleanAllEvent::Segment {
-            outcome: SegmentOutcome::Cleaned { segment, .. },
-            ..
-        } = event
-        {
-            seen.lock().unwrap().push(segment);
-        }
-    };
+    let (cleaned, on_event) = segments_cleaned();
     let outcome = ws
         .resume_job(
             &id,
@@ -984,7 +972,6 @@ async fn a_paused_cleanup_stops_after_its_segment_and_resumes_at_the_next() {
     use headroom_workstation::jobs::JobStop;
     use headroom_workstation::resume::JobOutcome;
     use headroom_workstation::workstation::{CleanAllEvent, SegmentOutcome};
-    use std::sync::Mutex;
 
     let dir = scratch("pause-cleanup");
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
@@ -993,16 +980,19 @@ async fn a_paused_cleanup_stops_after_its_segment_and_resumes_at_the_next() {
     assert!(count > 2, "{count} segments");
     // Paused as the first segment's suggestion is saved, as the window's Pause does.
     let stop = JobStop::from(CancellationToken::new());
-    let cleaned: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let (cleaned, record) = segments_cleaned();
     let on_event = {
-        let (stop, seen) = (stop.clone(), cleaned.clone());
+        let stop = stop.clone();
         move |event: CleanAllEvent| {
-            if let CleanAllEvent::Segment {
-                outcome: SegmentOutcome::Cleaned { segment, .. },
-                ..
-            } = event
-            {
-                seen.lock().unwrap().push(segment);
+            let saved = matches!(
+                event,
+                CleanAllEvent::Segment {
+                    outcome: SegmentOutcome::Cleaned { .. },
+                    ..
+                }
+            );
+            record(event);
+            if saved {
                 stop.pause();
             }
         }
@@ -1017,17 +1007,7 @@ async fn a_paused_cleanup_stops_after_its_segment_and_resumes_at_the_next() {
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert!(jobs[0].paused, "{jobs:?}");
 
-    let resumed: Arc<Mutex<Vec<usize>>> = Arc::default();
-    let seen = resumed.clone();
-    let on_event = move |event: CleanAllEvent| {
-        if let CleanAllEvent::Segment {
-            outcome: SegmentOutcome::Cleaned { segment, .. },
-            ..
-        } = event
-        {
-            seen.lock().unwrap().push(segment);
-        }
-    };
+    let (resumed, on_event) = segments_cleaned();
     let outcome = ws
         .resume_job(
             &id,
@@ -1049,6 +1029,27 @@ async fn a_paused_cleanup_stops_after_its_segment_and_resumes_at_the_next() {
         .all(|s| s.suggestion.is_some()));
     assert!(ws.jobs(&id).unwrap().is_empty());
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The segments a cleanup saved a suggestion for, in order, and the event handler that
+/// records them.
+fn segments_cleaned() -> (
+    Arc<std::sync::Mutex<Vec<usize>>>,
+    impl Fn(headroom_workstation::workstation::CleanAllEvent) + Send + Sync,
+) {
+    use headroom_workstation::workstation::{CleanAllEvent, SegmentOutcome};
+    let cleaned: Arc<std::sync::Mutex<Vec<usize>>> = Arc::default();
+    let seen = cleaned.clone();
+    let on_event = move |event: CleanAllEvent| {
+        if let CleanAllEvent::Segment {
+            outcome: SegmentOutcome::Cleaned { segment, .. },
+            ..
+        } = event
+        {
+            seen.lock().unwrap().push(segment);
+        }
+    };
+    (cleaned, on_event)
 }
 
 /// A workstation whose voice library is its own, in `dir`.

@@ -14,7 +14,7 @@ use headroom_base::process::Tool;
 use headroom_services::Services;
 use headroom_speech::asr::der::{diarization_error, DerReport, Labelled};
 use headroom_speech::asr::Transcript;
-use headroom_speech::audio::write_wav;
+use headroom_speech::audio::{write_wav, DecodeLimits};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
@@ -108,6 +108,18 @@ pub async fn run(
     config: &LongBenchConfig,
     progress: Progress<'_>,
 ) -> Result<LongBenchReport, SuiteError> {
+    // `headroom transcribe` takes what the decoder takes: a length past that would be made
+    // (gigabytes held here) only to be refused.
+    let longest = DecodeLimits::default().max_seconds / 60.0;
+    if let Some(bad) = config
+        .minutes
+        .iter()
+        .find(|m| !(m.is_finite() && **m > 0.0 && **m <= longest))
+    {
+        return Err(SuiteError::Unavailable(format!(
+            "--minutes {bad}: each length must be more than 0 and at most {longest} minutes (the longest recording headroom transcribe takes)"
+        )));
+    }
     let (cache, _private) = sentence_cache(config.cache.as_deref())?;
     let voices = available_voices(services, config.set, config.speakers)?;
     let chosen: Vec<&'static str> = match &config.voices {
