@@ -105,19 +105,31 @@ fn espeak_speech_speaks_hostile_lines_and_refuses_a_hostile_voice() {
 }
 
 /// espeak-ng behind a script that logs each argument list it is started with, then runs it.
+///
+/// The script is written by a child `sh`, not by this process: a test on another thread that
+/// forks while this process holds the file open for writing would keep that descriptor until
+/// its exec, and running the script then fails with "Text file busy" (ETXTBSY).
 fn logged_espeak(dir: &std::path::Path) -> (String, std::path::PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write;
     let log = dir.join("calls.log");
     let program = dir.join("espeak-logged");
-    std::fs::write(
-        &program,
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec {ESPEAK_PROGRAM} \"$@\"\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let text = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec {ESPEAK_PROGRAM} \"$@\"\n",
+        log.display()
+    );
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(&program)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writer
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    assert!(writer.wait().unwrap().success());
     (program.to_str().unwrap().to_string(), log)
 }
 
