@@ -200,6 +200,15 @@ struct Window<'w> {
     first_logits: &'w [f32],
     /// Timestamps past this one lie beyond the window's audio.
     max_timestamp: u32,
+    /// Tokens that may be sampled: see [`new_tokens_room`].
+    max_new_tokens: usize,
+}
+
+/// Tokens a window may sample after its prompt: half the text context, as Whisper does, and
+/// never past the context's end (a long prompt of the person's, 223 tokens, with the start
+/// tokens, left 221; a window that ran on, as one repeating itself does, overran it).
+fn new_tokens_room(context: usize, prompt: usize) -> usize {
+    MAX_WINDOW_TOKENS.min(context.saturating_sub(prompt))
 }
 
 impl Decoding<'_> {
@@ -335,6 +344,7 @@ impl Decoding<'_> {
                 prompt: &prompt_cache,
                 first_logits: &logits[1],
                 max_timestamp: self.special.timestamp_begin + (window_frames / 2) as u32,
+                max_new_tokens: new_tokens_room(decoder.max_tokens(), prompt.len()),
             };
             let decoded = cpu::compute(|| {
                 self.decode_guarded(
@@ -548,7 +558,7 @@ impl Decoding<'_> {
                 n,
                 temperature,
                 eot: self.special.eot,
-                max_tokens: MAX_WINDOW_TOKENS,
+                max_tokens: win.max_new_tokens,
             },
             win.first_logits,
             rng,
@@ -575,7 +585,7 @@ impl Decoding<'_> {
         let mut next_caches: Vec<SelfCache> = Vec::new();
         let mut logits = vec![win.first_logits.to_vec()];
         let mut finished: Vec<Candidate> = Vec::new();
-        for _ in 0..MAX_WINDOW_TOKENS {
+        for _ in 0..win.max_new_tokens {
             // A safe point: batch work waits here while interactive work runs.
             cpu::give_way();
             if cancel.is_cancelled() {
@@ -1224,6 +1234,15 @@ mod tests {
         let best = best_candidate(vec![short, twin]).expect("two");
         assert_eq!(best.tokens, vec![0, 0]);
         assert!(best_candidate(Vec::new()).is_none());
+    }
+
+    #[test]
+    fn a_window_never_samples_past_the_text_context() {
+        // Whisper's 448 positions: a short prompt leaves the usual 224, the longest prompt
+        // kept (223 tokens, its marker and three start tokens) leaves 221.
+        assert_eq!(new_tokens_room(448, 4), 224);
+        assert_eq!(new_tokens_room(448, 1 + MAX_PROMPT_TOKENS + 3), 221);
+        assert_eq!(new_tokens_room(448, 500), 0);
     }
 
     #[test]
