@@ -241,7 +241,7 @@ impl headroom_speech::asr::Transcriber for LanguageRecorder {
 
     fn transcribe_from(
         &self,
-        samples: &[f32],
+        samples: &dyn headroom_speech::audio::SampleSource,
         from_secs: f64,
         options: &TranscribeOptions,
         window_done: &mut dyn FnMut(headroom_speech::asr::WindowDone<'_>),

@@ -1,7 +1,7 @@
 use clap::Args;
 use headroom_core::admission::Priority;
 use headroom_services::Services;
-use headroom_speech::audio::{decode_file, play, DecodeLimits};
+use headroom_speech::audio::play_file;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
@@ -13,15 +13,16 @@ pub struct PlayArgs {
 }
 
 pub async fn run(args: PlayArgs, services: &Services) -> anyhow::Result<ExitCode> {
-    let audio = decode_file(&args.file, DecodeLimits::default())?;
     let lane = services.audio_lane();
     let cancel = CancellationToken::new();
     crate::cancel_on_ctrl_c(cancel.clone());
-    let seconds = audio.duration_secs();
-    lane.run("playback", Priority::Interactive, cancel, move |cancel| {
-        play(&audio, cancel)
-    })
-    .await??;
+    // Decoded as it plays: a recording of hours costs a second or two of samples.
+    let file = args.file.clone();
+    let seconds = lane
+        .run("playback", Priority::Interactive, cancel, move |cancel| {
+            play_file(&file, 0.0, f64::INFINITY, cancel)
+        })
+        .await??;
     eprintln!("played {} ({seconds:.1} s)", args.file.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -207,9 +207,13 @@ async fn play_runs_to_the_end_on_a_device_and_explains_a_bad_file() {
     let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
     let played = headroom(&["play", clip], &[("ALSA_CONFIG_PATH", null_device)]).await;
     assert!(played.status.success(), "{}", text(&played.stderr));
+    // Decoded as it played, to the end: every second of the clip went to the device.
+    let secs = headroom_speech::audio::decode_file(Path::new(clip), Default::default())
+        .unwrap()
+        .duration_secs();
     assert!(
-        text(&played.stderr).contains("played"),
-        "{}",
+        text(&played.stderr).contains(&format!("({secs:.1} s)")),
+        "{secs:.1} s: {}",
         text(&played.stderr)
     );
     let bad = headroom(&["play", SAMPLE], &[("ALSA_CONFIG_PATH", null_device)]).await;
@@ -1859,4 +1863,81 @@ async fn serve_refuses_a_capacity_count_that_matches_no_upstream_count() {
         stderr.contains("--upstream-capacity was given 3 times for 2 upstream(s)"),
         "{stderr}"
     );
+}
+
+/// A recording of `minutes`: the sample's first ten seconds of speech at its start and its
+/// end, and quiet room noise between (16 kHz, so nothing is resampled).
+fn long_recording(dir: &Path, minutes: f64) -> PathBuf {
+    use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
+    let clip = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/interview.flac");
+    let speech = decode_file(Path::new(clip), DecodeLimits::default())
+        .unwrap()
+        .to_16k()
+        .unwrap();
+    let speech = &speech.samples[..10 * 16_000];
+    let total = (minutes * 60.0 * 16_000.0) as usize;
+    let mut noise = 0x2545_f491u32;
+    let mut samples: Vec<f32> = (0..total)
+        .map(|_| {
+            noise ^= noise << 13;
+            noise ^= noise >> 17;
+            noise ^= noise << 5;
+            (noise as f32 / u32::MAX as f32 - 0.5) * 2e-3
+        })
+        .collect();
+    samples[..speech.len()].copy_from_slice(speech);
+    samples[total - speech.len()..].copy_from_slice(speech);
+    let path = dir.join(format!("{minutes}-minutes.wav"));
+    write_wav(
+        &path,
+        &Audio {
+            samples,
+            sample_rate: 16_000,
+        },
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn transcribing_an_hour_holds_no_more_memory_than_transcribing_a_minute() {
+    headroom_tests::models_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let minute = long_recording(dir.path(), 1.0);
+    let hour = long_recording(dir.path(), 60.0);
+    let peak_mib = |wav: &Path, minutes: f64, speakers: bool| {
+        let mut tool = headroom_base::process::Tool::new(env!("CARGO_BIN_EXE_headroom"))
+            .path_option("--config", &empty_config())
+            .subcommand("transcribe")
+            .option("--format", "json");
+        if speakers {
+            tool = tool.option("--speakers", "auto");
+        }
+        let finished = tool.operands([wav]).watching_memory().run(b"").unwrap();
+        assert!(finished.status.success(), "{}", text(&finished.stderr));
+        let transcript: serde_json::Value = serde_json::from_slice(&finished.stdout).unwrap();
+        let segments = transcript["segments"].as_array().unwrap();
+        // The speech at both ends is heard, so the whole length was gone through.
+        let last_end = segments.last().unwrap()["end"].as_f64().unwrap();
+        assert!(last_end > minutes * 60.0 - 12.0, "{transcript}");
+        if speakers {
+            assert!(
+                segments.iter().all(|s| s["speaker"].is_string()),
+                "{transcript}"
+            );
+        }
+        finished.peak_rss_kib.unwrap() as f64 / 1024.0
+    };
+    for speakers in [false, true] {
+        let short = peak_mib(&minute, 1.0, speakers);
+        let long = peak_mib(&hour, 60.0, speakers);
+        eprintln!(
+            "peak memory (speakers: {speakers}): a minute {short:.0} MiB, an hour {long:.0} MiB"
+        );
+        // An hour at 16 kHz is 220 MiB of samples: held, it would show; spooled, it does not.
+        assert!(
+            long < short + 40.0,
+            "transcribing an hour peaked at {long:.0} MiB, a minute at {short:.0} MiB (speakers: {speakers})"
+        );
+    }
 }

@@ -261,7 +261,7 @@ async fn checked(path: &Path) -> Result<AudioInput, SpeechError> {
     let path = path.to_path_buf();
     let check = move || -> Result<AudioInput, SpeechError> {
         let input = AudioInput::from_file(&path)?;
-        Decode::default().probe(&path)?;
+        Decode::streamed().probe(&path)?;
         Ok(input)
     };
     match tokio::task::spawn_blocking(check).await {

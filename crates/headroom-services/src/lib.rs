@@ -238,6 +238,7 @@ impl Services {
             SpeechService::new(
                 audio_lane.clone(),
                 env.models_dir.clone(),
+                env.temp_dir.clone(),
                 Arc::new(Espeak::new(env.espeak.clone()).with_temp_dir(env.temp_dir.clone())),
                 residency.clone(),
             )

@@ -13,7 +13,9 @@ use headroom_speech::asr::diarize::{
 use headroom_speech::asr::vad::{SileroVad, VadParams, VadTranscriber};
 use headroom_speech::asr::whisper::{Precision, WhisperEngine};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
-use headroom_speech::audio::{Audio, AudioError, Decode, DecodeLimits};
+use headroom_speech::audio::{
+    Audio, AudioError, Decode, DecodeLimits, Decoded, SampleSink, SpooledAudio,
+};
 use headroom_speech::models::{self, ModelError};
 use headroom_speech::tts::{Synthesizer, TtsError};
 use headroom_speech::voice::{SpeakerEmbedder, VoiceError};
@@ -171,11 +173,34 @@ impl AudioInput {
 
     /// Decodes the input to mono as `decode` says; errors name the input by its `name`.
     pub fn decode(&self, decode: &Decode) -> Result<Audio, AudioError> {
+        let mut samples = Vec::new();
+        let decoded = self.decode_into(decode, &mut samples)?;
+        Ok(Audio {
+            samples,
+            sample_rate: decoded.sample_rate,
+        })
+    }
+
+    /// Decodes the input into a spool in `dir`: memory stays flat however long it is.
+    pub fn spool(&self, decode: &Decode, dir: &Path) -> Result<SpooledAudio, AudioError> {
+        let mut spool = SpooledAudio::create(dir, &self.name)?;
+        let decoded = self.decode_into(decode, &mut spool)?;
+        spool.finish(decoded.sample_rate)
+    }
+
+    /// Decodes the input into `sink` a block at a time.
+    fn decode_into(
+        &self,
+        decode: &Decode,
+        sink: &mut dyn SampleSink,
+    ) -> Result<Decoded, AudioError> {
         let extension = self.name.extension().and_then(|e| e.to_str());
         match &self.source {
-            InputSource::File(path) => decode.file(path),
-            InputSource::Temporary(path) => decode.open(path, extension, &self.name),
-            InputSource::Bytes(bytes) => decode.bytes(bytes.clone(), extension, &self.name),
+            InputSource::File(path) => decode.file_into(path, sink),
+            InputSource::Temporary(path) => decode.open_into(path, extension, &self.name, sink),
+            InputSource::Bytes(bytes) => {
+                decode.bytes_into(bytes.clone(), extension, &self.name, sink)
+            }
         }
     }
 }
@@ -323,6 +348,9 @@ pub struct SpeechService {
     synthesizer: Arc<dyn Synthesizer>,
     limits: DecodeLimits,
     models_dir: PathBuf,
+    /// Where a transcription's decoded audio is spooled (the temporary folder): it is read
+    /// from there a stretch at a time, so an hours-long recording costs disk, not memory.
+    spool_dir: PathBuf,
     /// An external transcription server, used instead of the embedded models when set.
     remote_transcriber: Option<Arc<dyn Transcriber>>,
     /// The voice library, whose profiles are recognised as speakers.
@@ -331,11 +359,13 @@ pub struct SpeechService {
 
 impl SpeechService {
     /// Embedded Whisper models from `models_dir`, kept in `residency`, and `synthesizer`, on
-    /// `lane`. Front ends get theirs from [`crate::Services`], which keeps every one on its
-    /// single audio lane and its one residency.
+    /// `lane`; decoded audio spooled in `spool_dir`. Front ends get theirs from
+    /// [`crate::Services`], which keeps every one on its single audio lane and its one
+    /// residency.
     pub fn new(
         lane: AudioLane,
         models_dir: PathBuf,
+        spool_dir: PathBuf,
         synthesizer: Arc<dyn Synthesizer>,
         residency: Arc<Residency>,
     ) -> Self {
@@ -343,8 +373,10 @@ impl SpeechService {
             lane,
             residency,
             synthesizer,
-            limits: DecodeLimits::default(),
+            // Transcriptions spool what they decode (reference clips are bounded apart).
+            limits: DecodeLimits::streamed(),
             models_dir,
+            spool_dir,
             remote_transcriber: None,
             voices: None,
         }
@@ -555,8 +587,9 @@ impl SpeechService {
                 cancel: cancel.clone(),
             };
             // Batch work decodes on the idle-priority threads too (a long file's decoding
-            // and resampling is a step like any other).
-            let audio = headroom_base::cpu::compute(|| input.decode(&decode))?;
+            // and resampling is a step like any other). Spooled, not held: every step reads
+            // the stretch it needs.
+            let audio = headroom_base::cpu::compute(|| input.spool(&decode, &service.spool_dir))?;
             let engine = source.engine(&service, options.precision)?;
             let engine: Arc<dyn Transcriber> = match vad_dir.flatten() {
                 Some(dir) => Arc::new(VadTranscriber::new(
@@ -586,7 +619,7 @@ impl SpeechService {
             };
             let Some((diarizer, diarize_options)) = speakers else {
                 let transcript = engine.transcribe_from(
-                    &audio.samples,
+                    &audio,
                     from_secs,
                     &options,
                     &mut *window_done,
@@ -603,7 +636,7 @@ impl SpeechService {
                 move |f: f32| progress(from + (to - from) * f.clamp(0.0, 1.0))
             };
             let mut transcript = engine.transcribe_from(
-                &audio.samples,
+                &audio,
                 from_secs,
                 &options,
                 &mut *window_done,
@@ -612,7 +645,7 @@ impl SpeechService {
             )?;
             drop(engine);
             let diarization = diarizer.diarize(
-                &audio.samples,
+                &audio,
                 &diarize_options,
                 &share(TRANSCRIPTION_SHARE, 1.0),
                 cancel,

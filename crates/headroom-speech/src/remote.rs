@@ -8,7 +8,7 @@
 use crate::asr::{
     rest_as_one_window, AsrError, Segment, TranscribeOptions, Transcriber, Transcript, WindowDone,
 };
-use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits};
+use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits, SampleSource};
 pub use crate::remote_error::RemoteError;
 use crate::tts::{Synthesizer, TtsError, Voice};
 use headroom_base::consent::{Payload, RemoteConsent, Role};
@@ -131,7 +131,7 @@ impl Transcriber for RemoteTranscriber {
     /// The server takes whole files: the rest of the audio is one window.
     fn transcribe_from(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         from_secs: f64,
         options: &TranscribeOptions,
         window_done: &mut dyn FnMut(WindowDone<'_>),

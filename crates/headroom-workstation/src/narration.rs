@@ -18,7 +18,8 @@ pub use crate::projects::{
 };
 use crate::projects::{Project, ProjectError, SuggestionSource, TextNote};
 use crate::workstation::{
-    blocking, end_job, project_file_in, stop_job, suggestion_from, Workstation, WorkstationError,
+    blocking, end_job, project_file_in, stop_job, suggestion_from, WavOnDisk, Workstation,
+    WorkstationError,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::RemoteConsent;
@@ -34,8 +35,10 @@ use headroom_services::speaking_voice::{is_profile_voice, profile_voice_name, Sp
 use headroom_services::{Services, KOKORO_VOICE, NEURAL_VOICE_PREFIX};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{Segment, Transcript};
-use headroom_speech::audio::timeline::{duck_under, fit_to_slot, lay_out, Ducking, FitBounds};
-use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+use headroom_speech::audio::timeline::{
+    fit_to_slot, render_mix, render_track, Ducking, FitBounds, TrackRender,
+};
+use headroom_speech::audio::{decode_file, wav_bytes, Audio, Decode, DecodeLimits};
 use headroom_speech::tts::{join_clips, sentences, Kokoro};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1222,34 +1225,47 @@ impl Workstation {
         let store = self.store().clone();
         let files = (wav.clone(), srt.clone(), vtt.clone());
         let lane = self.services().audio_lane().clone();
+        let temp_dir = self.services().env().temp_dir.clone();
         // Decoding, laying out and mixing the takes is batch work: it gives way to the
-        // person's jobs like the takes themselves.
+        // person's jobs like the takes themselves. The track and the mix are written as they
+        // are made, a second at a time, each take read only while it sounds.
         let (track_secs, mix_file) = blocking(move || {
             lane.as_batch("narration", move || {
                 let (wav, srt, vtt) = files;
-                let mut decoded = Vec::new();
-                for (start, file) in &takes {
-                    decoded.push((*start, decode_file(file, DecodeLimits::default())?));
-                }
-                let placed: Vec<(f64, &Audio)> = decoded.iter().map(|(s, a)| (*s, a)).collect();
-                let track = lay_out(&placed, duration, NARRATION_RATE)?;
+                let starts: Vec<f64> = takes.iter().map(|(start, _)| *start).collect();
+                let load = |i: usize| decode_file(&takes[i].1, DecodeLimits::default());
+                let placed = TrackRender::new(&starts, duration, NARRATION_RATE, load);
+                let mut track = WavOnDisk::create(&temp_dir, NARRATION_RATE)?;
                 let mixed = match (mix, source_audio) {
                     (true, Some(source)) => {
-                        let original = decode_file(&source, DecodeLimits::default())?;
-                        Some(duck_under(&track, &original, Ducking::default())?)
+                        let mut mixed = WavOnDisk::create(&temp_dir, NARRATION_RATE)?;
+                        render_mix(
+                            placed,
+                            &source,
+                            &Decode::streamed(),
+                            Ducking::default(),
+                            &temp_dir,
+                            &mut track.wav,
+                            &mut mixed.wav,
+                        )?;
+                        Some(mixed)
                     }
-                    _ => None,
+                    _ => {
+                        render_track(placed, &mut track.wav)?;
+                        None
+                    }
                 };
-                store.write_file(&project, &wav, &wav_bytes(&track))?;
-                let mix_file = match &mixed {
-                    Some(audio) => {
+                let track_secs = track.wav.duration_secs();
+                track.into_project(&store, &project, &wav)?;
+                let mix_file = match mixed {
+                    Some(mixed) => {
                         let name = format!("{base}-mix.wav");
-                        store.write_file(&project, &name, &wav_bytes(audio))?;
+                        mixed.into_project(&store, &project, &name)?;
                         Some(name)
                     }
                     None => None,
                 };
-                let subtitles = narration_subtitles(&narration, track.duration_secs());
+                let subtitles = narration_subtitles(&narration, track_secs);
                 store.write_file(
                     &project,
                     &srt,
@@ -1260,7 +1276,7 @@ impl Workstation {
                     &vtt,
                     render(&subtitles, ExportFormat::Vtt).as_bytes(),
                 )?;
-                Ok((track.duration_secs(), mix_file))
+                Ok((track_secs, mix_file))
             })
         })
         .await?;

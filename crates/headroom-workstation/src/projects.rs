@@ -82,6 +82,14 @@ const VERSIONS: &str = "versions";
 pub(crate) const JOBS: &str = "jobs";
 /// The folders a new project starts with.
 const CREATED_SUBFOLDERS: [&str; 3] = ["audio", "speech", "exports"];
+
+/// Where a project keeps what can be made again from its files: the waveforms' peaks.
+const PEAKS_CACHE: &str = "cache/peaks";
+
+/// Where a project keeps the peaks of its file `relative` (`audio/talk.flac`).
+pub(crate) fn peaks_cache(relative: &str) -> String {
+    format!("{PEAKS_CACHE}/{relative}.peaks")
+}
 /// Every folder of a project that the app writes files into.
 pub const SUBFOLDERS: [&str; 5] = ["audio", "speech", "exports", VERSIONS, JOBS];
 
@@ -814,6 +822,10 @@ impl ProjectStore {
             for sub in SUBFOLDERS {
                 recovered.temporaries_removed += remove_stale_temporaries_beneath(&beneath, sub);
             }
+            for sub in CREATED_SUBFOLDERS {
+                recovered.temporaries_removed +=
+                    remove_stale_temporaries_beneath(&beneath, Path::new(PEAKS_CACHE).join(sub));
+            }
             let Ok(files) = beneath.read_dir("audio") else {
                 continue;
             };
@@ -1340,5 +1352,24 @@ mod tests {
         assert!(audio.join(&stale).is_symlink());
         std::fs::remove_dir_all(dir).unwrap();
         std::fs::remove_dir_all(outside).unwrap();
+    }
+
+    #[test]
+    fn a_stale_temporary_in_the_peaks_cache_is_swept_at_start() {
+        let (store, _dir) = store();
+        let p = store.create("Cached").unwrap();
+        let cache = store.folder(&p.id).unwrap().join(PEAKS_CACHE).join("audio");
+        std::fs::create_dir_all(&cache).unwrap();
+        // A writer that has ended: its temporary file is stale.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        let stale = cache.join(format!(".talk.wav.peaks.headroom-{ended}-0.tmp"));
+        std::fs::write(&stale, b"half").unwrap();
+        let kept = cache.join("talk.wav.peaks");
+        std::fs::write(&kept, b"whole").unwrap();
+        let recovered = store.recover_after_crash();
+        assert_eq!(recovered.temporaries_removed, 1);
+        assert!(!stale.exists() && kept.exists());
     }
 }

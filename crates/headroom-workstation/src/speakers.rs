@@ -11,10 +11,11 @@ use headroom_services::speech::AudioInput;
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_services::voices::VoiceProfile;
 use headroom_speech::asr::Speaker;
-use headroom_speech::audio::{decode_file, wav_bytes, Audio, DecodeLimits};
+use headroom_speech::audio::{wav_bytes, Audio, AudioError, Decode, Stretch};
 use headroom_speech::tts::join_clips;
 use headroom_speech::voice::ClipReport;
 use serde::Serialize;
+use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 /// A voice profile's clip made from a speaker's turns: at least this long (the clip checks'
@@ -105,28 +106,27 @@ pub fn profile_turns(project: &Project, speaker: &str) -> Option<Vec<usize>> {
     (total >= PROFILE_CLIP_MIN_SECS).then_some(chosen)
 }
 
-/// The turns cut from the source audio and joined with short pauses, at most
-/// [`PROFILE_CLIP_MAX_SECS`].
-fn profile_clip(audio: &Audio, project: &Project, turns: &[usize]) -> Audio {
-    let rate = audio.sample_rate as f64;
-    let clips: Vec<Audio> = turns
+/// The turns cut from the source audio at `path` and joined with short pauses, at most
+/// [`PROFILE_CLIP_MAX_SECS`]: only the turns are kept as the file decodes, and decoding stops
+/// after the last, however long the recording.
+fn profile_clip(path: &Path, project: &Project, turns: &[usize]) -> Result<Audio, AudioError> {
+    let stretches: Vec<(f64, f64)> = turns
         .iter()
-        .map(|&i| {
-            let s = &project.segments[i];
-            let from = ((s.start.max(0.0) * rate) as usize).min(audio.samples.len());
-            let to = ((s.end * rate).ceil() as usize).clamp(from, audio.samples.len());
-            Audio {
-                samples: audio.samples[from..to].to_vec(),
-                sample_rate: audio.sample_rate,
-            }
-        })
+        .map(|&i| (project.segments[i].start, project.segments[i].end))
+        .collect();
+    let mut stretch = Stretch::several(&stretches);
+    Decode::streamed().file_into(path, &mut stretch)?;
+    let clips: Vec<Audio> = stretch
+        .into_pieces()
+        .into_iter()
         .filter(|a| !a.samples.is_empty())
         .collect();
     let mut joined = join_clips(&clips, PROFILE_TURN_PAUSE_MS);
+    let rate = f64::from(joined.sample_rate);
     joined
         .samples
         .truncate((PROFILE_CLIP_MAX_SECS * rate) as usize);
-    joined
+    Ok(joined)
 }
 
 impl Workstation {
@@ -311,8 +311,7 @@ impl Workstation {
         let clip = blocking(move || {
             let path = project_file_in(&store, &id, &source)?;
             lane.as_batch("voice clip", || {
-                let audio = decode_file(&path, DecodeLimits::default())?;
-                Ok(profile_clip(&audio, &clip_project, &clip_turns))
+                Ok(profile_clip(&path, &clip_project, &clip_turns)?)
             })
         })
         .await?;
@@ -391,18 +390,24 @@ mod tests {
             None,
             "2 s of turns a second or longer"
         );
-        let audio = Audio {
-            samples: vec![0.1; 16_000 * 22],
-            sample_rate: 16_000,
-        };
-        let clip = profile_clip(&audio, &p, &[2, 4]);
+        let dir = tempfile::tempdir().unwrap();
+        let wav = dir.path().join("talk.wav");
+        headroom_speech::audio::write_wav(
+            &wav,
+            &Audio {
+                samples: vec![0.1; 16_000 * 40],
+                sample_rate: 16_000,
+            },
+        )
+        .unwrap();
+        let clip = profile_clip(&wav, &p, &[2, 4]).unwrap();
         assert!(
             (clip.duration_secs() - 13.8).abs() < 0.05,
             "{}",
             clip.duration_secs()
         );
         p.segments[0].end = 30.0;
-        let long = profile_clip(&audio, &p, &[0, 4]);
+        let long = profile_clip(&wav, &p, &[0, 4]).unwrap();
         assert!(long.duration_secs() <= PROFILE_CLIP_MAX_SECS);
     }
 }

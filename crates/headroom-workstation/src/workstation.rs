@@ -5,8 +5,8 @@
 
 use crate::jobs::{JobInfo, JobKind, JobStop, RefusedSegment, RunningJob};
 use crate::projects::{
-    Decision, Project, ProjectError, ProjectSegment, ProjectSettings, ProjectStore, Recovered,
-    SpeechTake, Suggestion, SuggestionSource, TextNote, VersionInfo,
+    peaks_cache, Decision, Project, ProjectError, ProjectSegment, ProjectSettings, ProjectStore,
+    Recovered, SpeechTake, Suggestion, SuggestionSource, TextNote, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
 use headroom_base::consent::{Destination, RemoteConsent};
@@ -34,7 +34,7 @@ use headroom_speech::asr::diarize::attribute;
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions, Transcript, WindowDone};
 use headroom_speech::audio::{
-    self as device, decode_file, Audio, AudioError, Decode, DecodeLimits, RecordTarget, WavStream,
+    self as device, Audio, AudioError, Decode, Peaks, RecordTarget, WavStream, MAX_PEAKS,
 };
 use headroom_speech::models::{self, ModelStatus};
 use headroom_speech::tts::{ClipJoiner, Voice};
@@ -139,13 +139,52 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(WorkstationError::TaskFailed)?
 }
 
-/// A take written to an unnamed temporary file piece by piece as it is spoken (each piece
-/// joined to the one before with [`PIECE_PAUSE_MS`] of pause), then copied into the project
-/// atomically: a take of any length costs the memory of one piece.
-struct TakeOnDisk {
+/// A WAV written to an unnamed temporary file piece by piece, then copied into a project
+/// atomically: a file of any length costs the memory of one piece.
+pub(crate) struct WavOnDisk {
     /// Read back for the copy; the stream below writes through a clone of it.
     file: std::fs::File,
-    wav: WavStream<std::io::BufWriter<std::fs::File>>,
+    pub(crate) wav: WavStream<std::io::BufWriter<std::fs::File>>,
+}
+
+impl WavOnDisk {
+    /// A new WAV at `sample_rate` in `temp_dir`.
+    pub(crate) fn create(temp_dir: &Path, sample_rate: u32) -> Result<WavOnDisk, AudioError> {
+        let failed = |e: std::io::Error| AudioError::Write {
+            path: temp_dir.to_path_buf(),
+            message: e.to_string(),
+        };
+        let file = tempfile::tempfile_in(temp_dir).map_err(failed)?;
+        let writer = std::io::BufWriter::new(file.try_clone().map_err(failed)?);
+        Ok(WavOnDisk {
+            file,
+            wav: WavStream::new(writer, sample_rate, temp_dir)?,
+        })
+    }
+
+    /// Completes the WAV and copies it to `relative` in the project.
+    pub(crate) fn into_project(
+        self,
+        store: &ProjectStore,
+        project: &Project,
+        relative: &str,
+    ) -> Result<(), WorkstationError> {
+        use std::io::Seek;
+        let WavOnDisk { mut file, wav } = self;
+        wav.finish()?;
+        file.rewind().map_err(|e| AudioError::Write {
+            path: relative.into(),
+            message: e.to_string(),
+        })?;
+        store.write_file_from(project, relative, &mut file)?;
+        Ok(())
+    }
+}
+
+/// A take spoken piece by piece, each piece joined to the one before with
+/// [`PIECE_PAUSE_MS`] of pause, on disk as it is spoken.
+struct TakeOnDisk {
+    wav: WavOnDisk,
     joiner: ClipJoiner,
 }
 
@@ -160,28 +199,19 @@ impl TakeOnDisk {
         blocking(move || {
             let mut take = match take {
                 Some(take) => take,
-                None => {
-                    let failed = |e: std::io::Error| AudioError::Write {
-                        path: temp_dir.clone(),
-                        message: e.to_string(),
-                    };
-                    let file = tempfile::tempfile_in(&temp_dir).map_err(failed)?;
-                    let writer = std::io::BufWriter::new(file.try_clone().map_err(failed)?);
-                    TakeOnDisk {
-                        file,
-                        wav: WavStream::new(writer, piece.sample_rate, &temp_dir)?,
-                        joiner: ClipJoiner::new(PIECE_PAUSE_MS),
-                    }
-                }
+                None => TakeOnDisk {
+                    wav: WavOnDisk::create(&temp_dir, piece.sample_rate)?,
+                    joiner: ClipJoiner::new(PIECE_PAUSE_MS),
+                },
             };
-            take.wav.append(&take.joiner.next(piece))?;
+            take.wav.wav.append(&take.joiner.next(piece))?;
             Ok(take)
         })
         .await
     }
 
     fn duration_secs(&self) -> f64 {
-        self.wav.duration_secs()
+        self.wav.wav.duration_secs()
     }
 
     /// Completes the WAV and copies it to `relative` in the project.
@@ -191,15 +221,7 @@ impl TakeOnDisk {
         project: &Project,
         relative: &str,
     ) -> Result<(), WorkstationError> {
-        use std::io::Seek;
-        let TakeOnDisk { mut file, wav, .. } = self;
-        wav.finish()?;
-        file.rewind().map_err(|e| AudioError::Write {
-            path: relative.into(),
-            message: e.to_string(),
-        })?;
-        store.write_file_from(project, relative, &mut file)?;
-        Ok(())
+        self.wav.into_project(store, project, relative)
     }
 }
 
@@ -696,7 +718,7 @@ impl Workstation {
             // Check the file first: a missing, unreadable or non-audio file is reported before
             // anything is copied into the project.
             AudioInput::from_file(&source)?;
-            Decode::default().probe(&source)?;
+            Decode::streamed().probe(&source)?;
             Ok(store.import_audio(&project, &source)?)
         })
         .await?;
@@ -1308,25 +1330,13 @@ impl Workstation {
             project_id.to_string(),
             relative.to_string(),
         );
-        let slice = blocking(move || {
-            let path = project_file_in(&store, &id, &relative)?;
-            let audio = decode_file(&path, DecodeLimits::default())?;
-            let rate = audio.sample_rate as f64;
-            let from = ((start.max(0.0) * rate) as usize).min(audio.samples.len());
-            let to = ((end.max(start) * rate).ceil() as usize).clamp(from, audio.samples.len());
-            Ok(headroom_speech::audio::Audio {
-                samples: audio.samples[from..to].to_vec(),
-                sample_rate: audio.sample_rate,
-            })
-        })
-        .await?;
-        if slice.samples.is_empty() {
-            return Ok(());
-        }
-        self.services
+        let path = blocking(move || project_file_in(&store, &id, &relative)).await?;
+        // Decoded as it plays, stopping at the stretch's end: an hour-long file played from
+        // its start costs a second or two of samples.
+        self.services()
             .audio_lane()
             .run("playback", Priority::Interactive, cancel, move |cancel| {
-                device::play(&slice, cancel)
+                device::play_file(&path, start, end, cancel).map(|_| ())
             })
             .await
             .map_err(WorkstationError::Rejected)??;
@@ -1349,16 +1359,10 @@ impl Workstation {
         let buckets = buckets.clamp(1, 4096);
         blocking(move || {
             let path = project_file_in(&store, &id, &relative)?;
-            let audio = decode_file(&path, DecodeLimits::default())?;
-            let per = audio.samples.len().div_ceil(buckets).max(1);
-            let peaks = audio
-                .samples
-                .chunks(per)
-                .map(|c| c.iter().fold(0.0f32, |m, s| m.max(s.abs())))
-                .collect();
+            let peaks = file_peaks(&store, &id, &relative, &path)?;
             Ok(Waveform {
-                duration_secs: audio.duration_secs(),
-                peaks,
+                duration_secs: peaks.duration_secs(),
+                peaks: peaks.buckets(buckets),
             })
         })
         .await
@@ -1457,6 +1461,57 @@ pub struct Waveform {
     pub peaks: Vec<f32>,
 }
 
+/// The peaks of the project file `relative` (at `path`): gathered once as the file is decoded
+/// (the audio is never held), then kept in the project's `cache/` under the file's length
+/// and time, so reopening an hours-long recording reads a few megabytes instead of decoding
+/// it again. A changed file, or a cache that is damaged or cannot be written, means decoding.
+fn file_peaks(
+    store: &ProjectStore,
+    project_id: &str,
+    relative: &str,
+    path: &Path,
+) -> Result<Peaks, WorkstationError> {
+    let folder = store.beneath(project_id)?;
+    let cache = peaks_cache(relative);
+    let key = std::fs::metadata(path).ok().and_then(|m| {
+        let since = m
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        // The length and the time to the nanosecond, folded into one number.
+        Some(m.len() ^ (since.as_nanos() as u64).rotate_left(17))
+    });
+    if let Some(key) = key {
+        let kept = folder.open_file(&cache).ok().and_then(|mut file| {
+            let mut bytes = Vec::new();
+            let limit = (MAX_PEAKS as u64 + 16) * 4;
+            std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, limit), &mut bytes)
+                .ok()?;
+            Peaks::from_bytes(&bytes, key)
+        });
+        if let Some(peaks) = kept {
+            return Ok(peaks);
+        }
+    }
+    let mut peaks = Peaks::default();
+    Decode::streamed().file_into(path, &mut peaks)?;
+    if let Some(key) = key {
+        let kept = Path::new(&cache)
+            .parent()
+            .map_or(Ok(()), |dir| folder.create_dir_all(dir))
+            .and_then(|()| {
+                folder
+                    .write_atomic(&cache, &peaks.to_bytes(key))
+                    .map(|_| ())
+            });
+        if let Err(e) = kept {
+            tracing::warn!(file = %relative, "the waveform's peaks were not kept: {e}");
+        }
+    }
+    Ok(peaks)
+}
+
 /// The path of an existing regular file inside a project (see [`Workstation::project_file`]).
 pub(crate) fn project_file_in(
     store: &ProjectStore,
@@ -1511,6 +1566,7 @@ mod tests {
     use crate::projects::NarrationOptions;
     use headroom_services::Environment;
     use headroom_speech::asr::Segment;
+    use headroom_speech::audio::{decode_file, DecodeLimits};
 
     /// A project with a two-segment transcript (typed, so no speech model is needed) whose
     /// `speech/` and `exports/` are symbolic links to a folder outside it, as a shared or
@@ -1554,6 +1610,56 @@ mod tests {
             std::os::unix::fs::symlink(&outside, folder.join(sub)).unwrap();
         }
         (dir, ws, project.id, outside)
+    }
+
+    #[tokio::test]
+    async fn a_waveform_is_decoded_once_and_read_from_the_project_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workstation::new(
+            ProjectStore::new(dir.path().join("projects")),
+            Services::new(
+                Config::default(),
+                Environment::from_vars(|_| None, std::env::temp_dir),
+            ),
+            None,
+        );
+        let project = ws.store().create("Talk").unwrap();
+        let wav = dir.path().join("tone.wav");
+        let samples = (0..48_000).map(|i| (i as f32 * 0.01).sin() * 0.5).collect();
+        headroom_speech::audio::write_wav(
+            &wav,
+            &Audio {
+                samples,
+                sample_rate: 16_000,
+            },
+        )
+        .unwrap();
+        let relative = ws.store().import_audio(&project, &wav).unwrap();
+        let first = ws.waveform(&project.id, &relative, 300).await.unwrap();
+        assert!((first.duration_secs - 3.0).abs() < 1e-9);
+        assert_eq!(first.peaks.len(), 300);
+        let folder = ws.store().folder(&project.id).unwrap();
+        assert!(folder.join(peaks_cache(&relative)).is_file());
+        // The file overwritten with bytes no decoder reads, its length and time kept: the
+        // kept peaks answer, so the file was not decoded again.
+        let path = folder.join(&relative);
+        let meta = std::fs::metadata(&path).unwrap();
+        let modified = meta.modified().unwrap();
+        std::fs::write(&path, vec![0x55u8; meta.len() as usize]).unwrap();
+        let set_time = |time| {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(time)
+                .unwrap()
+        };
+        set_time(modified);
+        let again = ws.waveform(&project.id, &relative, 300).await.unwrap();
+        assert_eq!(again.peaks, first.peaks);
+        // A file changed since (a new time) is decoded again: these bytes are no audio.
+        set_time(modified + std::time::Duration::from_secs(1));
+        assert!(ws.waveform(&project.id, &relative, 300).await.is_err());
     }
 
     /// A project whose whole text is over the bound on one request to speak (4096

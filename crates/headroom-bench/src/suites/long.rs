@@ -108,8 +108,8 @@ pub async fn run(
     config: &LongBenchConfig,
     progress: Progress<'_>,
 ) -> Result<LongBenchReport, SuiteError> {
-    // `headroom transcribe` takes what the decoder takes: a length past that would be made
-    // (gigabytes held here) only to be refused.
+    // The conversation is made here in memory before it is written: as long as a decode
+    // may hold (`headroom transcribe` itself streams, and takes a day).
     let longest = DecodeLimits::default().max_seconds / 60.0;
     if let Some(bad) = config
         .minutes
@@ -117,7 +117,7 @@ pub async fn run(
         .find(|m| !(m.is_finite() && **m > 0.0 && **m <= longest))
     {
         return Err(SuiteError::Unavailable(format!(
-            "--minutes {bad}: each length must be more than 0 and at most {longest} minutes (the longest recording headroom transcribe takes)"
+            "--minutes {bad}: each length must be more than 0 and at most {longest} minutes (the longest conversation this bench makes)"
         )));
     }
     let (cache, _private) = sentence_cache(config.cache.as_deref())?;

@@ -16,7 +16,7 @@
 use super::der::Labelled;
 use super::vad::{speech_regions, SileroVad, VadError, VadParams};
 use super::{Segment, Speaker, Transcript, SAMPLE_RATE};
-use crate::audio::Audio;
+use crate::audio::{Audio, SampleSource};
 use crate::voice::embedder::WINDOW_SAMPLES;
 use crate::voice::{Embedding, SpeakerEmbedder, VoiceError};
 use std::ops::Range;
@@ -199,7 +199,7 @@ impl Diarizer {
     /// Who speaks when in 16 kHz `samples`. Progress goes from 0 to 1.
     pub fn diarize(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         options: &DiarizeOptions,
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
@@ -244,7 +244,7 @@ impl Diarizer {
     /// when the count is estimated are one speaker (split by a change in their voice).
     fn recognise(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         diarization: &mut Diarization,
         options: &DiarizeOptions,
     ) -> Result<(), DiarizeError> {
@@ -296,7 +296,7 @@ impl Diarizer {
     /// [`Diarizer::speaker_embedding`]).
     pub fn speaker_embeddings(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         diarization: &Diarization,
     ) -> Result<Vec<Option<Embedding>>, DiarizeError> {
         (0..diarization.speakers.len())
@@ -308,17 +308,21 @@ impl Diarizer {
     /// profile's is, so the two compare; `None` when they say too little to tell.
     pub fn speaker_embedding(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         turns: &[Turn],
         s: usize,
     ) -> Result<Option<Embedding>, DiarizeError> {
         let rate = SAMPLE_RATE as f64;
+        let most = 60 * SAMPLE_RATE as usize;
         let mut speech = Vec::new();
         for turn in turns.iter().filter(|t| t.speaker == s) {
-            let range =
-                (turn.start * rate) as usize..((turn.end * rate) as usize).min(samples.len());
-            speech.extend_from_slice(&samples[range]);
-            if speech.len() > 60 * SAMPLE_RATE as usize {
+            // A minute in all, however long one turn is (a monologue of an hour).
+            let start = (turn.start * rate) as usize;
+            let end = ((turn.end * rate) as usize).min(start + most - speech.len());
+            samples
+                .read_into(start..end, &mut speech)
+                .map_err(VoiceError::from)?;
+            if speech.len() >= most {
                 break;
             }
         }

@@ -228,7 +228,7 @@ impl LiveTranscriber {
         let start = (self.base + range.start) as f64 / SAMPLE_RATE as f64;
         let heard = self
             .engine
-            .transcribe(&self.audio[range], options, &|_| {}, cancel)?;
+            .transcribe(&&self.audio[range], options, &|_| {}, cancel)?;
         if self.language.is_none() {
             self.language = heard.language;
         }

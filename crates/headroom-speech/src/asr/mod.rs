@@ -12,6 +12,7 @@ pub mod whisper;
 pub use normalize::{normalize_english, normalized_words};
 pub use wer::{normalized_word_error_rate, word_error_rate, WordEdit, WordErrors};
 
+use crate::audio::SampleSource;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -259,6 +260,9 @@ pub enum AsrError {
     Cancelled,
     #[error(transparent)]
     Remote(Box<crate::remote_error::RemoteError>),
+    /// The audio could not be read (a spooled recording's temporary file).
+    #[error(transparent)]
+    Audio(#[from] crate::audio::AudioError),
 }
 
 impl From<crate::remote_error::RemoteError> for AsrError {
@@ -273,7 +277,9 @@ impl AsrError {
     }
 }
 
-/// Speech to text, 16 kHz mono samples in. Implementations run on the calling thread (the
+/// Speech to text, 16 kHz mono samples in, read a stretch at a time from a
+/// [`SampleSource`] (in memory, or spooled to disk for a long recording). Implementations
+/// run on the calling thread (the
 /// audio lane gives them a worker thread), report progress as a fraction, and stop promptly
 /// when `cancel` fires.
 pub trait Transcriber: Send + Sync {
@@ -293,7 +299,7 @@ pub trait Transcriber: Send + Sync {
     /// transcribes the rest as one window ([`rest_as_one_window`]).
     fn transcribe_from(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         from_secs: f64,
         options: &TranscribeOptions,
         window_done: &mut dyn FnMut(WindowDone<'_>),
@@ -304,7 +310,7 @@ pub trait Transcriber: Send + Sync {
     /// The whole audio, windows unwatched.
     fn transcribe(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         options: &TranscribeOptions,
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
@@ -317,13 +323,13 @@ pub trait Transcriber: Send + Sync {
 /// `whole` transcribes the audio from `from_secs` to the end, which is one window, timed in
 /// the whole audio.
 pub fn rest_as_one_window(
-    samples: &[f32],
+    samples: &dyn SampleSource,
     from_secs: f64,
     window_done: &mut dyn FnMut(WindowDone<'_>),
     whole: impl FnOnce(&[f32]) -> Result<Transcript, AsrError>,
 ) -> Result<Transcript, AsrError> {
     let skip = ((from_secs.max(0.0) * SAMPLE_RATE as f64) as usize).min(samples.len());
-    let mut rest = whole(&samples[skip..])?;
+    let mut rest = whole(&samples.read(skip..samples.len())?)?;
     let offset = skip as f64 / SAMPLE_RATE as f64;
     for segment in &mut rest.segments {
         segment.shift(offset);
@@ -362,7 +368,7 @@ mod tests {
 
         fn transcribe_from(
             &self,
-            samples: &[f32],
+            samples: &dyn SampleSource,
             from_secs: f64,
             _options: &TranscribeOptions,
             window_done: &mut dyn FnMut(WindowDone<'_>),

@@ -10,6 +10,7 @@ use super::resample::StreamResampler;
 use super::sniff::{self, Container, SniffError};
 use super::{Audio, AudioError, Bound};
 use std::io::{BufReader, Read, Seek};
+use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,6 +62,19 @@ impl Default for DecodeLimits {
     }
 }
 
+impl DecodeLimits {
+    /// The bounds for a decode whose samples are not held: spooled to disk (a transcription)
+    /// or reduced as they arrive (a waveform, a stretch to play). Memory is no longer what
+    /// length costs, so a recording may be a day long; the other bounds are the same.
+    pub fn streamed() -> DecodeLimits {
+        DecodeLimits {
+            max_seconds: 24.0 * 3600.0,
+            max_decoded_bytes: u64::MAX,
+            ..DecodeLimits::default()
+        }
+    }
+}
+
 /// How to decode: the limits, an optional output rate (resampled while decoding), and a
 /// cancellation token checked between packets.
 #[derive(Debug, Clone, Default)]
@@ -98,9 +112,17 @@ pub fn decode_bytes(
 const WAV_HEAD_BYTES: u64 = 4096;
 
 impl Decode {
+    /// A decode within [`DecodeLimits::streamed`], at the file's own rate.
+    pub fn streamed() -> Decode {
+        Decode {
+            limits: DecodeLimits::streamed(),
+            ..Decode::default()
+        }
+    }
+
     /// Decodes a file, reading it as it goes (it is never read whole into memory).
     pub fn file(&self, path: &Path) -> Result<Audio, AudioError> {
-        self.open(path, path.extension().and_then(|e| e.to_str()), path)
+        self.collect(|sink| self.file_into(path, sink))
     }
 
     /// Decodes the file at `path`, which errors call `shown` and whose format `extension`
@@ -111,13 +133,43 @@ impl Decode {
         extension: Option<&str>,
         shown: &Path,
     ) -> Result<Audio, AudioError> {
+        self.collect(|sink| self.open_into(path, extension, shown, sink))
+    }
+
+    /// Decodes a file into `sink` a block at a time: nothing of the file is held but the
+    /// block being decoded, whatever its length.
+    pub fn file_into(&self, path: &Path, sink: &mut dyn SampleSink) -> Result<Decoded, AudioError> {
+        self.open_into(path, path.extension().and_then(|e| e.to_str()), path, sink)
+    }
+
+    /// [`Decode::open`] into `sink` a block at a time.
+    pub fn open_into(
+        &self,
+        path: &Path,
+        extension: Option<&str>,
+        shown: &Path,
+        sink: &mut dyn SampleSink,
+    ) -> Result<Decoded, AudioError> {
         let read_error = |e: std::io::Error| AudioError::Read {
             path: shown.to_path_buf(),
             message: e.to_string(),
         };
         let file = headroom_base::input::open_regular(path).map_err(read_error)?;
         let len = file.metadata().map_err(read_error)?.len();
-        self.source(file, len, extension, shown)
+        self.source(file, len, extension, shown, sink)
+    }
+
+    /// The whole output gathered in memory.
+    fn collect(
+        &self,
+        decode: impl FnOnce(&mut dyn SampleSink) -> Result<Decoded, AudioError>,
+    ) -> Result<Audio, AudioError> {
+        let mut samples = Vec::new();
+        let decoded = decode(&mut samples)?;
+        Ok(Audio {
+            samples,
+            sample_rate: decoded.sample_rate,
+        })
     }
 
     /// Checks that the file at `path` is audio Headroom reads, within the limits: its header and
@@ -144,8 +196,19 @@ impl Decode {
         extension: Option<&str>,
         shown: &Path,
     ) -> Result<Audio, AudioError> {
+        self.collect(|sink| self.bytes_into(bytes, extension, shown, sink))
+    }
+
+    /// [`Decode::bytes`] into `sink` a block at a time.
+    pub fn bytes_into(
+        &self,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+        extension: Option<&str>,
+        shown: &Path,
+        sink: &mut dyn SampleSink,
+    ) -> Result<Decoded, AudioError> {
         let len = bytes.as_ref().len() as u64;
-        self.source(std::io::Cursor::new(bytes), len, extension, shown)
+        self.source(std::io::Cursor::new(bytes), len, extension, shown, sink)
     }
 
     fn source<S: Read + Seek + Send + Sync + 'static>(
@@ -154,7 +217,8 @@ impl Decode {
         len: u64,
         extension: Option<&str>,
         shown: &Path,
-    ) -> Result<Audio, AudioError> {
+        out: &mut dyn SampleSink,
+    ) -> Result<Decoded, AudioError> {
         let path = shown.to_path_buf();
         if len == 0 {
             return Err(AudioError::Empty { path });
@@ -178,24 +242,31 @@ impl Decode {
             })?;
         let is_wav = container == Container::Wav;
         let extension = extension.map(str::to_string);
-        let audio = guarded(&path, || {
+        let decoded = guarded(&path, || {
             if is_wav {
-                self.wav(source, len, &path)
+                self.wav(source, len, &path, out)
             } else {
-                self.other(source, len, extension.as_deref(), &path)
+                self.other(source, len, extension.as_deref(), &path, out)
             }
         })?;
-        if audio.samples.is_empty() {
+        // A sink that stopped the decode early has what it wanted; the checks are of a whole file.
+        if decoded.complete && decoded.samples == 0 {
             return Err(AudioError::Empty { path });
         }
         // Below -80 dBFS everywhere: nothing to hear.
-        if audio.peak() < 1e-4 {
+        if decoded.complete && decoded.peak < 1e-4 {
             return Err(AudioError::Silent { path });
         }
-        Ok(audio)
+        Ok(decoded)
     }
 
-    fn wav<R: Read>(&self, mut source: R, len: u64, path: &Path) -> Result<Audio, AudioError> {
+    fn wav<R: Read>(
+        &self,
+        mut source: R,
+        len: u64,
+        path: &Path,
+        out: &mut dyn SampleSink,
+    ) -> Result<Decoded, AudioError> {
         let corrupt = |e: hound::Error| AudioError::Corrupt {
             path: path.to_path_buf(),
             detail: e.to_string(),
@@ -238,13 +309,19 @@ impl Decode {
         // A data chunk can declare more than the file holds; only what is there counts.
         let block = u64::from(spec.channels) * u64::from(spec.bits_per_sample.div_ceil(8));
         let declared = u64::from(reader.duration()).min(len / block.max(1));
-        let mut sink = self.sink(path, spec.sample_rate, spec.channels.into(), Some(declared))?;
+        let mut sink = self.sink(
+            path,
+            spec.sample_rate,
+            spec.channels.into(),
+            Some(declared),
+            out,
+        )?;
         let channels = usize::from(spec.channels);
         let mut interleaved = Vec::with_capacity(channels * CHUNK_FRAMES);
-        let mut flush = |interleaved: &mut Vec<f32>| -> Result<(), AudioError> {
-            sink.push(interleaved, channels)?;
+        let mut flush = |interleaved: &mut Vec<f32>| -> Result<ControlFlow<()>, AudioError> {
+            let flow = sink.push(interleaved, channels)?;
             interleaved.clear();
-            Ok(())
+            Ok(flow)
         };
         // A file cut short ends where its data ends, as players treat it.
         let end_of_data = |e: &hound::Error| {
@@ -258,8 +335,10 @@ impl Decode {
                         Err(e) if end_of_data(&e) => break,
                         Err(e) => return Err(corrupt(e)),
                     }
-                    if interleaved.len() == channels * CHUNK_FRAMES {
-                        flush(&mut interleaved)?;
+                    if interleaved.len() == channels * CHUNK_FRAMES
+                        && flush(&mut interleaved)?.is_break()
+                    {
+                        return sink.finish(false);
                     }
                 }
             }
@@ -271,16 +350,18 @@ impl Decode {
                         Err(e) if end_of_data(&e) => break,
                         Err(e) => return Err(corrupt(e)),
                     }
-                    if interleaved.len() == channels * CHUNK_FRAMES {
-                        flush(&mut interleaved)?;
+                    if interleaved.len() == channels * CHUNK_FRAMES
+                        && flush(&mut interleaved)?.is_break()
+                    {
+                        return sink.finish(false);
                     }
                 }
             }
         }
         // A trailing partial frame is dropped.
         interleaved.truncate(interleaved.len() / channels * channels);
-        flush(&mut interleaved)?;
-        sink.finish()
+        let complete = flush(&mut interleaved)?.is_continue();
+        sink.finish(complete)
     }
 
     fn other<S: Read + Seek + Send + Sync + 'static>(
@@ -289,7 +370,8 @@ impl Decode {
         len: u64,
         extension: Option<&str>,
         path: &Path,
-    ) -> Result<Audio, AudioError> {
+        out: &mut dyn SampleSink,
+    ) -> Result<Decoded, AudioError> {
         let unsupported = |detail: String| AudioError::Unsupported {
             path: path.to_path_buf(),
             detail,
@@ -330,7 +412,7 @@ impl Decode {
         if let Some(bits) = params.bits_per_sample.filter(|b| !(1..=32).contains(b)) {
             return Err(refused(path, Bound::Bits { bits }));
         }
-        let mut sink = self.sink(path, rate, channels, params.n_frames)?;
+        let mut sink = self.sink(path, rate, channels, params.n_frames, out)?;
         let mut decoder = symphonia::default::get_codecs()
             .make(&params, &DecoderOptions::default())
             .map_err(|e| unsupported(e.to_string()))?;
@@ -378,10 +460,12 @@ impl Decode {
                 *buf = SampleBuffer::new(decoded.capacity() as u64, spec);
             }
             buf.copy_interleaved_ref(decoded);
-            sink.push(buf.samples(), channels)?;
+            if sink.push(buf.samples(), channels)?.is_break() {
+                return sink.finish(false);
+            }
             sink.check_expansion(consumed.load(Ordering::Relaxed))?;
         }
-        sink.finish()
+        sink.finish(true)
     }
 
     /// Checks a header's rate, channels and declared length against the limits, and sets up
@@ -392,6 +476,7 @@ impl Decode {
         rate: u32,
         channels: u32,
         declared_frames: Option<u64>,
+        out: &'a mut dyn SampleSink,
     ) -> Result<Sink<'a>, AudioError> {
         let limits = &self.limits;
         if !(limits.min_sample_rate..=limits.max_sample_rate).contains(&rate) {
@@ -414,6 +499,7 @@ impl Decode {
             ));
         }
         let out_rate = self.to_rate.unwrap_or(rate);
+        out.begin(out_rate);
         let sink = Sink {
             path: path.to_path_buf(),
             decode: self,
@@ -423,10 +509,13 @@ impl Decode {
                 Some(to) if to != rate => Some(StreamResampler::new(rate, to)?),
                 _ => None,
             },
-            samples: Vec::new(),
+            out,
+            resampled: Vec::new(),
             mono: Vec::new(),
             frames: 0,
             decoded_samples: 0,
+            written: 0,
+            peak: 0.0,
         };
         if let Some(frames) = declared_frames {
             sink.check_frames(frames)?;
@@ -438,20 +527,162 @@ impl Decode {
 /// Frames handed on at a time while reading a WAV.
 const CHUNK_FRAMES: usize = 4096;
 
-/// Where decoded samples go: downmixed, resampled, counted against the limits.
+/// What takes decoded samples: mono, at the output rate, a block at a time, in order.
+pub trait SampleSink {
+    /// Told the output rate once the header is read, before any block.
+    fn begin(&mut self, _sample_rate: u32) {}
+
+    /// Takes the next block. [`ControlFlow::Break`] ends the decode here: the rest of the
+    /// file is not needed (a player that has its stretch).
+    fn take(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError>;
+}
+
+/// Gathers everything in memory.
+impl SampleSink for Vec<f32> {
+    fn take(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError> {
+        self.extend_from_slice(block);
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
+/// Stretches of a file (seconds, `[start, end)`), kept as they are decoded; the decode stops
+/// at the end of the last, so stretches near the start of a long file cost those stretches,
+/// not the file.
+#[derive(Debug, Clone)]
+pub struct Stretch {
+    seconds: Vec<(f64, f64)>,
+    /// Samples from the file's start handed on so far.
+    at: usize,
+    /// The stretches in samples, once the rate is known.
+    ranges: Vec<std::ops::Range<usize>>,
+    pieces: Vec<Vec<f32>>,
+    sample_rate: u32,
+}
+
+impl Stretch {
+    /// `[start, end)` seconds (an infinite `end`: to the end of the file).
+    pub fn new(start_secs: f64, end_secs: f64) -> Stretch {
+        Stretch::several(&[(start_secs, end_secs)])
+    }
+
+    /// Each `[start, end)` of `stretches`, kept apart.
+    pub fn several(stretches: &[(f64, f64)]) -> Stretch {
+        Stretch {
+            seconds: stretches.to_vec(),
+            at: 0,
+            ranges: Vec::new(),
+            pieces: vec![Vec::new(); stretches.len()],
+            sample_rate: 0,
+        }
+    }
+
+    /// The stretches joined.
+    pub fn into_audio(self) -> Audio {
+        Audio {
+            samples: self.pieces.concat(),
+            sample_rate: self.sample_rate,
+        }
+    }
+
+    /// Each stretch, in the order given (empty past the end of the file).
+    pub fn into_pieces(self) -> Vec<Audio> {
+        let rate = self.sample_rate;
+        self.pieces
+            .into_iter()
+            .map(|samples| Audio {
+                samples,
+                sample_rate: rate,
+            })
+            .collect()
+    }
+}
+
+/// `[start, end)` seconds as samples at `sample_rate` (an infinite `end`: to the end).
+pub(crate) fn sample_range(start: f64, end: f64, sample_rate: u32) -> std::ops::Range<usize> {
+    let rate = f64::from(sample_rate);
+    let from = (start.max(0.0) * rate) as usize;
+    let to = (end.max(start) * rate).ceil();
+    let to = if to.is_finite() {
+        to as usize
+    } else {
+        usize::MAX
+    };
+    from..to.max(from)
+}
+
+/// The part of `block`, which starts at sample `at` of the file, that lies in `range`.
+pub(crate) fn part_in<'b>(
+    block: &'b [f32],
+    at: usize,
+    range: &std::ops::Range<usize>,
+) -> &'b [f32] {
+    let from = range.start.clamp(at, at + block.len());
+    let to = range.end.clamp(from, at + block.len());
+    &block[from - at..to - at]
+}
+
+impl SampleSink for Stretch {
+    fn begin(&mut self, sample_rate: u32) {
+        self.sample_rate = sample_rate;
+        self.ranges = self
+            .seconds
+            .iter()
+            .map(|&(start, end)| sample_range(start, end, sample_rate))
+            .collect();
+    }
+
+    fn take(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError> {
+        for (range, piece) in self.ranges.iter().zip(&mut self.pieces) {
+            piece.extend_from_slice(part_in(block, self.at, range));
+        }
+        self.at += block.len();
+        let last_end = self.ranges.iter().map(|r| r.end).max().unwrap_or(0);
+        Ok(if self.at >= last_end {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    }
+}
+
+/// What a decode into a [`SampleSink`] produced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decoded {
+    /// Samples handed to the sink.
+    pub samples: u64,
+    pub sample_rate: u32,
+    /// The loudest sample's magnitude.
+    pub peak: f32,
+    /// Whether the file was decoded to its end (the sink did not stop it).
+    pub complete: bool,
+}
+
+impl Decoded {
+    pub fn duration_secs(&self) -> f64 {
+        self.samples as f64 / f64::from(self.sample_rate)
+    }
+}
+
+/// Where decoded samples go: downmixed, resampled, counted against the limits, then handed
+/// to the caller's [`SampleSink`].
 struct Sink<'a> {
     path: PathBuf,
     decode: &'a Decode,
     rate: u32,
     out_rate: u32,
     resampler: Option<StreamResampler>,
-    samples: Vec<f32>,
+    out: &'a mut dyn SampleSink,
+    /// Reused for each packet's resampled output.
+    resampled: Vec<f32>,
     /// Reused for each packet's downmix.
     mono: Vec<f32>,
     /// Frames decoded so far, at the file's rate.
     frames: u64,
     /// Samples decoded so far, all channels.
     decoded_samples: u64,
+    /// Samples handed to `out`.
+    written: u64,
+    peak: f32,
 }
 
 impl Sink<'_> {
@@ -479,7 +710,11 @@ impl Sink<'_> {
         Ok(())
     }
 
-    fn push(&mut self, interleaved: &[f32], channels: usize) -> Result<(), AudioError> {
+    fn push(
+        &mut self,
+        interleaved: &[f32],
+        channels: usize,
+    ) -> Result<ControlFlow<()>, AudioError> {
         if self.decode.cancel.is_cancelled() {
             return Err(AudioError::Cancelled {
                 path: self.path.clone(),
@@ -500,10 +735,31 @@ impl Sink<'_> {
             );
         }
         match &mut self.resampler {
-            Some(resampler) => resampler.push(&self.mono, &mut self.samples)?,
-            None => self.samples.extend_from_slice(&self.mono),
+            Some(resampler) => {
+                self.resampled.clear();
+                resampler.push(&self.mono, &mut self.resampled)?;
+                let block = std::mem::take(&mut self.resampled);
+                let flow = self.hand_on(&block);
+                self.resampled = block;
+                flow
+            }
+            None => {
+                let block = std::mem::take(&mut self.mono);
+                let flow = self.hand_on(&block);
+                self.mono = block;
+                flow
+            }
         }
-        Ok(())
+    }
+
+    /// Gives `block` to the caller's sink, noting its length and loudness.
+    fn hand_on(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError> {
+        if block.is_empty() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        self.written += block.len() as u64;
+        self.peak = block.iter().fold(self.peak, |m, s| m.max(s.abs()));
+        self.out.take(block)
     }
 
     /// Refuses output out of all proportion to the input read so far (a decompression bomb).
@@ -523,13 +779,20 @@ impl Sink<'_> {
         Ok(())
     }
 
-    fn finish(mut self) -> Result<Audio, AudioError> {
-        if let Some(resampler) = self.resampler.take() {
-            resampler.finish(&mut self.samples)?;
+    /// The resampler's last samples handed on (when the file was decoded to its end), and
+    /// what was decoded.
+    fn finish(mut self, complete: bool) -> Result<Decoded, AudioError> {
+        let mut complete = complete;
+        if let Some(resampler) = self.resampler.take().filter(|_| complete) {
+            let mut tail = Vec::new();
+            resampler.finish(&mut tail)?;
+            complete = self.hand_on(&tail)?.is_continue();
         }
-        Ok(Audio {
-            samples: self.samples,
+        Ok(Decoded {
+            samples: self.written,
             sample_rate: self.out_rate,
+            peak: self.peak,
+            complete,
         })
     }
 }
@@ -544,8 +807,8 @@ fn refused(path: &Path, bound: Bound) -> AudioError {
 /// Runs a decoder so that a panic on a crafted file fails this file's job, not the process.
 fn guarded(
     path: &Path,
-    decode: impl FnOnce() -> Result<Audio, AudioError>,
-) -> Result<Audio, AudioError> {
+    decode: impl FnOnce() -> Result<Decoded, AudioError>,
+) -> Result<Decoded, AudioError> {
     catch_unwind(AssertUnwindSafe(decode)).unwrap_or_else(|panic| {
         Err(AudioError::DecoderFailed {
             path: path.to_path_buf(),
@@ -641,6 +904,48 @@ mod tests {
         assert_eq!(audio.sample_rate, 22_050);
         assert_eq!(audio.samples.len(), 11_025);
         assert!((audio.peak() - 0.5).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_stretch_keeps_its_seconds_and_stops_the_decode_at_its_end() {
+        let wav = tone_wav(8_000, 10.0, 0.5);
+        let source = Decode::default()
+            .bytes(wav.clone(), Some("wav"), Path::new("t.wav"))
+            .unwrap();
+        let decode = |stretch: &mut Stretch| {
+            Decode::default()
+                .bytes_into(wav.clone(), Some("wav"), Path::new("t.wav"), stretch)
+                .unwrap()
+        };
+        let mut middle = Stretch::new(2.0, 3.5);
+        let decoded = decode(&mut middle);
+        let middle = middle.into_audio();
+        assert_eq!(middle.samples, source.samples[16_000..28_000]);
+        assert_eq!(middle.sample_rate, 8_000);
+        assert!(!decoded.complete);
+        assert!(
+            decoded.samples < 30_000,
+            "decoding went on to sample {} after the stretch ended at 28000",
+            decoded.samples
+        );
+        let mut rest = Stretch::new(9.0, f64::INFINITY);
+        let decoded = decode(&mut rest);
+        assert_eq!(rest.into_audio().samples, source.samples[72_000..]);
+        assert!(decoded.complete);
+        assert_eq!(decoded.samples, 80_000);
+        let mut past_the_end = Stretch::new(20.0, 30.0);
+        decode(&mut past_the_end);
+        assert!(past_the_end.into_audio().samples.is_empty());
+        // Several stretches, kept apart, in the order given; decoding stops after the last.
+        let mut turns = Stretch::several(&[(4.0, 4.5), (1.0, 2.0), (20.0, 21.0)]);
+        let decoded = decode(&mut turns);
+        let pieces = turns.into_pieces();
+        assert_eq!(pieces[0].samples, source.samples[32_000..36_000]);
+        assert_eq!(pieces[1].samples, source.samples[8_000..16_000]);
+        assert!(pieces[2].samples.is_empty());
+        assert!(decoded.complete);
+        let mut early = Stretch::several(&[(0.5, 1.0), (2.0, 2.5)]);
+        assert!(!decode(&mut early).complete, "stopped after 2.5 s");
     }
 
     #[test]

@@ -3,10 +3,14 @@
 //! common (servers, containers): every failure is a clear error naming the device, never a
 //! panic. ALSA may still print its own complaints on stderr.
 
-use super::{Audio, AudioError};
+use super::decode::{part_in, sample_range};
+use super::{Audio, AudioError, Decode, DecodeLimits, SampleSink};
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{SampleFormat, StreamConfig};
 use headroom_base::sync::Locked;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -188,6 +192,93 @@ pub fn record_to(
 
 /// Plays mono audio on the default output device until it ends or `cancel` fires.
 pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError> {
+    play_fed(cancel, |rate, feed| {
+        // Played at the device's rate, handed on a tenth of a second at a time.
+        let samples = super::resample(&audio.samples, audio.sample_rate, rate)?;
+        for block in samples.chunks((rate as usize / 10).max(1)) {
+            if feed(block.to_vec()).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Plays `[start, end)` seconds of the audio file at `path` (an infinite `end`: to its end)
+/// on the default output device, decoding as it plays: a stretch of an hours-long recording,
+/// or the whole of it, costs the memory of a second or two, and decoding stops at `end`.
+/// Returns the seconds played.
+pub fn play_file(
+    path: &Path,
+    start_secs: f64,
+    end_secs: f64,
+    cancel: &CancellationToken,
+) -> Result<f64, AudioError> {
+    play_fed(cancel, |rate, feed| {
+        let decode = Decode {
+            limits: DecodeLimits::streamed(),
+            to_rate: Some(rate),
+            cancel: cancel.clone(),
+        };
+        let mut stretch = Fed {
+            seconds: (start_secs, end_secs),
+            range: 0..0,
+            at: 0,
+            fed: 0,
+            feed,
+        };
+        match decode.file_into(path, &mut stretch) {
+            Ok(_) | Err(AudioError::Cancelled { .. }) => Ok(stretch.fed as f64 / f64::from(rate)),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// A stretch of a file handed to the player as it decodes.
+struct Fed<'a> {
+    seconds: (f64, f64),
+    range: std::ops::Range<usize>,
+    at: usize,
+    /// Samples handed to the player.
+    fed: usize,
+    feed: &'a mut dyn FnMut(Vec<f32>) -> ControlFlow<()>,
+}
+
+impl SampleSink for Fed<'_> {
+    fn begin(&mut self, sample_rate: u32) {
+        self.range = sample_range(self.seconds.0, self.seconds.1, sample_rate);
+    }
+
+    fn take(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError> {
+        let part = part_in(block, self.at, &self.range);
+        self.at += block.len();
+        self.fed += part.len();
+        if !part.is_empty() && (self.feed)(part.to_vec()).is_break() {
+            // The player has stopped: nothing more is wanted.
+            return Ok(ControlFlow::Break(()));
+        }
+        Ok(if self.at >= self.range.end {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    }
+}
+
+/// Blocks of samples waiting for the device: a packet of a compressed file (26 ms of MP3)
+/// to 4096 frames of a WAV, so 1.7 to 6 s ahead, about a megabyte at most. A producer ahead
+/// of the device waits rather than holds more.
+const QUEUED_BLOCKS: usize = 64;
+
+/// Plays what `produce` hands to its feed (blocks of mono samples at the rate it is given, the
+/// device's), as it hands them, until it has handed all and they have sounded or `cancel`
+/// fires. `produce` runs on a thread of its own; its feed says `Break` once playback has
+/// stopped, and its error, if any, is returned.
+fn play_fed<P, T>(cancel: &CancellationToken, produce: P) -> Result<T, AudioError>
+where
+    P: FnOnce(u32, &mut dyn FnMut(Vec<f32>) -> ControlFlow<()>) -> Result<T, AudioError> + Send,
+    T: Send,
+{
     let host = cpal::default_host();
     let device = host
         .default_output_device()
@@ -201,22 +292,15 @@ pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError>
     let format = supported.sample_format();
     let config: StreamConfig = supported.into();
     let channels = config.channels.max(1) as usize;
-    // Play at the device's rate: resample once up front.
-    let samples = Arc::new(super::resample(
-        &audio.samples,
-        audio.sample_rate,
-        config.sample_rate.0,
-    )?);
-    let total = samples.len();
-    let position = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let rate = config.sample_rate.0;
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<f32>>(QUEUED_BLOCKS);
+    let sounded = Arc::new(AtomicBool::new(false));
     let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let next = {
-        let samples = samples.clone();
-        let position = position.clone();
-        move || -> f32 {
-            let i = position.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            samples.get(i).copied().unwrap_or(0.0)
-        }
+    let mut queue = Queue {
+        receiver,
+        block: Vec::new(),
+        position: 0,
+        sounded: sounded.clone(),
     };
     let on_error = keep_first_error(failure.clone());
     let stream = match format {
@@ -224,7 +308,7 @@ pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError>
             &config,
             move |data: &mut [f32], _: &_| {
                 for frame in data.chunks_mut(channels) {
-                    frame.fill(next());
+                    frame.fill(queue.next());
                 }
             },
             on_error,
@@ -234,7 +318,7 @@ pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError>
             &config,
             move |data: &mut [i16], _: &_| {
                 for frame in data.chunks_mut(channels) {
-                    frame.fill((next().clamp(-1.0, 1.0) * i16::MAX as f32) as i16);
+                    frame.fill((queue.next().clamp(-1.0, 1.0) * i16::MAX as f32) as i16);
                 }
             },
             on_error,
@@ -250,12 +334,62 @@ pub fn play(audio: &Audio, cancel: &CancellationToken) -> Result<(), AudioError>
     stream
         .play()
         .map_err(|e| device_error(&format!("cannot start playback on {name}"), e))?;
-    // Paced by the device: check every 50 ms whether it has consumed everything.
-    while position.load(std::sync::atomic::Ordering::Relaxed) < total && !cancel.is_cancelled() {
-        std::thread::sleep(Duration::from_millis(50));
-        if let Some(message) = failure.locked().clone() {
-            return Err(device_error(&format!("playback on {name} failed"), message));
+    std::thread::scope(|scope| {
+        let producer = scope.spawn(move || {
+            let mut feed = |block: Vec<f32>| match sender.send(block) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            };
+            produce(rate, &mut feed)
+        });
+        // Paced by the device: check every 50 ms whether everything has sounded.
+        let mut failed = None;
+        while !sounded.load(Ordering::Relaxed) && !cancel.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(50));
+            if let Some(message) = failure.locked().clone() {
+                failed = Some(device_error(&format!("playback on {name} failed"), message));
+                break;
+            }
+        }
+        // The queue goes with the stream, so a producer waiting on it stops.
+        drop(stream);
+        let produced = producer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match failed {
+            Some(e) => Err(e),
+            None => produced,
+        }
+    })
+}
+
+/// The device's side of the queue: samples as they come, silence while none has come yet,
+/// and `sounded` once the producer has finished and everything it handed has been played.
+struct Queue {
+    receiver: std::sync::mpsc::Receiver<Vec<f32>>,
+    block: Vec<f32>,
+    position: usize,
+    sounded: Arc<AtomicBool>,
+}
+
+impl Queue {
+    fn next(&mut self) -> f32 {
+        loop {
+            if let Some(&s) = self.block.get(self.position) {
+                self.position += 1;
+                return s;
+            }
+            match self.receiver.try_recv() {
+                Ok(block) => {
+                    self.block = block;
+                    self.position = 0;
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => return 0.0,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.sounded.store(true, Ordering::Relaxed);
+                    return 0.0;
+                }
+            }
         }
     }
-    Ok(())
 }

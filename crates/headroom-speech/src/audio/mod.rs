@@ -4,18 +4,24 @@ mod decode;
 mod device;
 pub mod encode;
 pub mod mel;
+mod peaks;
 mod recording;
 mod resample;
 mod sniff;
+mod source;
 pub mod stretch;
 pub mod timeline;
 mod wav;
 
-pub use decode::{decode_bytes, decode_file, Decode, DecodeLimits, AUDIO_EXTENSIONS};
-pub use device::{input_devices, play, record, record_to};
+pub use decode::{
+    decode_bytes, decode_file, Decode, DecodeLimits, Decoded, SampleSink, Stretch, AUDIO_EXTENSIONS,
+};
+pub use device::{input_devices, play, play_file, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
+pub use peaks::{Peaks, MAX_PEAKS};
 pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};
 pub use resample::{resample, StreamResampler};
+pub use source::{SampleSource, SpoolWriter, SpooledAudio};
 pub use wav::{wav_bytes, write_wav, WavStream};
 
 use std::path::PathBuf;

@@ -32,8 +32,8 @@ pub struct StreamResampler {
     /// Output still to drop: the filter's delay.
     to_skip: usize,
     input_frames: u64,
-    /// Where this resampler's output starts in the caller's buffer.
-    start: Option<usize>,
+    /// Output handed on so far (the caller may keep none of it: a decode streams it on).
+    emitted: u64,
 }
 
 impl StreamResampler {
@@ -47,13 +47,12 @@ impl StreamResampler {
             to,
             pending: Vec::with_capacity(CHUNK),
             input_frames: 0,
-            start: None,
+            emitted: 0,
         })
     }
 
     /// Adds input, appending whatever output it completes to `out`.
     pub fn push(&mut self, mut input: &[f32], out: &mut Vec<f32>) -> Result<(), AudioError> {
-        self.start.get_or_insert(out.len());
         self.input_frames += input.len() as u64;
         while !input.is_empty() {
             let take = (CHUNK - self.pending.len()).min(input.len());
@@ -64,37 +63,40 @@ impl StreamResampler {
                     .inner
                     .process(&[&self.pending], None)
                     .map_err(|e| error(self.from, self.to, &e))?;
-                self.emit(&frames[0], out);
+                self.emit(&frames[0], out, u64::MAX);
                 self.pending.clear();
             }
         }
         Ok(())
     }
 
-    /// Flushes what the filter still holds and trims the output to its exact length.
+    /// Flushes what the filter still holds, appending output up to its exact length.
     pub fn finish(mut self, out: &mut Vec<f32>) -> Result<(), AudioError> {
-        let start = *self.start.get_or_insert(out.len());
+        let expected = self.input_frames * u64::from(self.to) / u64::from(self.from);
         if !self.pending.is_empty() {
             let frames = self
                 .inner
                 .process_partial(Some(&[&self.pending]), None)
                 .map_err(|e| error(self.from, self.to, &e))?;
-            self.emit(&frames[0], out);
+            self.emit(&frames[0], out, expected);
         }
         let tail = self
             .inner
             .process_partial::<&[f32]>(None, None)
             .map_err(|e| error(self.from, self.to, &e))?;
-        self.emit(&tail[0], out);
-        let expected = (self.input_frames * u64::from(self.to) / u64::from(self.from)) as usize;
-        out.truncate(start + expected);
+        self.emit(&tail[0], out, expected);
         Ok(())
     }
 
-    fn emit(&mut self, frames: &[f32], out: &mut Vec<f32>) {
+    /// Appends `frames` past the filter's delay, up to `most` output in all.
+    fn emit(&mut self, frames: &[f32], out: &mut Vec<f32>, most: u64) {
         let skip = self.to_skip.min(frames.len());
         self.to_skip -= skip;
-        out.extend_from_slice(&frames[skip..]);
+        let room = most
+            .saturating_sub(self.emitted)
+            .min((frames.len() - skip) as u64) as usize;
+        out.extend_from_slice(&frames[skip..skip + room]);
+        self.emitted += room as u64;
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::VoiceError;
 use crate::audio::mel::{MelSpec, MelSpectrogram, Padding, WindowKind};
-use crate::audio::Audio;
+use crate::audio::{Audio, SampleSource};
 use ort::value::Tensor;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -152,23 +152,22 @@ impl SpeakerEmbedder {
     /// a diarizer compares, a fraction of a second at a time.
     pub fn embed_windows(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         starts: &[usize],
     ) -> Result<Vec<Embedding>, VoiceError> {
         let mut out = Vec::with_capacity(starts.len());
-        let mut padded = vec![0f32; WINDOW_SAMPLES];
+        let mut padded = Vec::with_capacity(WINDOW_SAMPLES);
         for batch_starts in starts.chunks(BATCH) {
             let mel = headroom_base::cpu::compute(|| {
                 let mut mel = Vec::with_capacity(batch_starts.len() * WINDOW_FRAMES * N_MELS);
                 for &start in batch_starts {
-                    let from = start.min(samples.len());
-                    let to = (start + WINDOW_SAMPLES).min(samples.len());
-                    padded.fill(0.0);
-                    padded[..to - from].copy_from_slice(&samples[from..to]);
+                    padded.clear();
+                    samples.read_into(start..start + WINDOW_SAMPLES, &mut padded)?;
+                    padded.resize(WINDOW_SAMPLES, 0.0);
                     mel.extend(self.log_mel(&padded));
                 }
-                mel
-            });
+                Ok::<_, VoiceError>(mel)
+            })?;
             let values = self.run_windows(batch_starts.len(), mel)?;
             for vector in values.chunks_exact(EMBEDDING_DIM) {
                 out.push(

@@ -14,6 +14,7 @@ pub use decode::LANGUAGE_CODES;
 pub use kernels::Precision;
 
 use crate::asr::{AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone};
+use crate::audio::SampleSource;
 use decode::{Decoding, SpecialTokens};
 use mel::MelFrontend;
 use model::Whisper;
@@ -164,9 +165,11 @@ impl Transcriber for WhisperEngine {
         (!self.multilingual()).then_some("en")
     }
 
+    /// Reads the whole audio: Whisper scales its log-mel by the audio's overall loudest
+    /// value (with voice activity detection, the audio is one chunk of speech).
     fn transcribe_from(
         &self,
-        samples: &[f32],
+        samples: &dyn SampleSource,
         from_secs: f64,
         options: &TranscribeOptions,
         window_done: &mut dyn FnMut(WindowDone<'_>),
@@ -182,8 +185,9 @@ impl Transcriber for WhisperEngine {
             suppress_at_begin: &self.suppress_at_begin,
             alignment_heads: &self.alignment_heads,
         };
+        let samples = samples.read(0..samples.len())?;
         let decoded =
-            decoding.transcribe(samples, options, from_secs, window_done, progress, cancel)?;
+            decoding.transcribe(&samples, options, from_secs, window_done, progress, cancel)?;
         Ok(Transcript {
             speakers: Vec::new(),
             language: decoded.language,
