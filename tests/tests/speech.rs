@@ -302,13 +302,13 @@ async fn an_english_only_model_hears_every_chunk_in_english_from_the_first() {
     assert_eq!(heard.language.as_deref(), Some("en"));
 }
 
-/// Speech longer than a window is cut into chunks at pauses, each transcribed on its own: a
-/// chunk must end and the next begin between sentences (cut a breath into a sentence, the
-/// words before the cut were lost or changed), every word of the sentences either side of a
-/// join is heard, and every word lies inside its segment.
+/// Speech longer than a window is cut at pauses into regions, and a chunk takes whole regions
+/// while they fit: a region must end and the next begin between sentences (cut a breath into
+/// a sentence, the words before the cut were lost or changed), every word of the sentences
+/// either side of a join is heard, and every word lies inside its segment.
 #[tokio::test]
 async fn chunk_joins_fall_between_sentences_and_lose_no_word() {
-    use headroom_speech::asr::vad::{chunks, VadParams, MAX_CHUNK_SECONDS};
+    use headroom_speech::asr::vad::{VadParams, MAX_CHUNK_SECONDS};
     let service = service();
     // Long sentences with commas, whose short pauses a voice detector also finds.
     let sentences = [
@@ -330,19 +330,22 @@ async fn chunk_joins_fall_between_sentences_and_lose_no_word() {
     let vad_dir = headroom_speech::models::locate(service.models_dir(), "silero-vad").unwrap();
     let vad = service.loaded_vad(&vad_dir).unwrap();
     let regions = vad.speech(&samples, &VadParams::default()).unwrap();
-    let joins: Vec<f64> = chunks(&regions, (MAX_CHUNK_SECONDS * 16_000.0) as usize)
+    let joins: Vec<f64> = regions
         .iter()
         .skip(1)
-        .map(|c| c.span().start as f64 / 16_000.0)
+        .map(|r| r.start as f64 / 16_000.0)
         .collect();
-    eprintln!("sentences {spans:.2?}, chunks start at {joins:.2?}");
-    assert!(!joins.is_empty(), "one chunk only");
+    eprintln!("sentences {spans:.2?}, regions start at {joins:.2?}");
+    assert!(
+        samples.len() as f64 / 16_000.0 > MAX_CHUNK_SECONDS && !joins.is_empty(),
+        "one region only"
+    );
     for &join in &joins {
         assert!(
             spans
                 .iter()
                 .all(|&(start, end)| join <= start || join >= end),
-            "a chunk starts inside a sentence, at {join:.2} s: {spans:.2?}"
+            "a region starts inside a sentence, at {join:.2} s: {spans:.2?}"
         );
     }
 

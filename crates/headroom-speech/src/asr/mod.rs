@@ -171,6 +171,10 @@ pub struct TranscribeOptions {
     /// Write English whatever the language spoken (Whisper's translate task; multilingual
     /// models only). `language` then names the language spoken, detected when `None`.
     pub translate: bool,
+    /// After the first window, start none at or after this time (seconds into the audio):
+    /// voice activity detection hears what a window left again at the start of its next
+    /// chunk, in a whole window, instead of in a short one of its own.
+    pub stop_at_secs: Option<f64>,
 }
 
 impl Default for TranscribeOptions {
@@ -185,6 +189,7 @@ impl Default for TranscribeOptions {
             precision: whisper::Precision::Int8,
             audio_only_windows: false,
             translate: false,
+            stop_at_secs: None,
         }
     }
 }

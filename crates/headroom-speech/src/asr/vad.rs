@@ -13,6 +13,7 @@ use super::{
 };
 use crate::audio::{AudioError, SampleSource};
 use ort::value::Tensor;
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -26,13 +27,15 @@ const CONTEXT: usize = 64;
 const STATE: usize = 128;
 /// Frames per model call (about 33 s), so long audio never makes one huge tensor.
 const BATCH_FRAMES: usize = 1024;
-/// What a chunk hears at most, as a rule: one Whisper window.
+/// What a chunk hears: one Whisper window, whatever was carried over into it.
 pub const MAX_CHUNK_SECONDS: f64 = 30.0;
 /// Speech of the next chunk each chunk hears after its own (seconds), so that a sentence a
 /// pause cuts where the chunk ends is not heard as ending there.
 pub const JOIN_MARGIN_SECONDS: f64 = 2.0;
-/// A chunk's own speech at most: a window less the margin after it and room for a sentence
-/// carried over from the chunk before.
+/// The longest region of speech, split at a pause when longer: a window less the margin
+/// after it and 2 s of room for what is carried over from the chunk before. (A chunk takes
+/// whole regions while they fit beside what was carried, and cuts a region only when the
+/// carried audio leaves less room than that.)
 pub const CHUNK_SPEECH_SECONDS: f64 = MAX_CHUNK_SECONDS - 2.0 * JOIN_MARGIN_SECONDS;
 /// A sentence that runs on past the end of a chunk's own speech is heard again, whole, by the
 /// next chunk, when it began at most this long before that end (seconds); a longer one is
@@ -454,24 +457,65 @@ impl Chunk {
     }
 }
 
-/// Regions joined, in order, into chunks of at most `max_samples` of speech (a region longer
-/// than that is a chunk of its own).
-pub fn chunks(regions: &[Range<usize>], max_samples: usize) -> Vec<Chunk> {
-    let mut out: Vec<Chunk> = Vec::new();
-    let mut current = Chunk { pieces: Vec::new() };
-    for r in regions {
-        if !current.pieces.is_empty() && current.samples() + r.len() > max_samples {
-            out.push(std::mem::replace(
-                &mut current,
-                Chunk { pieces: Vec::new() },
-            ));
+/// Speech not yet heard, in order: the regions voice activity detection found, less what
+/// earlier chunks took.
+#[derive(Debug, Clone, PartialEq)]
+struct Unheard {
+    regions: VecDeque<Range<usize>>,
+}
+
+impl Unheard {
+    /// The speech of `regions` from sample `from` on (a region running across it starts
+    /// there).
+    fn from(regions: &[Range<usize>], from: usize) -> Unheard {
+        Unheard {
+            regions: regions
+                .iter()
+                .filter(|r| r.end > from)
+                .map(|r| r.start.max(from)..r.end)
+                .collect(),
         }
-        current.pieces.push(r.clone());
     }
-    if !current.pieces.is_empty() {
-        out.push(current);
+
+    fn samples(&self) -> usize {
+        self.regions.iter().map(|r| r.len()).sum()
     }
-    out
+
+    /// The next chunk: whole regions, in order, while they fit in `most` samples (at least
+    /// one); a first region longer than that is cut at `most`, and its rest heard next.
+    fn take(&mut self, most: usize) -> Option<Chunk> {
+        let most = most.max(1);
+        let mut pieces: Vec<Range<usize>> = Vec::new();
+        let mut room = most;
+        while let Some(region) = self.regions.front_mut() {
+            if region.len() <= room {
+                room -= region.len();
+                pieces.extend(self.regions.pop_front());
+            } else {
+                if pieces.is_empty() {
+                    pieces.push(region.start..region.start + room);
+                    region.start += room;
+                }
+                break;
+            }
+        }
+        (!pieces.is_empty()).then_some(Chunk { pieces })
+    }
+
+    /// The first `n` samples still unheard, as ranges of the original.
+    fn first(&self, n: usize) -> Vec<Range<usize>> {
+        let mut left = n;
+        let mut out = Vec::new();
+        for r in &self.regions {
+            if left == 0 {
+                break;
+            }
+            let take = r.len().min(left);
+            out.push(r.start..r.start + take);
+            left -= take;
+        }
+        out
+    }
 }
 
 /// A transcriber that hears only speech: any transcriber behind Silero VAD.
@@ -548,19 +592,16 @@ fn transcribe_regions(
 ) -> Result<Transcript, AsrError> {
     let rate = SAMPLE_RATE as f64;
     let duration = samples.len() as f64 / rate;
-    let from = (from_secs.max(0.0) * rate) as usize;
-    let todo: Vec<Chunk> = chunks(regions, (CHUNK_SPEECH_SECONDS * rate) as usize)
-        .into_iter()
-        .filter(|c| c.span().end > from)
-        .collect();
+    let from = ((from_secs.max(0.0) * rate) as usize).min(samples.len());
+    let mut unheard = Unheard::from(regions, from);
+    let total = unheard.samples().max(1);
     tracing::debug!(
-        regions = regions.len(),
-        chunks = todo.len(),
-        speech_secs = regions.iter().map(|r| r.len()).sum::<usize>() as f64 / rate,
+        regions = unheard.regions.len(),
+        speech_secs = total as f64 / rate,
         duration,
         "speech found"
     );
-    let total: usize = todo.iter().map(Chunk::samples).sum::<usize>().max(1);
+    let window = (MAX_CHUNK_SECONDS * rate) as usize;
     let margin = (JOIN_MARGIN_SECONDS * rate) as usize;
     let mut options = options.clone();
     if options.language.is_none() {
@@ -568,15 +609,24 @@ fn transcribe_regions(
     }
     let mut done = 0usize;
     let mut segments: Vec<Segment> = Vec::new();
-    // Audio of the chunk before that the next one hears again (a sentence running on).
+    // Audio of the chunk before that the next one hears again (a sentence running on, or
+    // what Whisper left unheard before the join).
     let mut carried: Vec<Range<usize>> = Vec::new();
-    for (k, chunk) in todo.iter().enumerate() {
+    loop {
         if cancel.is_cancelled() {
             return Err(AsrError::Cancelled);
         }
-        let next = todo.get(k + 1);
-        let tail = next.map_or_else(Vec::new, |n| n.between(0, margin));
-        let own_end = carried.iter().map(|r| r.len()).sum::<usize>() + chunk.samples();
+        let carried_samples: usize = carried.iter().map(|r| r.len()).sum();
+        // What was carried, this chunk's own speech and the margin fill one window.
+        let own_room = window
+            .saturating_sub(margin + carried_samples)
+            .max(window / 2);
+        let Some(chunk) = unheard.take(own_room) else {
+            break;
+        };
+        let tail = unheard.first(margin);
+        let more = !tail.is_empty();
+        let own_end = carried_samples + chunk.samples();
         let heard = Chunk {
             pieces: carried
                 .iter()
@@ -586,18 +636,29 @@ fn transcribe_regions(
                 .collect(),
         };
         tracing::trace!(
-            carried_secs = (own_end - chunk.samples()) as f64 / rate,
+            carried_secs = carried_samples as f64 / rate,
             pieces = ?heard.pieces.iter().map(|p| (p.start as f64 / rate, p.end as f64 / rate)).collect::<Vec<_>>(),
             "chunk"
         );
-        let part = inner.transcribe(&heard.audio(samples)?, &options, &|_| {}, cancel)?;
+        let join = own_end as f64 / rate;
+        // Whisper need not start a window of its own on what the next chunk hears again.
+        options.stop_at_secs = more.then_some(join - MAX_CARRY_SECONDS);
+        let audio = heard.audio(samples)?;
+        let mut decoded_to = audio.len() as f64 / rate;
+        let part = inner.transcribe_from(
+            &audio,
+            0.0,
+            &options,
+            &mut |w| decoded_to = w.done_secs,
+            &|_| {},
+            cancel,
+        )?;
         // A model that detects the language does so once, on the first chunk; every chunk
         // is then transcribed in it.
         if options.language.is_none() {
             options.language = part.language.clone();
         }
-        let join = own_end as f64 / rate;
-        let (found, carry_from) = at_the_join(part.segments, &heard, join, next.is_some());
+        let (found, carry_from) = at_the_join(part.segments, &heard, join, more, decoded_to);
         carried =
             carry_from.map_or_else(Vec::new, |at| heard.between((at * rate) as usize, own_end));
         let found: Vec<Segment> = found.into_iter().filter(|s| s.start >= from_secs).collect();
@@ -632,12 +693,16 @@ fn transcribe_regions(
 /// the pause there cut: when it began at most [`MAX_CARRY_SECONDS`] before the join, it and
 /// all after it are dropped and its start is returned (the next chunk hears it again, whole);
 /// a longer one keeps its words before the join (without word times, the whole segment, its
-/// end cut at the join). Segments after the join are the next chunk's.
+/// end cut at the join). Segments after the join are the next chunk's. Where the model
+/// stopped before the join (`decoded_to`: it left a sentence unfinished at a window's end
+/// and was told to start no window of its own on it), that point is returned: the next
+/// chunk hears the rest, as Whisper's next window would.
 fn at_the_join(
     segments: Vec<Segment>,
     heard: &Chunk,
     join: f64,
     more: bool,
+    decoded_to: f64,
 ) -> (Vec<Segment>, Option<f64>) {
     /// Whisper's segment times are loose by this much (seconds).
     const LOOSE: f64 = 0.1;
@@ -647,10 +712,11 @@ fn at_the_join(
             None,
         );
     }
+    let stopped_short = decoded_to < join - LOOSE;
     let past = |start: f64, end: f64| (start + end) / 2.0 >= join;
     let mut kept = Vec::with_capacity(segments.len());
     for mut s in segments {
-        if s.start >= join {
+        if s.start >= join || (stopped_short && s.start >= decoded_to) {
             break;
         }
         let runs_on = s.end > join + LOOSE || s.words.iter().any(|w| past(w.start, w.end));
@@ -678,7 +744,7 @@ fn at_the_join(
         kept.push(remap(s, heard));
         break;
     }
-    (kept, None)
+    (kept, stopped_short.then_some(decoded_to.max(0.0)))
 }
 
 /// A segment of a chunk, timed in the original audio.
@@ -874,11 +940,22 @@ mod tests {
     fn chunks_join_regions_up_to_a_window_and_map_times_back() {
         let s = SAMPLE_RATE as usize;
         let regions = vec![s..3 * s, 10 * s..12 * s, 20 * s..50 * s, 60 * s..61 * s];
-        let c = chunks(&regions, 30 * s);
+        let mut unheard = Unheard::from(&regions, 0);
+        let mut c = Vec::new();
+        while let Some(chunk) = unheard.take(28 * s) {
+            c.push(chunk);
+        }
         assert_eq!(c.len(), 3, "{c:?}");
         assert_eq!(c[0].pieces, vec![s..3 * s, 10 * s..12 * s]);
-        assert_eq!(c[1].pieces, vec![20 * s..50 * s]);
+        // A region longer than the room is cut there, and its rest is heard next.
+        assert_eq!(c[1].pieces, vec![20 * s..48 * s]);
+        assert_eq!(c[2].pieces, vec![48 * s..50 * s, 60 * s..61 * s]);
         assert_eq!(c[0].samples(), 4 * s);
+        // A job resumed inside a region hears it from there; the next samples are found
+        // across regions.
+        let resumed = Unheard::from(&regions, 11 * s);
+        assert_eq!(resumed.samples(), (1 + 30 + 1) * s);
+        assert_eq!(resumed.first(2 * s), vec![11 * s..12 * s, 20 * s..21 * s]);
         // 1.5 s into the joined audio is 2.5 s into the original; 2.0 s is where the pieces
         // meet: the end of the first piece as an end, the start of the second as a start.
         assert!((c[0].to_original(1.5, false) - 2.5).abs() < 1e-9);
@@ -1032,9 +1109,18 @@ mod tests {
     }
 
     fn read(audio: &[f32], regions: &[Range<usize>], from_secs: f64) -> (Transcript, Vec<f64>) {
+        read_with(&SentenceReader, audio, regions, from_secs)
+    }
+
+    fn read_with(
+        reader: &dyn Transcriber,
+        audio: &[f32],
+        regions: &[Range<usize>],
+        from_secs: f64,
+    ) -> (Transcript, Vec<f64>) {
         let mut done = Vec::new();
         let transcript = transcribe_regions(
-            &SentenceReader,
+            reader,
             &audio,
             regions,
             from_secs,
@@ -1048,6 +1134,102 @@ mod tests {
         )
         .unwrap();
         (transcript, done)
+    }
+
+    /// [`SentenceReader`] that notes how long each piece of audio it is handed is and, when
+    /// `stops_short`, does as Whisper does at a window's end when the caller lets it stop
+    /// (`stop_at_secs`): it leaves the sentences ending in the last 5 s unfinished and says
+    /// it is done up to the end of the sentence before them.
+    struct Heard {
+        stops_short: bool,
+        lengths: std::sync::Mutex<Vec<f64>>,
+    }
+
+    impl Transcriber for Heard {
+        fn name(&self) -> &str {
+            "heard"
+        }
+
+        fn transcribe_from(
+            &self,
+            samples: &dyn SampleSource,
+            from_secs: f64,
+            options: &TranscribeOptions,
+            window_done: &mut dyn FnMut(WindowDone<'_>),
+            progress: &dyn Fn(f32),
+            cancel: &CancellationToken,
+        ) -> Result<Transcript, AsrError> {
+            let length = samples.len() as f64 / SAMPLE_RATE as f64;
+            self.lengths.lock().unwrap().push(length);
+            let mut t = SentenceReader.transcribe_from(
+                samples,
+                from_secs,
+                options,
+                &mut |_| {},
+                progress,
+                cancel,
+            )?;
+            let mut done_secs = length;
+            if let (true, Some(stop)) = (self.stops_short, options.stop_at_secs) {
+                let kept = t.segments.iter().filter(|s| s.end <= length - 5.0).count();
+                if let Some(last) = kept.checked_sub(1).map(|k| t.segments[k].end) {
+                    if last >= stop {
+                        t.segments.truncate(kept);
+                        done_secs = last;
+                    }
+                }
+            }
+            window_done(WindowDone {
+                segments: &t.segments,
+                done_secs,
+                duration_secs: length,
+            });
+            Ok(t)
+        }
+    }
+
+    #[test]
+    fn every_chunk_is_heard_in_one_window_whatever_was_carried_into_it() {
+        // Talk with no pause long enough to end a region: regions of 43 words (25.7 s, as
+        // voice activity detection splits them) each ending inside an 8-word sentence, so
+        // nearly every chunk carries the start of a sentence into the next (up to 4.1 s).
+        let sentence = [16, 17, 1, 2, 4, 5, 9, 19];
+        let said: Vec<usize> = (0..8 * 43).map(|i| sentence[i % 8]).collect();
+        let runs: Vec<(&[usize], f64)> = said.chunks(43).map(|r| (r, 0.5)).collect();
+        let (audio, regions) = spoken(&runs);
+        let rate = SAMPLE_RATE as f64;
+        assert!(regions
+            .iter()
+            .all(|r| r.len() as f64 / rate <= CHUNK_SPEECH_SECONDS));
+        let expected: Vec<&str> = said.iter().map(|&w| WORDS[w]).collect();
+        for stops_short in [false, true] {
+            let reader = Heard {
+                stops_short,
+                lengths: Default::default(),
+            };
+            let (transcript, done) = read_with(&reader, &audio, &regions, 0.0);
+            let lengths = reader.lengths.into_inner().unwrap();
+            // One window each: what was carried, the chunk's own speech and the margin.
+            assert!(
+                lengths.iter().all(|&l| l <= MAX_CHUNK_SECONDS + 1e-6),
+                "stops_short {stops_short}: {lengths:?}"
+            );
+            // Every word once, in order, where it was said.
+            let words: Vec<&Word> = transcript.segments.iter().flat_map(|s| &s.words).collect();
+            let text: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+            assert_eq!(text, expected, "stops_short {stops_short}");
+            assert!(words.windows(2).all(|w| w[0].end <= w[1].start));
+            // Nothing heard twice but what was carried and the margins.
+            let heard: f64 = lengths.iter().sum();
+            let speech = regions.iter().map(|r| r.len()).sum::<usize>() as f64 / rate;
+            let again = JOIN_MARGIN_SECONDS + MAX_CARRY_SECONDS;
+            assert!(
+                heard <= speech + lengths.len() as f64 * again,
+                "stops_short {stops_short}: {heard} s heard for {speech} s of speech"
+            );
+            // Progress only moves on.
+            assert!(done.windows(2).all(|d| d[0] <= d[1]), "{done:?}");
+        }
     }
 
     #[test]

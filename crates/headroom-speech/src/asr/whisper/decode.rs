@@ -279,7 +279,10 @@ impl Decoding<'_> {
             ((from_secs.max(0.0) * FRAMES_PER_SECOND).round() as usize).min(content_frames);
         let mut scratch = Scratch::default();
         let first_seek = seek;
-        while seek < content_frames {
+        let stop_frames = options.stop_at_secs.map_or(content_frames, |secs| {
+            ((secs.max(0.0) * FRAMES_PER_SECOND) as usize).min(content_frames)
+        });
+        while seek < content_frames && (seek == first_seek || seek < stop_frames) {
             // A safe point: batch work waits here while interactive work runs.
             cpu::give_way();
             if cancel.is_cancelled() {
