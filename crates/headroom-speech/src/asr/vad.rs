@@ -377,16 +377,7 @@ impl Chunk {
 
     /// The audio from `from` to `to` samples into the joined audio, as ranges of the original.
     pub fn between(&self, from: usize, to: usize) -> Vec<Range<usize>> {
-        let mut at = 0;
-        let mut out = Vec::new();
-        for p in &self.pieces {
-            let (start, end) = (from.max(at), to.min(at + p.len()));
-            if start < end {
-                out.push(p.start + (start - at)..p.start + (end - at));
-            }
-            at += p.len();
-        }
-        out
+        joined_between(&self.pieces, from, to)
     }
 
     /// A time in the joined audio (seconds) as a time in the original. An end that falls
@@ -504,18 +495,30 @@ impl Unheard {
 
     /// The first `n` samples still unheard, as ranges of the original.
     fn first(&self, n: usize) -> Vec<Range<usize>> {
-        let mut left = n;
-        let mut out = Vec::new();
-        for r in &self.regions {
-            if left == 0 {
-                break;
-            }
-            let take = r.len().min(left);
-            out.push(r.start..r.start + take);
-            left -= take;
-        }
-        out
+        joined_between(&self.regions, 0, n)
     }
+}
+
+/// The audio from `from` to `to` samples into `pieces` joined end to end, as ranges of the
+/// original (the pieces after `to` are not looked at).
+fn joined_between<'a>(
+    pieces: impl IntoIterator<Item = &'a Range<usize>>,
+    from: usize,
+    to: usize,
+) -> Vec<Range<usize>> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    for p in pieces {
+        if at >= to {
+            break;
+        }
+        let (start, end) = (from.max(at), to.min(at + p.len()));
+        if start < end {
+            out.push(p.start + (start - at)..p.start + (end - at));
+        }
+        at += p.len();
+    }
+    out
 }
 
 /// A transcriber that hears only speech: any transcriber behind Silero VAD.
