@@ -12,6 +12,7 @@ use headroom_core::admission::Priority;
 use headroom_services::speech::{
     AudioInput, KnownVoice, SpeakerRequest, SpeechError, SpeechService, Transcription,
 };
+use headroom_services::transcription_fleet::{FleetSettings, TranscriptionFleet};
 use headroom_services::Services;
 use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, render_words, ExportFormat};
@@ -79,9 +80,16 @@ pub struct TranscribeArgs {
     #[arg(long, value_name = "NAME=FILE")]
     known_speaker: Vec<String>,
     /// Use an OpenAI-compatible transcription server (e.g. http://127.0.0.1:8089/v1) instead
-    /// of the embedded engine; --model is sent as its model name.
-    #[arg(long)]
-    server_url: Option<String>,
+    /// of the embedded engine; --model is sent as its model name. Repeat it to spread the
+    /// work over several servers: each recording is cut at its pauses and the pieces are
+    /// heard at once, a failed piece moving on to another server (speakers are still found
+    /// here).
+    #[arg(long, value_name = "URL")]
+    server_url: Vec<String>,
+    /// With several --server-url: pieces each server is given at once.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    per_server: u16,
 }
 
 /// Exit status when some inputs of a batch could not be transcribed (the others were); 4 is
@@ -89,14 +97,24 @@ pub struct TranscribeArgs {
 pub const EXIT_SOME_FAILED: u8 = 5;
 
 pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<ExitCode> {
-    let speech = match &args.server_url {
-        Some(url) => {
-            let key = services.env().audio_api_key.clone();
-            let consent = services.config().privacy.consent();
+    let key = services.env().audio_api_key.clone();
+    let consent = services.config().privacy.consent();
+    let speech = match args.server_url.as_slice() {
+        [] => services.speech().clone(),
+        [url] if args.per_server == 1 => {
             let remote = RemoteTranscriber::new(url, &args.model, key, &consent)?;
             services.speech_using(Some(Arc::new(remote)), None)
         }
-        None => services.speech().clone(),
+        urls => {
+            let settings = FleetSettings {
+                per_server: args.per_server.into(),
+                ..FleetSettings::default()
+            };
+            let metrics = services.metrics().clone();
+            let fleet =
+                TranscriptionFleet::new(urls, &args.model, key, &consent, settings, metrics)?;
+            services.speech_using(Some(Arc::new(fleet)), None)
+        }
     };
     match batch::destination(&args.inputs, args.out.as_deref())? {
         batch::Destination::One { file, out } => {

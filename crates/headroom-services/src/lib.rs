@@ -37,6 +37,7 @@ pub mod recording;
 pub mod residency;
 pub mod speaking_voice;
 pub mod speech;
+pub mod transcription_fleet;
 pub mod voice_catalog;
 pub mod voice_work;
 pub mod voices;

@@ -592,12 +592,12 @@ impl SpeechService {
             let audio = headroom_base::cpu::compute(|| input.spool(&decode, &service.spool_dir))?;
             let engine = source.engine(&service, options.precision)?;
             let engine: Arc<dyn Transcriber> = match vad_dir.flatten() {
-                Some(dir) => Arc::new(VadTranscriber::new(
+                Some(dir) if !engine.cuts_at_pauses_itself() => Arc::new(VadTranscriber::new(
                     engine,
                     service.loaded_vad(&dir)?,
                     VadParams::default(),
                 )),
-                None => engine,
+                _ => engine,
             };
             // Known speakers' recordings are checked before the long work, so a bad one is
             // refused at once.

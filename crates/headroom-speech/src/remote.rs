@@ -7,12 +7,14 @@
 
 use crate::asr::{
     rest_as_one_window, AsrError, Segment, TranscribeOptions, Transcriber, Transcript, WindowDone,
+    SAMPLE_RATE,
 };
 use crate::audio::{decode_bytes, wav_bytes, Audio, DecodeLimits, SampleSource};
 pub use crate::remote_error::RemoteError;
 use crate::tts::{Synthesizer, TtsError, Voice};
 use headroom_base::consent::{Payload, RemoteConsent, Role};
 use headroom_base::openai::{ApiError, ApiKey};
+use headroom_base::redact::SecretUrl;
 use serde_json::Value;
 use std::future::Future;
 use std::path::Path;
@@ -144,8 +146,18 @@ impl Transcriber for RemoteTranscriber {
     }
 }
 
+/// The most of a transcription server's answer that is read (a day of speech as JSON with
+/// every segment is a few megabytes); a longer one is unreadable, not held.
+const MAX_TRANSCRIPTION_ANSWER: usize = 32 << 20;
+
 impl RemoteTranscriber {
-    /// `samples` sent whole to the server's `audio/transcriptions`.
+    /// The server's URL as it may be shown (no secrets).
+    pub fn shown_url(&self) -> String {
+        SecretUrl::new(self.remote.base.as_str().trim_end_matches('/')).redacted()
+    }
+
+    /// `samples` sent whole to the server's `audio/transcriptions`, blocking this worker
+    /// thread.
     fn transcribe_whole(
         &self,
         samples: &[f32],
@@ -153,9 +165,25 @@ impl RemoteTranscriber {
         progress: &dyn Fn(f32),
         cancel: &CancellationToken,
     ) -> Result<Transcript, AsrError> {
+        let transcript = match self.remote.block_on(cancel, self.request(samples, options)) {
+            None => return Err(AsrError::Cancelled),
+            Some(r) => r?,
+        };
+        progress(1.0);
+        Ok(transcript)
+    }
+
+    /// 16 kHz `samples` sent to the server's `audio/transcriptions`: the transcript, timed
+    /// from the first sample. What the server says is checked: times are kept inside the
+    /// audio sent and in order, and an answer past [`MAX_TRANSCRIPTION_ANSWER`] is refused.
+    pub async fn request(
+        &self,
+        samples: &[f32],
+        options: &TranscribeOptions,
+    ) -> Result<Transcript, RemoteError> {
         let wav = wav_bytes(&Audio {
             samples: samples.to_vec(),
-            sample_rate: 16_000,
+            sample_rate: SAMPLE_RATE,
         });
         let url = self
             .remote
@@ -175,55 +203,109 @@ impl RemoteTranscriber {
         if let Some(language) = &options.language {
             form = form.text("language", language.clone());
         }
-        let request = async {
-            let resp = checked(
-                self.remote
-                    .post("audio/transcriptions")
-                    .multipart(form)
-                    .send()
-                    .await,
-                &url,
-            )
-            .await?;
-            resp.json::<Value>()
-                .await
-                .map_err(|e| RemoteError::unreadable(&url, &e))
-        };
-        let body = match self.remote.block_on(cancel, request) {
-            None => return Err(AsrError::Cancelled),
-            Some(r) => r?,
-        };
-        progress(1.0);
-        let duration = samples.len() as f64 / 16_000.0;
-        let segments = match body.get("segments").and_then(Value::as_array) {
-            Some(list) => list
-                .iter()
-                .map(|s| Segment {
-                    speaker: None,
-                    start: s["start"].as_f64().unwrap_or(0.0),
-                    end: s["end"].as_f64().unwrap_or(duration),
-                    text: s["text"].as_str().unwrap_or("").trim().to_string(),
-                    words: Vec::new(),
+        let resp = checked(
+            self.remote
+                .post("audio/transcriptions")
+                .multipart(form)
+                .send()
+                .await,
+            &url,
+        )
+        .await?;
+        let body = read_bounded(resp, MAX_TRANSCRIPTION_ANSWER, &url).await?;
+        let body: Value = serde_json::from_slice(&body).map_err(|e| RemoteError::Unreadable {
+            url: SecretUrl::new(url.as_str()),
+            message: format!("not the JSON of a transcription: {e}"),
+        })?;
+        let duration = samples.len() as f64 / SAMPLE_RATE as f64;
+        Ok(transcript_of(&body, duration, options))
+    }
+
+    /// Whether the server answers at all: its model list (any answer but a refused or broken
+    /// connection or a server error counts, as a router may guard its list).
+    pub async fn answers(&self) -> Result<(), RemoteError> {
+        let url = self.remote.base.join("models").expect("relative path");
+        let mut req = self.remote.http.get(url.clone());
+        if let Some(key) = &self.remote.api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        match checked(req.send().await, &url).await {
+            Err(RemoteError::Status { status, .. }) if status < 500 => Ok(()),
+            other => other.map(drop),
+        }
+    }
+}
+
+/// The body of `resp`, refused once it passes `limit` bytes (read no further).
+async fn read_bounded(
+    mut resp: reqwest::Response,
+    limit: usize,
+    url: &Url,
+) -> Result<Vec<u8>, RemoteError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| RemoteError::unreadable(url, &e))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(RemoteError::Unreadable {
+                url: SecretUrl::new(url.as_str()),
+                message: format!("the answer is longer than {} MiB", limit >> 20),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A transcription server's `verbose_json` (or plain `json`) answer for `duration` seconds of
+/// audio: its segments, each inside the audio and none before the one it follows.
+fn transcript_of(body: &Value, duration: f64, options: &TranscribeOptions) -> Transcript {
+    let inside = |t: Option<f64>, default: f64| {
+        t.filter(|t| t.is_finite())
+            .unwrap_or(default)
+            .clamp(0.0, duration)
+    };
+    let segments = match body.get("segments").and_then(Value::as_array) {
+        Some(list) => {
+            let mut after = 0.0f64;
+            list.iter()
+                .map(|s| {
+                    let start = inside(s["start"].as_f64(), after).max(after);
+                    let end = inside(s["end"].as_f64(), duration).max(start);
+                    after = start;
+                    Segment {
+                        speaker: None,
+                        start,
+                        end,
+                        text: s["text"].as_str().unwrap_or("").trim().to_string(),
+                        words: Vec::new(),
+                    }
                 })
-                .collect(),
-            // A server that only answers `text`: one segment for the whole clip.
-            None => vec![Segment {
-                speaker: None,
-                start: 0.0,
-                end: duration,
-                text: body["text"].as_str().unwrap_or("").trim().to_string(),
-                words: Vec::new(),
-            }],
-        };
-        Ok(Transcript {
-            speakers: Vec::new(),
-            language: body["language"]
-                .as_str()
-                .map(str::to_string)
-                .or_else(|| options.language.clone()),
-            duration,
-            segments,
-        })
+                .filter(|s| !s.text.is_empty())
+                .collect()
+        }
+        // A server that only answers `text`: one segment for the whole clip.
+        None => vec![Segment {
+            speaker: None,
+            start: 0.0,
+            end: duration,
+            text: body["text"].as_str().unwrap_or("").trim().to_string(),
+            words: Vec::new(),
+        }]
+        .into_iter()
+        .filter(|s| !s.text.is_empty())
+        .collect(),
+    };
+    Transcript {
+        speakers: Vec::new(),
+        language: body["language"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| options.language.clone()),
+        duration,
+        segments,
     }
 }
 

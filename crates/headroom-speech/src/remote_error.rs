@@ -36,6 +36,18 @@ pub enum RemoteError {
         status: u16,
         error: Box<ApiError>,
     },
+    /// The server took longer than the work may (a stalled or overloaded server).
+    #[error("{url} gave no answer within {seconds} s")]
+    Deadline { url: SecretUrl, seconds: u64 },
+    #[error("no audio server was given")]
+    NoServer,
+    /// Every server of a fleet was tried for a piece of work, and none did it.
+    #[error("no audio server could transcribe {stretch} ({tried} tried); the last: {last}")]
+    EveryServerFailed {
+        stretch: String,
+        tried: usize,
+        last: Box<RemoteError>,
+    },
     #[error("{url} sent an unreadable answer: {message}")]
     Unreadable { url: SecretUrl, message: String },
     #[error("the audio from {url} cannot be decoded: {source}")]

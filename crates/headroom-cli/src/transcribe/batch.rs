@@ -144,6 +144,8 @@ impl FileStamp {
 pub(super) struct OutputOptions {
     model: String,
     /// Redacted: the manifest is no place for a secret, and a key does not change the text.
+    /// Several servers: each, sorted, after a comma (the same servers in another order make
+    /// the same transcripts).
     server_url: Option<String>,
     language: Option<String>,
     format: ExportFormat,
@@ -163,10 +165,7 @@ impl OutputOptions {
     pub(super) fn of(args: &TranscribeArgs) -> anyhow::Result<OutputOptions> {
         Ok(OutputOptions {
             model: args.model.clone(),
-            server_url: args
-                .server_url
-                .as_ref()
-                .map(|url| SecretUrl::new(url.as_str()).redacted()),
+            server_url: servers_shown(&args.server_url),
             language: args.language.clone(),
             format: args.format,
             words: args.words,
@@ -183,6 +182,17 @@ impl OutputOptions {
                 .collect(),
         })
     }
+}
+
+/// The servers as the manifest records them: `None` for the embedded engine.
+fn servers_shown(urls: &[String]) -> Option<String> {
+    let mut shown: Vec<String> = urls
+        .iter()
+        .map(|url| SecretUrl::new(url.as_str()).redacted())
+        .collect();
+    shown.sort();
+    shown.dedup();
+    (!shown.is_empty()).then(|| shown.join(", "))
 }
 
 /// What a transcript in the out folder was made from.

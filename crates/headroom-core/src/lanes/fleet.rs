@@ -27,16 +27,28 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Weight of the newest first-token time in an upstream's running average.
 const TTFT_WEIGHT: f64 = 0.3;
 
+/// A server a fleet sends work to, known by its URL as it may be shown (no secrets): the
+/// text lane's chat servers, and the audio servers a batch is spread over.
+pub trait Member: Send + Sync + 'static {
+    fn shown_url(&self) -> String;
+}
+
+impl Member for LlmClient {
+    fn shown_url(&self) -> String {
+        LlmClient::shown_url(self)
+    }
+}
+
 /// One upstream as configured: its client and, for a router or a server that does not say,
 /// how many requests it should be given at once.
 #[derive(Debug, Clone)]
-pub struct UpstreamSpec {
-    pub client: LlmClient,
+pub struct UpstreamSpec<C = LlmClient> {
+    pub client: C,
     pub capacity: Option<usize>,
 }
 
-impl UpstreamSpec {
-    pub fn new(client: LlmClient) -> Self {
+impl<C> UpstreamSpec<C> {
+    pub fn new(client: C) -> Self {
         UpstreamSpec {
             client,
             capacity: None,
@@ -172,8 +184,8 @@ struct State {
 }
 
 /// One server behind the lane.
-pub struct Upstream {
-    client: LlmClient,
+pub struct Upstream<C = LlmClient> {
+    client: C,
     name: String,
     /// The capacity to give it: configured for this upstream, else the lane's default.
     limit: usize,
@@ -181,7 +193,7 @@ pub struct Upstream {
     metrics: Arc<Metrics>,
 }
 
-impl Upstream {
+impl<C> Upstream<C> {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.locked()
     }
@@ -191,7 +203,7 @@ impl Upstream {
         &self.name
     }
 
-    pub fn client(&self) -> &LlmClient {
+    pub fn client(&self) -> &C {
         &self.client
     }
 
@@ -342,18 +354,18 @@ pub struct UpstreamView {
 }
 
 /// A request's place on one upstream; dropping it frees the place.
-pub struct UpstreamSlot {
-    upstream: Arc<Upstream>,
+pub struct UpstreamSlot<C = LlmClient> {
+    upstream: Arc<Upstream<C>>,
     index: usize,
     probe: bool,
 }
 
-impl UpstreamSlot {
+impl<C> UpstreamSlot<C> {
     pub fn index(&self) -> usize {
         self.index
     }
 
-    pub fn upstream(&self) -> &Upstream {
+    pub fn upstream(&self) -> &Upstream<C> {
         &self.upstream
     }
 
@@ -403,7 +415,7 @@ impl UpstreamSlot {
     }
 }
 
-impl Drop for UpstreamSlot {
+impl<C> Drop for UpstreamSlot<C> {
     fn drop(&mut self) {
         let mut st = self.upstream.lock();
         st.in_flight -= 1;
@@ -423,17 +435,28 @@ pub enum NoUpstream {
     AllTried,
 }
 
-/// The upstreams of one text lane.
-#[derive(Clone)]
-pub struct Fleet {
-    upstreams: Arc<Vec<Arc<Upstream>>>,
+/// The upstreams of one text lane (or of a batch spread over audio servers).
+pub struct Fleet<C = LlmClient> {
+    upstreams: Arc<Vec<Arc<Upstream<C>>>>,
 }
 
-impl Fleet {
+impl<C> Clone for Fleet<C> {
+    fn clone(&self) -> Self {
+        Fleet {
+            upstreams: self.upstreams.clone(),
+        }
+    }
+}
+
+impl<C: Member> Fleet<C> {
     /// A fleet of `specs`; an upstream without a configured capacity gets `default_capacity`
     /// until its server says it runs fewer.
-    pub fn new(specs: Vec<UpstreamSpec>, default_capacity: usize, metrics: Arc<Metrics>) -> Self {
-        assert!(!specs.is_empty(), "a text lane needs an upstream");
+    pub fn new(
+        specs: Vec<UpstreamSpec<C>>,
+        default_capacity: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        assert!(!specs.is_empty(), "a fleet needs an upstream");
         let upstreams = specs
             .into_iter()
             .map(|spec| {
@@ -472,11 +495,11 @@ impl Fleet {
     }
 
     /// The first upstream's client (the only one for a single server).
-    pub fn primary(&self) -> &LlmClient {
+    pub fn primary(&self) -> &C {
         &self.upstreams[0].client
     }
 
-    pub fn upstreams(&self) -> impl Iterator<Item = &Upstream> {
+    pub fn upstreams(&self) -> impl Iterator<Item = &Upstream<C>> {
         self.upstreams.iter().map(|u| u.as_ref())
     }
 
@@ -493,6 +516,85 @@ impl Fleet {
             .min()
     }
 
+    /// Picks the upstream for a request that has already tried `tried`: an up one with a free
+    /// slot (least in flight, then soonest first tokens); else a down one whose backoff ran out
+    /// (one request at a time); else, when none is up at all, a down one all the same.
+    pub fn pick(&self, tried: &[usize]) -> Result<UpstreamSlot<C>, NoUpstream> {
+        let now = Instant::now();
+        let mut best: Option<(usize, (u8, usize, Duration))> = None;
+        let mut any_up = false;
+        let mut down = Vec::new();
+        for (index, upstream) in self.upstreams.iter().enumerate() {
+            let st = upstream.lock();
+            let up = matches!(st.health, Health::Up);
+            any_up |= up;
+            if !up {
+                down.push(upstream.name.clone());
+            }
+            if tried.contains(&index) || st.in_flight >= st.capacity {
+                continue;
+            }
+            let rank = match &st.health {
+                Health::Up => 0,
+                Health::Down { retry_at, .. } if *retry_at <= now && !st.probing => 1,
+                Health::Down { .. } => 2,
+            };
+            let key = (rank, st.in_flight, st.ttft.unwrap_or_default());
+            if best.as_ref().is_none_or(|(_, k)| key < *k) {
+                best = Some((index, key));
+            }
+        }
+        let chosen = match best {
+            Some((index, (rank, ..))) if rank < 2 || !any_up => Some((index, rank == 1)),
+            _ => None,
+        };
+        let Some((index, probe)) = chosen else {
+            return Err(if tried.len() >= self.upstreams.len() {
+                NoUpstream::AllTried
+            } else {
+                NoUpstream::Full { down }
+            });
+        };
+        let upstream = self.upstreams[index].clone();
+        {
+            let mut st = upstream.lock();
+            st.in_flight += 1;
+            st.probing |= probe;
+            upstream.publish(&st);
+        }
+        Ok(UpstreamSlot {
+            upstream,
+            index,
+            probe,
+        })
+    }
+
+    pub fn views(&self) -> Vec<UpstreamView> {
+        let now = Instant::now();
+        self.upstreams.iter().map(|u| u.view(now)).collect()
+    }
+
+    /// Checks every upstream with `probe` (`Err` says why it is not answering): one that
+    /// answers is up again if it went down unreachable; one that does not is down, with a
+    /// longer backoff before work tries it. For servers with no model list to adopt.
+    pub async fn check_health_with(
+        &self,
+        probe: impl for<'a> Fn(&'a C) -> futures::future::BoxFuture<'a, Result<(), String>>,
+    ) {
+        let answers =
+            futures::future::join_all(self.upstreams.iter().map(|u| probe(&u.client))).await;
+        for (upstream, answer) in self.upstreams.iter().zip(answers) {
+            match answer {
+                Ok(()) => upstream.vouch(),
+                Err(why) => {
+                    upstream.mark_down(&format!("health check: {why}"), DownCause::Unreachable)
+                }
+            }
+        }
+    }
+}
+
+impl Fleet<LlmClient> {
     /// Asks every upstream for its models, context and slots. The first answer is returned
     /// (the first error when none answers); an upstream that does not answer is marked down.
     pub async fn discover(&self) -> Result<ServerInfo, LlmError> {
@@ -549,64 +651,6 @@ impl Fleet {
                 Err(_) => upstream.vouch(),
             }
         }
-    }
-
-    /// Picks the upstream for a request that has already tried `tried`: an up one with a free
-    /// slot (least in flight, then soonest first tokens); else a down one whose backoff ran out
-    /// (one request at a time); else, when none is up at all, a down one all the same.
-    pub fn pick(&self, tried: &[usize]) -> Result<UpstreamSlot, NoUpstream> {
-        let now = Instant::now();
-        let mut best: Option<(usize, (u8, usize, Duration))> = None;
-        let mut any_up = false;
-        let mut down = Vec::new();
-        for (index, upstream) in self.upstreams.iter().enumerate() {
-            let st = upstream.lock();
-            let up = matches!(st.health, Health::Up);
-            any_up |= up;
-            if !up {
-                down.push(upstream.name.clone());
-            }
-            if tried.contains(&index) || st.in_flight >= st.capacity {
-                continue;
-            }
-            let rank = match &st.health {
-                Health::Up => 0,
-                Health::Down { retry_at, .. } if *retry_at <= now && !st.probing => 1,
-                Health::Down { .. } => 2,
-            };
-            let key = (rank, st.in_flight, st.ttft.unwrap_or_default());
-            if best.as_ref().is_none_or(|(_, k)| key < *k) {
-                best = Some((index, key));
-            }
-        }
-        let chosen = match best {
-            Some((index, (rank, ..))) if rank < 2 || !any_up => Some((index, rank == 1)),
-            _ => None,
-        };
-        let Some((index, probe)) = chosen else {
-            return Err(if tried.len() >= self.upstreams.len() {
-                NoUpstream::AllTried
-            } else {
-                NoUpstream::Full { down }
-            });
-        };
-        let upstream = self.upstreams[index].clone();
-        {
-            let mut st = upstream.lock();
-            st.in_flight += 1;
-            st.probing |= probe;
-            upstream.publish(&st);
-        }
-        Ok(UpstreamSlot {
-            upstream,
-            index,
-            probe,
-        })
-    }
-
-    pub fn views(&self) -> Vec<UpstreamView> {
-        let now = Instant::now();
-        self.upstreams.iter().map(|u| u.view(now)).collect()
     }
 }
 

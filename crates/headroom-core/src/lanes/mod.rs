@@ -7,6 +7,8 @@ mod monitor;
 mod text;
 
 pub use audio::{AudioActivity, AudioLane, AudioLaneConfig};
-pub use fleet::{Fleet, NoUpstream, UpstreamResult, UpstreamSlot, UpstreamSpec, UpstreamView};
+pub use fleet::{
+    Fleet, Member, NoUpstream, UpstreamResult, UpstreamSlot, UpstreamSpec, UpstreamView,
+};
 pub use monitor::{LaneEvent, LaneMonitor, LaneSnapshot, RejectionRecord};
 pub use text::{TextLane, TextLaneConfig, TextStream, WeakTextLane, DEFAULT_CONTEXT_TOKENS};

@@ -297,6 +297,12 @@ pub trait Transcriber: Send + Sync {
         None
     }
 
+    /// Whether it cuts the audio at pauses itself (a batch spread over servers cuts it into
+    /// pieces heard at once), so voice activity detection is not put in front of it.
+    fn cuts_at_pauses_itself(&self) -> bool {
+        false
+    }
+
     /// Transcribes from `from_secs` into the audio, handing each finished window to
     /// `window_done` (its segments, and the seconds of audio done), so a job can keep its
     /// progress and continue there after a crash. The transcript returned holds the segments

@@ -4,6 +4,7 @@ mod decode;
 mod device;
 pub mod encode;
 pub mod mel;
+mod pauses;
 mod peaks;
 mod recording;
 mod resample;
@@ -18,6 +19,7 @@ pub use decode::{
 };
 pub use device::{input_devices, play, play_file, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
+pub use pauses::{pieces_at_pauses, PiecePlan};
 pub use peaks::{Peaks, MAX_PEAKS};
 pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};
 pub use resample::{resample, StreamResampler};

@@ -1,0 +1,324 @@
+//! A transcription spread over several OpenAI-compatible audio servers (other machines running
+//! `headroom serve`, vLLM serving Whisper, speaches, a LiteLLM proxy in front of any of them).
+//!
+//! The recording is cut at its pauses ([`pieces_at_pauses`]) and the pieces are sent to the
+//! servers at once, as many as they take together, by the same rules as the text lane's
+//! upstreams ([`Fleet`]): each server has its own capacity, health and breaker; a piece a
+//! server fails (unreachable, a server error, an unreadable answer, no answer before its
+//! deadline, busy) moves on to another, and a server that failed is tried again only after a
+//! backoff, one piece at a time. Pieces are merged in order, each handed on as a finished
+//! window as soon as those before it are, so a killed job goes on after the last piece it
+//! kept. Diarization and word timing stay local (the speech service does them on the
+//! transcript, as for any engine).
+
+use headroom_base::consent::RemoteConsent;
+use headroom_base::openai::ApiKey;
+use headroom_core::lanes::{Fleet, Member, NoUpstream, UpstreamResult, UpstreamSpec};
+use headroom_core::metrics::Metrics;
+use headroom_speech::asr::{
+    AsrError, TranscribeOptions, Transcriber, Transcript, WindowDone, SAMPLE_RATE,
+};
+use headroom_speech::audio::{pieces_at_pauses, PiecePlan, SampleSource};
+use headroom_speech::remote::{RemoteError, RemoteTranscriber};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Rounds over every server a piece may take when each was busy or failed; then the piece,
+/// and so its file, fails.
+const ROUNDS: usize = 3;
+/// The longest wait for a slot before the servers are looked at again (a down server's
+/// backoff may have run out meanwhile).
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// One audio server of the fleet.
+pub struct AudioServer {
+    transcriber: RemoteTranscriber,
+}
+
+impl Member for AudioServer {
+    fn shown_url(&self) -> String {
+        self.transcriber.shown_url()
+    }
+}
+
+/// How the fleet shares out the work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetSettings {
+    /// Pieces each server is given at once.
+    pub per_server: usize,
+    /// How long the pieces are.
+    pub pieces: PiecePlan,
+    /// A piece's deadline: this, plus [`FleetSettings::deadline_per_second`] for every
+    /// second of its audio.
+    pub deadline_base: Duration,
+    pub deadline_per_second: Duration,
+}
+
+impl Default for FleetSettings {
+    fn default() -> Self {
+        FleetSettings {
+            per_server: 1,
+            pieces: PiecePlan::default(),
+            // A CPU server hearing a large model is slower than real time: four seconds for
+            // each second of audio, and a minute to start, before it counts as stalled.
+            deadline_base: Duration::from_secs(60),
+            deadline_per_second: Duration::from_secs(4),
+        }
+    }
+}
+
+/// Several audio servers as one transcriber.
+pub struct TranscriptionFleet {
+    fleet: Fleet<AudioServer>,
+    settings: FleetSettings,
+    /// Signalled whenever a piece leaves a server, so one waiting for a slot looks again.
+    freed: Notify,
+    runtime: Handle,
+    name: String,
+}
+
+impl TranscriptionFleet {
+    /// Servers at `urls` (each like `http://10.0.0.5:8089/v1`), asked for `model`. Audio goes
+    /// to each, so every one on another machine must be allowed by `consent`; none is
+    /// contacted here.
+    pub fn new(
+        urls: &[String],
+        model: &str,
+        api_key: Option<ApiKey>,
+        consent: &RemoteConsent,
+        settings: FleetSettings,
+        metrics: Arc<Metrics>,
+    ) -> Result<TranscriptionFleet, RemoteError> {
+        let runtime = Handle::try_current().map_err(|_| RemoteError::NoRuntime)?;
+        // A server named twice is one server (its capacity is --per-server, not twice that).
+        let mut seen = std::collections::HashSet::new();
+        let specs = urls
+            .iter()
+            .filter(|url| seen.insert(url.trim().trim_end_matches('/').to_string()))
+            .map(|url| {
+                let transcriber = RemoteTranscriber::new(url, model, api_key.clone(), consent)?;
+                Ok(UpstreamSpec::new(AudioServer { transcriber }))
+            })
+            .collect::<Result<Vec<_>, RemoteError>>()?;
+        if specs.is_empty() {
+            return Err(RemoteError::NoServer);
+        }
+        let fleet = Fleet::new(specs, settings.per_server.max(1), metrics);
+        Ok(TranscriptionFleet {
+            fleet,
+            settings,
+            freed: Notify::new(),
+            runtime,
+            name: model.to_string(),
+        })
+    }
+
+    /// Pieces the servers take at once, together.
+    pub fn capacity(&self) -> usize {
+        self.fleet.capacity()
+    }
+
+    /// Each server as the lanes panel shows an upstream (up, load, why it is down).
+    pub fn views(&self) -> Vec<headroom_core::lanes::UpstreamView> {
+        self.fleet.views()
+    }
+
+    /// Asks every server whether it answers; one that does not is down until it does.
+    pub async fn check_health(&self) {
+        self.fleet
+            .check_health_with(|server| {
+                Box::pin(async move {
+                    server
+                        .transcriber
+                        .answers()
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .await
+    }
+
+    /// One piece (16 kHz `samples`, at `stretch` seconds of the recording), on whichever server
+    /// takes it: another when one fails it, by the fleet's rules.
+    pub async fn transcribe_piece(
+        &self,
+        samples: &[f32],
+        stretch: Range<f64>,
+        options: &TranscribeOptions,
+    ) -> Result<Transcript, RemoteError> {
+        let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
+        let deadline =
+            self.settings.deadline_base + self.settings.deadline_per_second.mul_f64(seconds);
+        let mut tried = Vec::new();
+        let mut attempts = 0;
+        let mut last: Option<RemoteError> = None;
+        let mut rounds = 0;
+        loop {
+            let freed = self.freed.notified();
+            let slot = match self.fleet.pick(&tried) {
+                Ok(slot) => slot,
+                Err(NoUpstream::Full { .. }) => {
+                    let _ = tokio::time::timeout(RECHECK, freed).await;
+                    continue;
+                }
+                Err(NoUpstream::AllTried) => {
+                    rounds += 1;
+                    if rounds >= ROUNDS {
+                        return Err(RemoteError::EveryServerFailed {
+                            stretch: clock(&stretch),
+                            tried: attempts,
+                            last: Box::new(last.expect("a server was tried")),
+                        });
+                    }
+                    tried.clear();
+                    let _ = tokio::time::timeout(RECHECK, freed).await;
+                    continue;
+                }
+            };
+            attempts += 1;
+            let server = slot.upstream().client();
+            let started = tokio::time::Instant::now();
+            let answer =
+                tokio::time::timeout(deadline, server.transcriber.request(samples, options)).await;
+            let error = match answer {
+                Ok(Ok(transcript)) => {
+                    slot.record(UpstreamResult::Answered, "");
+                    slot.first_words(started.elapsed());
+                    drop(slot);
+                    self.freed.notify_waiters();
+                    return Ok(transcript);
+                }
+                Ok(Err(e)) => e,
+                Err(_) => RemoteError::Deadline {
+                    url: headroom_base::redact::SecretUrl::new(server.shown_url()),
+                    seconds: deadline.as_secs(),
+                },
+            };
+            let result = result_of(&error);
+            tracing::warn!(
+                server = %server.shown_url(),
+                stretch = %clock(&stretch),
+                result = result.as_str(),
+                "{error}"
+            );
+            slot.record(result, &error.to_string());
+            tried.push(slot.index());
+            drop(slot);
+            self.freed.notify_waiters();
+            if !result.worth_another() {
+                return Err(error);
+            }
+            last = Some(error);
+        }
+    }
+}
+
+/// What a server's error says about it, by the text fleet's rules.
+fn result_of(error: &RemoteError) -> UpstreamResult {
+    match error {
+        RemoteError::Unreachable { .. } => UpstreamResult::Unavailable,
+        RemoteError::Status {
+            status: 429 | 503, ..
+        } => UpstreamResult::Busy,
+        RemoteError::Status { status, .. } if *status >= 500 => UpstreamResult::Unavailable,
+        RemoteError::Unreadable { .. } => UpstreamResult::Unreadable,
+        RemoteError::Deadline { .. } => UpstreamResult::Deadline,
+        // The request itself (a 4xx, the audio refused), or nothing a server said.
+        _ => UpstreamResult::Error,
+    }
+}
+
+/// `12:30.0–13:45.5`: a stretch as a person finds it in the recording.
+fn clock(stretch: &Range<f64>) -> String {
+    let at = |s: f64| format!("{}:{:04.1}", (s / 60.0) as u64, s % 60.0);
+    format!("{}–{}", at(stretch.start), at(stretch.end))
+}
+
+impl Transcriber for TranscriptionFleet {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn cuts_at_pauses_itself(&self) -> bool {
+        true
+    }
+
+    /// The pieces from `from_secs` on, heard at once on the servers; each is a finished
+    /// window once those before it are.
+    fn transcribe_from(
+        &self,
+        samples: &dyn SampleSource,
+        from_secs: f64,
+        options: &TranscribeOptions,
+        window_done: &mut dyn FnMut(WindowDone<'_>),
+        progress: &dyn Fn(f32),
+        cancel: &CancellationToken,
+    ) -> Result<Transcript, AsrError> {
+        use futures::StreamExt;
+        let rate = SAMPLE_RATE as f64;
+        let from = ((from_secs.max(0.0) * rate) as usize).min(samples.len());
+        let pieces: Vec<Range<usize>> = pieces_at_pauses(samples, &self.settings.pieces)?
+            .into_iter()
+            .filter(|p| p.end > from)
+            .map(|p| p.start.max(from)..p.end)
+            .collect();
+        let duration = samples.len() as f64 / rate;
+        let total: usize = pieces.iter().map(|p| p.len()).sum::<usize>().max(1);
+        tracing::info!(
+            pieces = pieces.len(),
+            servers = self.fleet.len(),
+            at_once = self.capacity(),
+            "transcribing on the fleet"
+        );
+        let mut transcript = Transcript {
+            speakers: Vec::new(),
+            language: options.language.clone(),
+            duration,
+            segments: Vec::new(),
+        };
+        let heard = futures::stream::iter(pieces.iter().cloned())
+            .map(|piece| async move {
+                let audio = samples.read(piece.clone())?;
+                let stretch = piece.start as f64 / rate..piece.end as f64 / rate;
+                let mut heard = self
+                    .transcribe_piece(&audio, stretch.clone(), options)
+                    .await?;
+                for segment in &mut heard.segments {
+                    segment.shift(stretch.start);
+                }
+                Ok::<_, AsrError>((piece, heard))
+            })
+            .buffered(self.capacity().max(1));
+        let mut done = 0;
+        let all = async {
+            futures::pin_mut!(heard);
+            while let Some(next) = heard.next().await {
+                let (piece, heard) = next?;
+                done += piece.len();
+                let kept = transcript.segments.len();
+                transcript.segments.extend(heard.segments);
+                if transcript.language.is_none() {
+                    transcript.language = heard.language;
+                }
+                window_done(WindowDone {
+                    segments: &transcript.segments[kept..],
+                    done_secs: piece.end as f64 / rate,
+                    duration_secs: duration,
+                });
+                progress(done as f32 / total as f32);
+            }
+            Ok::<_, AsrError>(())
+        };
+        self.runtime.block_on(async {
+            tokio::select! {
+                r = all => r,
+                _ = cancel.cancelled() => Err(AsrError::Cancelled),
+            }
+        })?;
+        Ok(transcript)
+    }
+}
