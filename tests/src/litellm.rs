@@ -41,19 +41,6 @@ impl LiteLlmProxy {
     /// Starts `litellm --config` in front of `servers` and waits (bounded) until it answers
     /// `/health/readiness` and lists its models.
     pub async fn in_front_of(servers: &[&LlamaServer]) -> LiteLlmProxy {
-        let litellm = std::env::var_os("HEADROOM_LITELLM").unwrap_or_else(|| {
-            panic!(
-                "HEADROOM_LITELLM is not set: run the tests with scripts/test, which installs \
-                 LiteLLM's proxy (or eval \"$(scripts/install-test-deps)\" first)"
-            )
-        });
-        let litellm = PathBuf::from(litellm);
-        assert!(
-            litellm.exists(),
-            "HEADROOM_LITELLM points to {}, which does not exist",
-            litellm.display()
-        );
-        let port = free_port();
         let mut yaml = String::from("model_list:\n");
         for (group, limit) in [(Self::MODEL, ""), (Self::RATIONED, ", rpm: 1")] {
             for server in servers {
@@ -69,9 +56,49 @@ impl LiteLlmProxy {
         // Pre-call checks make the router skip a deployment over its rpm (without them only
         // the usage-based strategies look at it).
         yaml.push_str(
-            "router_settings:\n  routing_strategy: least-busy\n  enable_pre_call_checks: true\n\
-             litellm_settings:\n  telemetry: false\n",
+            "router_settings:\n  routing_strategy: least-busy\n  enable_pre_call_checks: true\n",
         );
+        Self::start(yaml).await
+    }
+
+    /// The model group of [`LiteLlmProxy::for_transcription`].
+    pub const TRANSCRIPTION: &'static str = "whisper";
+
+    /// Starts the proxy in front of OpenAI-compatible transcription servers (`headroom serve`
+    /// workers, by base URL), as one model group, least-busy routing.
+    pub async fn for_transcription(servers: &[String]) -> LiteLlmProxy {
+        let mut yaml = String::from("model_list:\n");
+        for base in servers {
+            writeln!(
+                yaml,
+                "  - model_name: {}\n    litellm_params: {{model: openai/whisper-1, \
+                 api_base: \"{base}\", api_key: not-needed}}\n    model_info: {{mode: audio_transcription}}",
+                Self::TRANSCRIPTION
+            )
+            .unwrap();
+        }
+        yaml.push_str("router_settings:\n  routing_strategy: least-busy\n");
+        Self::start(yaml).await
+    }
+
+    /// Starts `litellm --config` with `model_list` (and its router settings) and waits (bounded)
+    /// until it answers `/health/readiness` and lists its models.
+    async fn start(model_list: String) -> LiteLlmProxy {
+        let litellm = std::env::var_os("HEADROOM_LITELLM").unwrap_or_else(|| {
+            panic!(
+                "HEADROOM_LITELLM is not set: run the tests with scripts/test, which installs \
+                 LiteLLM's proxy (or eval \"$(scripts/install-test-deps)\" first)"
+            )
+        });
+        let litellm = PathBuf::from(litellm);
+        assert!(
+            litellm.exists(),
+            "HEADROOM_LITELLM points to {}, which does not exist",
+            litellm.display()
+        );
+        let port = free_port();
+        let mut yaml = model_list;
+        yaml.push_str("litellm_settings:\n  telemetry: false\n");
         let config = std::env::temp_dir().join(format!("headroom-litellm-{port}.yaml"));
         std::fs::write(&config, yaml).unwrap();
         let log = std::env::temp_dir().join(format!("headroom-litellm-{port}.log"));

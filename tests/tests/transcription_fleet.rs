@@ -223,3 +223,43 @@ async fn when_no_server_answers_the_piece_fails_naming_its_place_and_the_last_er
     );
     assert!(error.contains("tried"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_litellm_proxy_in_front_of_two_workers_is_one_server_beside_a_third() {
+    let behind = [worker().await, worker().await];
+    let direct = worker().await;
+    let proxy = headroom_tests::litellm::LiteLlmProxy::for_transcription(
+        &behind.iter().map(|w| w.base_url()).collect::<Vec<_>>(),
+    )
+    .await;
+    let urls = vec![proxy.base_url(), direct.base_url()];
+    let metrics = Arc::new(Metrics::new());
+    // The proxy's master key; the worker beside it, with no token of its own, ignores it.
+    let fleet = Arc::new(
+        TranscriptionFleet::new(
+            &urls,
+            headroom_tests::litellm::LiteLlmProxy::TRANSCRIPTION,
+            headroom_base::openai::ApiKey::new(proxy.key.clone()),
+            &RemoteConsent::default(),
+            settings(2),
+            metrics.clone(),
+        )
+        .unwrap(),
+    );
+    let (transcript, ends) = transcribed(&fleet, recording(1.5)).await;
+    let said = text(&transcript);
+    let wer = word_error_rate(&SENTENCES.join(" "), &said);
+    assert!(wer < 0.25, "WER {wer}: {said}\n{}", proxy.log_text());
+    assert_eq!(ends.len(), SENTENCES.len());
+    assert!(
+        answered(&metrics, &urls[0], "answered") >= 1,
+        "the proxy took pieces: {}",
+        proxy.log_text()
+    );
+    assert_eq!(
+        urls.iter()
+            .map(|u| answered(&metrics, u, "answered"))
+            .sum::<u64>(),
+        SENTENCES.len() as u64
+    );
+}

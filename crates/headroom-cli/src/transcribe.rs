@@ -86,10 +86,10 @@ pub struct TranscribeArgs {
     /// here).
     #[arg(long, value_name = "URL")]
     server_url: Vec<String>,
-    /// With several --server-url: pieces each server is given at once.
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u16).range(1..=64))]
-    per_server: u16,
+    /// Pieces each --server-url is given at once (1 unless given). Given, even with one
+    /// server, the recording is cut at its pauses and the pieces heard at once, as with several.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    per_server: Option<u16>,
 }
 
 /// Exit status when some inputs of a batch could not be transcribed (the others were); 4 is
@@ -101,13 +101,13 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
     let consent = services.config().privacy.consent();
     let speech = match args.server_url.as_slice() {
         [] => services.speech().clone(),
-        [url] if args.per_server == 1 => {
+        [url] if args.per_server.is_none() => {
             let remote = RemoteTranscriber::new(url, &args.model, key, &consent)?;
             services.speech_using(Some(Arc::new(remote)), None)
         }
         urls => {
             let settings = FleetSettings {
-                per_server: args.per_server.into(),
+                per_server: args.per_server.map_or(1, usize::from),
                 ..FleetSettings::default()
             };
             let metrics = services.metrics().clone();

@@ -311,3 +311,67 @@ async fn a_changed_input_or_option_is_transcribed_again_and_the_rest_skipped() {
     assert!(transcribed(&stderr, &kept) && transcribed(&stderr, &changed));
     assert_ne!(modified(&kept_txt), kept_modified);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_spread_over_servers_is_transcribed_whole_past_a_dead_one() {
+    let scratch = Scratch::new();
+    let inputs = [
+        scratch.spoken("1.wav", FIRST),
+        scratch.spoken("2.wav", SECOND),
+        scratch.spoken("3.wav", THIRD),
+    ];
+    let binary = Path::new(env!("CARGO_BIN_EXE_headroom"));
+    let no_text_model = headroom_tests::closed_port_url();
+    let workers = [
+        headroom_tests::serve_process::ServeProcess::start(binary, &no_text_model, &[]).await,
+        headroom_tests::serve_process::ServeProcess::start(binary, &no_text_model, &[]).await,
+    ];
+    // A worker whose machine is gone: nothing listens there.
+    let dead = headroom_tests::closed_port_url();
+    let out_dir = scratch.path("out");
+    let folder = scratch.path("in");
+    let servers = |order: [&str; 3]| -> Vec<PathBuf> {
+        let mut args = vec![folder.clone(), PathBuf::from("--out"), out_dir.clone()];
+        for url in order {
+            args.extend([PathBuf::from("--server-url"), PathBuf::from(url)]);
+        }
+        args
+    };
+    let args = servers([&workers[0].base, &dead, &workers[1].base]);
+    let out = scratch
+        .transcribe(&args.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+        .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for (input, said) in inputs.iter().zip([FIRST, SECOND, THIRD]) {
+        let name = input.with_extension("txt");
+        let transcript = read(&out_dir.join(name.file_name().unwrap()));
+        assert!(says(&transcript, said), "{transcript}: {stderr}");
+    }
+    assert!(
+        stderr.contains(&format!("cannot reach {dead}")),
+        "the dead server is named: {stderr}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join(MANIFEST)).unwrap()).unwrap();
+    let recorded = manifest["transcripts"]["1.txt"]["options"]["server_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut sorted = [
+        workers[0].base.clone(),
+        dead.clone(),
+        workers[1].base.clone(),
+    ];
+    sorted.sort();
+    assert_eq!(recorded, sorted.join(", "));
+
+    // The same servers in another order: every transcript is current.
+    let again = servers([&workers[1].base, &workers[0].base, &dead]);
+    let out = scratch
+        .transcribe(&again.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+        .await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("0 transcribed, 3 skipped"), "{stderr}");
+}

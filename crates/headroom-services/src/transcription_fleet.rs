@@ -280,8 +280,11 @@ impl Transcriber for TranscriptionFleet {
             duration,
             segments: Vec::new(),
         };
-        let heard = futures::stream::iter(pieces.iter().cloned())
-            .map(|piece| async move {
+        // As many pieces in flight as the servers take, whichever finishes first making room
+        // for the next (in order, a slow piece would hold its finished followers' places);
+        // finished pieces wait, as text, for those before them to be handed on.
+        let heard = futures::stream::iter(pieces.iter().cloned().enumerate())
+            .map(|(index, piece)| async move {
                 let audio = samples.read(piece.clone())?;
                 let stretch = piece.start as f64 / rate..piece.end as f64 / rate;
                 let mut heard = self
@@ -290,26 +293,32 @@ impl Transcriber for TranscriptionFleet {
                 for segment in &mut heard.segments {
                     segment.shift(stretch.start);
                 }
-                Ok::<_, AsrError>((piece, heard))
+                Ok::<_, AsrError>((index, heard))
             })
-            .buffered(self.capacity().max(1));
+            .buffer_unordered(self.capacity().max(1));
         let mut done = 0;
         let all = async {
             futures::pin_mut!(heard);
-            while let Some(next) = heard.next().await {
-                let (piece, heard) = next?;
-                done += piece.len();
-                let kept = transcript.segments.len();
-                transcript.segments.extend(heard.segments);
-                if transcript.language.is_none() {
-                    transcript.language = heard.language;
-                }
-                window_done(WindowDone {
-                    segments: &transcript.segments[kept..],
-                    done_secs: piece.end as f64 / rate,
-                    duration_secs: duration,
-                });
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next_index = 0;
+            while let Some(finished) = heard.next().await {
+                let (index, heard) = finished?;
+                done += pieces[index].len();
                 progress(done as f32 / total as f32);
+                waiting.insert(index, heard);
+                while let Some(heard) = waiting.remove(&next_index) {
+                    let kept = transcript.segments.len();
+                    transcript.segments.extend(heard.segments);
+                    if transcript.language.is_none() {
+                        transcript.language = heard.language;
+                    }
+                    window_done(WindowDone {
+                        segments: &transcript.segments[kept..],
+                        done_secs: pieces[next_index].end as f64 / rate,
+                        duration_secs: duration,
+                    });
+                    next_index += 1;
+                }
             }
             Ok::<_, AsrError>(())
         };

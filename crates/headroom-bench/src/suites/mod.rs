@@ -5,6 +5,7 @@
 //!
 //! | module | measures |
 //! |---|---|
+//! | [`batch`] | a folder transcribed over 1, 2 and 3 `headroom serve` workers; one killed |
 //! | [`isolation`] | interactive probes idle and under each kind of batch work |
 //! | [`long`] | the `headroom` program on conversations of minutes to hours: time, memory, speakers |
 //! | [`narration`] | interactive audio while a project is narrated; the narration's overlap |
@@ -12,6 +13,7 @@
 //! | [`speech`] | time to first audio against the whole take through `/v1/audio/speech` |
 //! | [`voices`] | the embedded voices' speed and intelligibility; the approximate voice match |
 
+pub mod batch;
 pub mod isolation;
 pub mod long;
 pub mod narration;

@@ -289,6 +289,8 @@ pub(crate) struct Utterance {
     pub start: f64,
     pub end: f64,
     pub speaker: usize,
+    /// What was said (for a transcript's word errors).
+    pub text: String,
 }
 
 pub(crate) struct Conversation {
@@ -648,6 +650,7 @@ pub(crate) async fn make_conversation(
                 start,
                 end: samples.len() as f64 / RATE as f64,
                 speaker,
+                text: text.to_string(),
             });
         }
         silence(&mut samples, rng.random_range(0.2..1.0));

@@ -62,6 +62,11 @@ pub enum BenchCommand {
     /// alone and with `--speakers auto`) on conversations made at each length: time, times
     /// real time, peak memory, the speakers found and the diarization error.
     Long(suites::LongBenchArgs),
+    /// A folder transcribed over 1, 2 and 3 local `headroom serve` workers
+    /// (`headroom transcribe --server-url …`, whole processes): time, hours of audio an hour,
+    /// the speed-up over one worker, word errors; and a worker killed a third of the way
+    /// through (its cost in time, and the files lost: none).
+    Batch(suites::BatchBenchArgs),
     /// Streamed speech through `/v1/audio/speech`: time to the first audio bytes against
     /// the whole take, per voice and format, for a long text (ten sentences).
     Speech(suites::SpeechBenchArgs),
@@ -185,6 +190,7 @@ pub async fn run(cmd: BenchCommand, shared: Arc<Services>) -> anyhow::Result<Exi
         BenchCommand::Fleet(args) => return fleet::run(args, services).await,
         BenchCommand::Speakers(args) => suites::speakers(args, services).await?,
         BenchCommand::Long(args) => suites::long(args, services).await?,
+        BenchCommand::Batch(args) => suites::batch(args, services).await?,
         BenchCommand::Speech(args) => suites::speech(args, services).await?,
         BenchCommand::Wer {
             reference,

@@ -1,10 +1,11 @@
-//! `headroom bench isolation|long|narration|speakers|speech|voices`: the audio suites' arguments,
+//! `headroom bench batch|isolation|long|narration|speakers|speech|voices`: the audio suites' arguments,
 //! turned into `headroom_bench::suites` configurations; their reports printed as tables, and
 //! as JSON with `--json`.
 
 use super::report::save_json;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::Args;
+use headroom_bench::suites::batch::BatchBenchConfig;
 use headroom_bench::suites::isolation::{BatchKind, IsolationBenchConfig, ProbeKind};
 use headroom_bench::suites::long::LongBenchConfig;
 use headroom_bench::suites::narration::NarrationBenchConfig;
@@ -254,6 +255,65 @@ pub async fn long(args: LongBenchArgs, services: &Services) -> anyhow::Result<()
     config.keep = args.keep;
     let report = suites::long::run(services, &config, &progress).await?;
     print!("{}", suites::long::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
+
+#[derive(Args, Debug)]
+pub struct BatchBenchArgs {
+    /// Recordings in the batch.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=100))]
+    files: u16,
+    /// Each recording's length, in minutes.
+    #[arg(long, default_value_t = 5.0)]
+    minutes: f64,
+    /// Worker counts to measure (the first is the speed-up's base).
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 3],
+          value_parser = clap::value_parser!(u16).range(1..=16))]
+    workers: Vec<u16>,
+    /// Skip the run with a worker killed a third of the way through.
+    #[arg(long)]
+    no_kill: bool,
+    /// Give each worker this many cores of its own (with `taskset`), so the speed-up shows how
+    /// the work spreads rather than how the workers share the cores.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pin: Option<u16>,
+    /// Speech model.
+    #[arg(long, default_value = headroom_speech::models::DEFAULT_MODEL)]
+    model: String,
+    /// Which voices the conversations are made of.
+    #[arg(long, value_parser = choice::<VoiceSet>(), default_value = "test")]
+    set: VoiceSet,
+    /// Voices in each conversation.
+    #[arg(long, default_value_t = 3)]
+    speakers: usize,
+    /// Seed for the voices and the conversations.
+    #[arg(long, default_value_t = 41)]
+    seed: u64,
+    /// Synthesized sentences are kept here between runs.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn batch(args: BatchBenchArgs, services: &Services) -> anyhow::Result<()> {
+    if !(args.minutes.is_finite() && args.minutes > 0.0 && args.minutes <= 240.0) {
+        anyhow::bail!("--minutes {}: more than 0 and at most 240", args.minutes);
+    }
+    let mut config = BatchBenchConfig::new(std::env::current_exe()?);
+    config.files = args.files.into();
+    config.minutes = args.minutes;
+    config.workers = args.workers.into_iter().map(usize::from).collect();
+    config.kill_one = !args.no_kill;
+    config.cores_per_worker = args.pin.map(usize::from);
+    config.model = args.model;
+    config.set = args.set;
+    config.speakers = args.speakers;
+    config.seed = args.seed;
+    config.cache = args.cache;
+    let report = suites::batch::run(services, &config, &progress).await?;
+    print!("{}", suites::batch::render_text(&report));
     save_json(args.json.as_deref(), &report)
 }
 
