@@ -6,8 +6,11 @@ use headroom_base::consent::RemoteConsent;
 use headroom_core::metrics::Metrics;
 use headroom_server::RunningServer;
 use headroom_services::transcription_fleet::{FleetSettings, TranscriptionFleet};
-use headroom_speech::asr::{word_error_rate, TranscribeOptions, Transcriber, Transcript};
+use headroom_speech::asr::{
+    normalized_word_error_rate, TranscribeOptions, Transcriber, Transcript,
+};
 use headroom_speech::audio::{decode_file, resample, DecodeLimits, PiecePlan};
+use headroom_speech::remote::RemoteTranscriber;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -51,10 +54,24 @@ fn settings(per_server: usize) -> FleetSettings {
     }
 }
 
-/// A real `headroom serve`, its own services (no text model: nothing listens on port 9).
+/// A real `headroom serve`, its own services (no text model: nothing listens on port 9), its
+/// model loaded by a first request, so a piece's deadline counts the hearing only.
 async fn worker() -> RunningServer {
     headroom_tests::models_dir();
-    headroom_tests::serve(&headroom_tests::services_for("http://127.0.0.1:9/v1")).await
+    let server =
+        headroom_tests::serve(&headroom_tests::services_for("http://127.0.0.1:9/v1")).await;
+    let tone: Vec<f32> = (0..16_000).map(|i| (i as f32 * 0.05).sin() * 0.1).collect();
+    RemoteTranscriber::new(
+        &server.base_url(),
+        "whisper-1",
+        None,
+        &RemoteConsent::default(),
+    )
+    .unwrap()
+    .request(&tone, &TranscribeOptions::default())
+    .await
+    .unwrap();
+    server
 }
 
 /// A server that accepts connections and closes each at once (a worker that died).
@@ -118,6 +135,18 @@ async fn transcribed(fleet: &Arc<TranscriptionFleet>, audio: Vec<f32>) -> (Trans
     .unwrap()
 }
 
+/// A word of each sentence Whisper tiny hears surely, in order.
+const MARKS: [&str; 4] = ["lazy", "call", "river", "museum"];
+
+/// Whether every sentence is in `said`, in order (by its mark), and the whole near enough to
+/// what was said for Whisper tiny on espeak-ng.
+fn reads_in_order(said: &str) -> bool {
+    let lower = said.to_lowercase();
+    let at: Vec<Option<usize>> = MARKS.iter().map(|m| lower.find(m)).collect();
+    let wer = normalized_word_error_rate(&SENTENCES.join(" "), said);
+    at.iter().all(Option::is_some) && at.windows(2).all(|w| w[0] < w[1]) && wer < 0.35
+}
+
 fn text(transcript: &Transcript) -> String {
     let words: Vec<&str> = transcript
         .segments
@@ -140,8 +169,7 @@ async fn a_recording_spread_over_three_servers_reads_in_order_and_each_server_wo
 
     let (transcript, ends) = transcribed(&fleet, recording(1.5)).await;
     let said = text(&transcript);
-    let wer = word_error_rate(&SENTENCES.join(" "), &said);
-    assert!(wer < 0.25, "WER {wer}: {said}");
+    assert!(reads_in_order(&said), "{said}");
     // One piece a sentence, handed on in order and timed in the whole recording.
     assert_eq!(ends.len(), SENTENCES.len(), "{ends:?}");
     assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
@@ -168,8 +196,8 @@ async fn a_dead_server_and_a_hung_one_cost_their_pieces_nothing() {
     let mut urls: Vec<String> = vec![dead.clone(), hung.clone()];
     urls.extend(workers.iter().map(|w| w.base_url()));
     let settings = FleetSettings {
-        // A hung server is given up on after 20 s: a real worker hears a sentence in a
-        // fraction of that, its first load of the model included, even on two busy cores.
+        // A hung server is given up on after 20 s: a warm worker hears a sentence in a
+        // fraction of that, even on two busy cores.
         deadline_base: Duration::from_secs(20),
         deadline_per_second: Duration::ZERO,
         ..settings(1)
@@ -178,8 +206,7 @@ async fn a_dead_server_and_a_hung_one_cost_their_pieces_nothing() {
 
     let (transcript, ends) = transcribed(&fleet, recording(1.5)).await;
     let said = text(&transcript);
-    let wer = word_error_rate(&SENTENCES.join(" "), &said);
-    assert!(wer < 0.25, "every sentence is there: WER {wer}: {said}");
+    assert!(reads_in_order(&said), "every sentence is there: {said}");
     assert_eq!(ends.len(), SENTENCES.len());
     assert!(answered(&metrics, &dead, "unavailable") >= 1);
     assert!(answered(&metrics, &hung, "deadline") >= 1);
@@ -200,7 +227,11 @@ async fn a_dead_server_and_a_hung_one_cost_their_pieces_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn when_no_server_answers_the_piece_fails_naming_its_place_and_the_last_error() {
     let urls = vec![headroom_tests::closed_port_url(), dropping().await];
-    let (fleet, _) = fleet(&urls, settings(1));
+    let settings = FleetSettings {
+        retry_for: Duration::from_secs(2),
+        ..settings(1)
+    };
+    let (fleet, metrics) = fleet(&urls, settings);
     let audio = recording(1.5);
     let error = tokio::task::spawn_blocking(move || {
         fleet
@@ -217,11 +248,18 @@ async fn when_no_server_answers_the_piece_fails_naming_its_place_and_the_last_er
     .await
     .unwrap()
     .to_string();
+    // The first piece (the language is heard from it first), from the start.
     assert!(
-        error.contains("no audio server could transcribe 0:0"),
+        error.contains("no audio server could transcribe 0:00.0–0:0"),
         "{error}"
     );
     assert!(error.contains("tried"), "{error}");
+    // Round after round within the time given, not once.
+    let tries: u64 = urls
+        .iter()
+        .map(|u| answered(&metrics, u, "unavailable"))
+        .sum();
+    assert!(tries > urls.len() as u64, "{tries}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -248,8 +286,7 @@ async fn a_litellm_proxy_in_front_of_two_workers_is_one_server_beside_a_third() 
     );
     let (transcript, ends) = transcribed(&fleet, recording(1.5)).await;
     let said = text(&transcript);
-    let wer = word_error_rate(&SENTENCES.join(" "), &said);
-    assert!(wer < 0.25, "WER {wer}: {said}\n{}", proxy.log_text());
+    assert!(reads_in_order(&said), "{said}\n{}", proxy.log_text());
     assert_eq!(ends.len(), SENTENCES.len());
     assert!(
         answered(&metrics, &urls[0], "answered") >= 1,

@@ -100,6 +100,9 @@ pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<Ex
     let key = services.env().audio_api_key.clone();
     let consent = services.config().privacy.consent();
     let speech = match args.server_url.as_slice() {
+        [] if args.per_server.is_some() => {
+            anyhow::bail!("--per-server shares pieces among servers: give them with --server-url")
+        }
         [] => services.speech().clone(),
         [url] if args.per_server.is_none() => {
             let remote = RemoteTranscriber::new(url, &args.model, key, &consent)?;

@@ -337,7 +337,8 @@ async fn a_folder_spread_over_servers_is_transcribed_whole_past_a_dead_one() {
         }
         args
     };
-    let args = servers([&workers[0].base, &dead, &workers[1].base]);
+    // The dead one first: the first piece goes to it.
+    let args = servers([&dead, &workers[0].base, &workers[1].base]);
     let out = scratch
         .transcribe(&args.iter().map(PathBuf::as_path).collect::<Vec<_>>())
         .await;

@@ -27,9 +27,8 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// Rounds over every server a piece may take when each was busy or failed; then the piece,
-/// and so its file, fails.
-const ROUNDS: usize = 3;
+/// The longest wait between two rounds over the servers (see [`FleetSettings::retry_for`]).
+const MAX_ROUND_WAIT: Duration = Duration::from_secs(30);
 /// The longest wait for a slot before the servers are looked at again (a down server's
 /// backoff may have run out meanwhile).
 const RECHECK: Duration = Duration::from_secs(1);
@@ -56,6 +55,11 @@ pub struct FleetSettings {
     /// second of its audio.
     pub deadline_base: Duration,
     pub deadline_per_second: Duration,
+    /// How long a piece keeps going round the servers once every one has failed it (busy,
+    /// down, stalled), waiting longer between rounds (1 s, doubling to 30 s); then the piece,
+    /// and so its file, fails. A worker restarting, or a router over its rate for a minute,
+    /// costs time, not the file.
+    pub retry_for: Duration,
 }
 
 impl Default for FleetSettings {
@@ -67,6 +71,7 @@ impl Default for FleetSettings {
             // each second of audio, and a minute to start, before it counts as stalled.
             deadline_base: Duration::from_secs(60),
             deadline_per_second: Duration::from_secs(4),
+            retry_for: Duration::from_secs(120),
         }
     }
 }
@@ -127,21 +132,6 @@ impl TranscriptionFleet {
         self.fleet.views()
     }
 
-    /// Asks every server whether it answers; one that does not is down until it does.
-    pub async fn check_health(&self) {
-        self.fleet
-            .check_health_with(|server| {
-                Box::pin(async move {
-                    server
-                        .transcriber
-                        .answers()
-                        .await
-                        .map_err(|e| e.to_string())
-                })
-            })
-            .await
-    }
-
     /// One piece (16 kHz `samples`, at `stretch` seconds of the recording), on whichever server
     /// takes it: another when one fails it, by the fleet's rules.
     pub async fn transcribe_piece(
@@ -156,7 +146,9 @@ impl TranscriptionFleet {
         let mut tried = Vec::new();
         let mut attempts = 0;
         let mut last: Option<RemoteError> = None;
-        let mut rounds = 0;
+        // Set when every server has failed the piece once.
+        let mut give_up_at: Option<tokio::time::Instant> = None;
+        let mut round_wait = Duration::from_secs(1);
         loop {
             let freed = self.freed.notified();
             let slot = match self.fleet.pick(&tried) {
@@ -166,16 +158,20 @@ impl TranscriptionFleet {
                     continue;
                 }
                 Err(NoUpstream::AllTried) => {
-                    rounds += 1;
-                    if rounds >= ROUNDS {
+                    let now = tokio::time::Instant::now();
+                    let give_up = *give_up_at.get_or_insert(now + self.settings.retry_for);
+                    if now >= give_up {
                         return Err(RemoteError::EveryServerFailed {
                             stretch: clock(&stretch),
                             tried: attempts,
                             last: Box::new(last.expect("a server was tried")),
                         });
                     }
+                    // A backoff of the piece's own: with every server down the fleet gives
+                    // a piece to a down one at once, which is no reason to hammer it.
+                    tokio::time::sleep(round_wait.min(give_up - now)).await;
+                    round_wait = (round_wait * 2).min(MAX_ROUND_WAIT);
                     tried.clear();
-                    let _ = tokio::time::timeout(RECHECK, freed).await;
                     continue;
                 }
             };
@@ -217,13 +213,21 @@ impl TranscriptionFleet {
     }
 }
 
-/// What a server's error says about it, by the text fleet's rules.
+/// What a server's error says about it, by the text fleet's rules. In a fleet, a refusal that
+/// is about the server rather than the audio (a key it does not take, a model it does not
+/// have, its own time or size limit, a redirect) sends the piece to another.
 fn result_of(error: &RemoteError) -> UpstreamResult {
     match error {
-        RemoteError::Unreachable { .. } => UpstreamResult::Unavailable,
+        RemoteError::Unreachable { .. } | RemoteError::Redirected { .. } => {
+            UpstreamResult::Unavailable
+        }
         RemoteError::Status {
             status: 429 | 503, ..
         } => UpstreamResult::Busy,
+        RemoteError::Status {
+            status: 401 | 403 | 404 | 408 | 413,
+            ..
+        } => UpstreamResult::Unavailable,
         RemoteError::Status { status, .. } if *status >= 500 => UpstreamResult::Unavailable,
         RemoteError::Unreadable { .. } => UpstreamResult::Unreadable,
         RemoteError::Deadline { .. } => UpstreamResult::Deadline,
@@ -232,9 +236,17 @@ fn result_of(error: &RemoteError) -> UpstreamResult {
     }
 }
 
-/// `12:30.0–13:45.5`: a stretch as a person finds it in the recording.
+/// `12:30.0–13:45.5` (`1:02:03.4` past an hour): a stretch as a person finds it.
 fn clock(stretch: &Range<f64>) -> String {
-    let at = |s: f64| format!("{}:{:04.1}", (s / 60.0) as u64, s % 60.0);
+    let at = |seconds: f64| {
+        let tenths = (seconds.max(0.0) * 10.0).round() as u64;
+        let (hours, minutes, rest) = (tenths / 36_000, tenths / 600 % 60, tenths % 600);
+        let seconds = format!("{:02}.{}", rest / 10, rest % 10);
+        match hours {
+            0 => format!("{minutes}:{seconds}"),
+            _ => format!("{hours}:{minutes:02}:{seconds}"),
+        }
+    };
     format!("{}–{}", at(stretch.start), at(stretch.end))
 }
 
@@ -261,11 +273,24 @@ impl Transcriber for TranscriptionFleet {
         use futures::StreamExt;
         let rate = SAMPLE_RATE as f64;
         let from = ((from_secs.max(0.0) * rate) as usize).min(samples.len());
-        let pieces: Vec<Range<usize>> = pieces_at_pauses(samples, &self.settings.pieces)?
+        let mut pieces: Vec<Range<usize>> = pieces_at_pauses(samples, &self.settings.pieces)?
             .into_iter()
             .filter(|p| p.end > from)
             .map(|p| p.start.max(from)..p.end)
             .collect();
+        if !options.skip_silence {
+            // Silence heard too (`--keep-silence`): the same cuts, nothing left out between.
+            let mut start = from;
+            for piece in &mut pieces {
+                piece.start = start;
+                start = piece.end;
+            }
+            match pieces.last_mut() {
+                Some(last) => last.end = samples.len(),
+                None if from < samples.len() => pieces.push(from..samples.len()),
+                None => {}
+            }
+        }
         let duration = samples.len() as f64 / rate;
         let total: usize = pieces.iter().map(|p| p.len()).sum::<usize>().max(1);
         tracing::info!(
@@ -280,33 +305,46 @@ impl Transcriber for TranscriptionFleet {
             duration,
             segments: Vec::new(),
         };
-        // As many pieces in flight as the servers take, whichever finishes first making room
-        // for the next (in order, a slow piece would hold its finished followers' places);
-        // finished pieces wait, as text, for those before them to be handed on.
-        let heard = futures::stream::iter(pieces.iter().cloned().enumerate())
-            .map(|(index, piece)| async move {
+        let hear = |index: usize, options: TranscribeOptions| {
+            let piece = pieces[index].clone();
+            async move {
                 let audio = samples.read(piece.clone())?;
                 let stretch = piece.start as f64 / rate..piece.end as f64 / rate;
                 let mut heard = self
-                    .transcribe_piece(&audio, stretch.clone(), options)
+                    .transcribe_piece(&audio, stretch.clone(), &options)
                     .await?;
                 for segment in &mut heard.segments {
                     segment.shift(stretch.start);
                 }
                 Ok::<_, AsrError>((index, heard))
-            })
-            .buffer_unordered(self.capacity().max(1));
+            }
+        };
         let mut done = 0;
         let all = async {
-            futures::pin_mut!(heard);
             let mut waiting = std::collections::BTreeMap::new();
-            let mut next_index = 0;
-            while let Some(finished) = heard.next().await {
-                let (index, heard) = finished?;
-                done += pieces[index].len();
-                progress(done as f32 / total as f32);
+            let mut options = options.clone();
+            let mut first_index = 0;
+            // A language not given is the first piece's: heard first, alone, it is then sent
+            // with every other, as the embedded engine detects it once (pieces heard apart
+            // could each take another).
+            if options.language.is_none() && !pieces.is_empty() {
+                let (index, heard) = hear(0, options.clone()).await?;
+                options.language = heard.language.clone();
                 waiting.insert(index, heard);
+                first_index = 1;
+            }
+            // As many pieces in flight as the servers take, whichever finishes first making
+            // room for the next (in order, a slow piece would hold its finished followers'
+            // places); finished pieces wait, as text, for those before them to be handed on.
+            let heard = futures::stream::iter(first_index..pieces.len())
+                .map(|index| hear(index, options.clone()))
+                .buffer_unordered(self.capacity().max(1));
+            futures::pin_mut!(heard);
+            let mut next_index = 0;
+            loop {
                 while let Some(heard) = waiting.remove(&next_index) {
+                    done += pieces[next_index].len();
+                    progress(done as f32 / total as f32);
                     let kept = transcript.segments.len();
                     transcript.segments.extend(heard.segments);
                     if transcript.language.is_none() {
@@ -318,6 +356,13 @@ impl Transcriber for TranscriptionFleet {
                         duration_secs: duration,
                     });
                     next_index += 1;
+                }
+                match heard.next().await {
+                    Some(finished) => {
+                        let (index, heard) = finished?;
+                        waiting.insert(index, heard);
+                    }
+                    None => break,
                 }
             }
             Ok::<_, AsrError>(())

@@ -243,10 +243,11 @@ async fn read_bounded(
     url: &Url,
 ) -> Result<Vec<u8>, RemoteError> {
     let mut body = Vec::new();
+    // A connection broken while the answer comes is the server gone, not garbage from it.
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| RemoteError::unreadable(url, &e))?
+        .map_err(|e| RemoteError::unreachable(url, &e))?
     {
         if body.len() + chunk.len() > limit {
             return Err(RemoteError::Unreadable {

@@ -147,6 +147,10 @@ pub(super) struct OutputOptions {
     /// Several servers: each, sorted, after a comma (the same servers in another order make
     /// the same transcripts).
     server_url: Option<String>,
+    /// Cut at pauses and heard in pieces (several servers, or `--per-server`), not in
+    /// Whisper-window chunks in order. (Absent in a manifest from before: chunks.)
+    #[serde(default)]
+    pieces: bool,
     language: Option<String>,
     format: ExportFormat,
     words: bool,
@@ -166,6 +170,7 @@ impl OutputOptions {
         Ok(OutputOptions {
             model: args.model.clone(),
             server_url: servers_shown(&args.server_url),
+            pieces: args.server_url.len() > 1 || args.per_server.is_some(),
             language: args.language.clone(),
             format: args.format,
             words: args.words,
@@ -186,9 +191,10 @@ impl OutputOptions {
 
 /// The servers as the manifest records them: `None` for the embedded engine.
 fn servers_shown(urls: &[String]) -> Option<String> {
+    // Spelled as the fleet tells them apart: a trailing `/` makes no other server.
     let mut shown: Vec<String> = urls
         .iter()
-        .map(|url| SecretUrl::new(url.as_str()).redacted())
+        .map(|url| SecretUrl::new(url.trim().trim_end_matches('/')).redacted())
         .collect();
     shown.sort();
     shown.dedup();
@@ -606,6 +612,7 @@ mod tests {
         OutputOptions {
             model: model.to_string(),
             server_url: None,
+            pieces: false,
             language: None,
             format: ExportFormat::Txt,
             words: false,

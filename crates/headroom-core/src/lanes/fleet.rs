@@ -573,25 +573,6 @@ impl<C: Member> Fleet<C> {
         let now = Instant::now();
         self.upstreams.iter().map(|u| u.view(now)).collect()
     }
-
-    /// Checks every upstream with `probe` (`Err` says why it is not answering): one that
-    /// answers is up again if it went down unreachable; one that does not is down, with a
-    /// longer backoff before work tries it. For servers with no model list to adopt.
-    pub async fn check_health_with(
-        &self,
-        probe: impl for<'a> Fn(&'a C) -> futures::future::BoxFuture<'a, Result<(), String>>,
-    ) {
-        let answers =
-            futures::future::join_all(self.upstreams.iter().map(|u| probe(&u.client))).await;
-        for (upstream, answer) in self.upstreams.iter().zip(answers) {
-            match answer {
-                Ok(()) => upstream.vouch(),
-                Err(why) => {
-                    upstream.mark_down(&format!("health check: {why}"), DownCause::Unreachable)
-                }
-            }
-        }
-    }
 }
 
 impl Fleet<LlmClient> {

@@ -11,10 +11,12 @@ const FRAME: usize = 480;
 const READ_FRAMES: usize = 1000;
 /// The shortest quiet that is a pause (frames: 300 ms).
 const MIN_PAUSE_FRAMES: usize = 10;
+/// The least sound between long pauses that is a piece (frames: 120 ms); less is a click.
+const MIN_SPEECH_FRAMES: usize = 4;
 /// The floor of the loudness scale (dBFS): digital silence.
 const FLOOR_DB: f32 = -100.0;
 /// Quiet whatever the recording (dBFS): a hiss, far below any speech a server could hear.
-const ALWAYS_QUIET_DB: f32 = -60.0;
+pub const ALWAYS_QUIET_DB: f32 = -60.0;
 
 /// How long the pieces are.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,9 +37,12 @@ impl Default for PiecePlan {
     }
 }
 
-/// The stretches of `samples` (16 kHz) worth hearing, in order, cut at pauses by `plan`:
-/// silence at the ends and long pauses are left out; a short pause inside a piece is kept.
-/// Silence throughout gives no piece.
+/// The stretches of `samples` (16 kHz) worth hearing, in order, cut at pauses by `plan`: a
+/// piece is cut in the middle of a pause, so nothing between two pieces of one stretch is left
+/// out. Silence at the ends and a long pause that is silent whatever the recording (below
+/// [`ALWAYS_QUIET_DB`] throughout) are left out, 0.2 s kept beside the speech; a long pause
+/// that is only quiet for this recording is a cut and is sent (it may be a soft voice). A
+/// click alone in silence is no piece; silence throughout gives none.
 pub fn pieces_at_pauses(
     samples: &dyn SampleSource,
     plan: &PiecePlan,
@@ -46,19 +51,25 @@ pub fn pieces_at_pauses(
     let quiet = quiet_below(&loudness);
     let silent: Vec<bool> = loudness.iter().map(|&db| db < quiet).collect();
     let frames_per_second = 16_000.0 / FRAME as f64;
-    let target = (plan.target_seconds * frames_per_second).max(2.0) as usize;
-    let long_pause = (plan.long_pause_seconds * frames_per_second).max(1.0) as usize;
+    // Bounded by the recording, so no length given can overflow the sums below.
+    let frames = |seconds: f64| ((seconds * frames_per_second) as usize).min(silent.len() + 2);
+    let target = frames(plan.target_seconds).max(2);
+    let long_pause = frames(plan.long_pause_seconds).max(1);
     let pauses = pauses(&silent);
 
-    let mut pieces: Vec<Range<usize>> = Vec::new();
-    // Frames of speech between long pauses, each then cut near the target length.
+    // Stretches between long pauses left out.
     let mut spans = Vec::new();
     let mut start = silent.iter().position(|s| !s);
     for pause in &pauses {
         let Some(from) = start else { break };
         if pause.len() >= long_pause && pause.start > from {
-            spans.push(from..pause.start);
-            start = (pause.end < silent.len()).then_some(pause.end);
+            let left_out = loudness[pause.clone()]
+                .iter()
+                .all(|&db| db < ALWAYS_QUIET_DB);
+            if left_out {
+                spans.push(from..pause.start);
+                start = (pause.end < silent.len()).then_some(pause.end);
+            }
         }
     }
     if let Some(from) = start {
@@ -67,32 +78,48 @@ pub fn pieces_at_pauses(
             spans.push(from..end);
         }
     }
-    for span in spans {
+    let heard = |span: &Range<usize>| silent[span.clone()].iter().filter(|s| !**s).count();
+    spans.retain(|span| heard(span) >= MIN_SPEECH_FRAMES);
+
+    let mut pieces: Vec<Range<usize>> = Vec::new();
+    for span in &spans {
         let mut from = span.start;
         while span.end - from > target + target / 2 {
-            let window = from + target / 2..from + target + target / 2;
-            // The longest pause inside the window, else its quietest frame.
+            // Cut where the rest is half a piece at least: the longest pause there (in its
+            // middle), else the quietest frame.
+            let window = from + target / 2..(from + target + target / 2).min(span.end - target / 2);
             let cut = pauses
                 .iter()
                 .filter(|p| p.start >= window.start && p.end <= window.end)
                 .max_by_key(|p| p.len())
-                .cloned()
+                .map(|p| (p.start + p.end) / 2)
                 .unwrap_or_else(|| {
-                    let at = window
+                    window
                         .clone()
                         .min_by(|&a, &b| loudness[a].total_cmp(&loudness[b]))
-                        .expect("a window has frames");
-                    at..at + 1
+                        .expect("a window has frames")
                 });
-            pieces.push(from..cut.start);
-            from = cut.end;
+            pieces.push(from..cut);
+            from = cut;
         }
         pieces.push(from..span.end);
     }
-    Ok(pieces
+    // 0.2 s of the silence left out kept beside the speech: soft onsets and endings.
+    let pad = frames(0.2);
+    let bounds: Vec<(usize, usize)> = (0..pieces.len())
+        .map(|i| {
+            let before = if i == 0 { 0 } else { pieces[i - 1].end };
+            let after = pieces.get(i + 1).map_or(silent.len(), |p| p.start);
+            (
+                pieces[i].start.saturating_sub(pad).max(before),
+                (pieces[i].end + pad).min(after),
+            )
+        })
+        .collect();
+    Ok(bounds
         .into_iter()
+        .map(|(start, end)| start * FRAME..(end * FRAME).min(samples.len()))
         .filter(|p| !p.is_empty())
-        .map(|p| p.start * FRAME..(p.end * FRAME).min(samples.len()))
         .collect())
 }
 
@@ -178,8 +205,9 @@ mod tests {
     fn long_pauses_and_the_silence_at_the_ends_are_left_out() {
         let audio = recording(&[-1.5, 4.0, -0.5, 3.0, -5.0, 6.0, -3.0]);
         let pieces = pieces_at_pauses(&audio, &PiecePlan::default()).unwrap();
-        // The half-second pause stays inside the first piece; the 5 s one is not sent.
-        assert_eq!(seconds(&pieces), vec![(1.5, 9.0), (14.0, 20.0)]);
+        // The half-second pause stays inside the first piece; the 5 s one is not sent, but
+        // for 0.2 s beside the speech.
+        assert_eq!(seconds(&pieces), vec![(1.3, 9.2), (13.8, 20.2)]);
     }
 
     #[test]
@@ -191,7 +219,8 @@ mod tests {
         // 21.5 s of speech with short pauses at 3 s, 8 s (the longest) and 13 s.
         let audio = recording(&[3.0, -0.4, 4.6, -1.2, 3.8, -0.5, 8.0]);
         let pieces = pieces_at_pauses(&audio, &plan).unwrap();
-        assert_eq!(seconds(&pieces), vec![(0.0, 8.0), (9.2, 21.5)]);
+        // Cut in the middle of the longest pause: nothing between the pieces is left out.
+        assert_eq!(seconds(&pieces), vec![(0.0, 8.6), (8.6, 21.5)]);
         for piece in &pieces {
             assert!(piece.len() as f64 / RATE as f64 <= 1.5 * plan.target_seconds + 0.1);
         }
@@ -216,6 +245,30 @@ mod tests {
                 seconds(&pieces)
             );
         }
+    }
+
+    #[test]
+    fn a_long_pause_only_quiet_for_this_recording_is_a_cut_not_left_out() {
+        // A loud voice, 3 s of a soft one (quiet next to it, far above a hiss), the loud again.
+        let mut audio = recording(&[6.0]);
+        audio.extend((0..3 * RATE).map(|i| (i as f32 * 0.05).sin() * 0.004));
+        audio.extend(recording(&[6.0]));
+        let pieces = pieces_at_pauses(&audio, &PiecePlan::default()).unwrap();
+        let sent: usize = pieces.iter().map(|p| p.len()).sum();
+        assert_eq!(sent, audio.len(), "{:?}", seconds(&pieces));
+    }
+
+    #[test]
+    fn a_click_alone_in_silence_is_no_piece_and_no_length_overflows() {
+        let audio = recording(&[3.0, -3.0, 0.03, -2.97, 2.0]);
+        let pieces = pieces_at_pauses(&audio, &PiecePlan::default()).unwrap();
+        assert_eq!(seconds(&pieces), vec![(0.0, 3.2), (8.8, 11.0)]);
+        let endless = PiecePlan {
+            target_seconds: f64::INFINITY,
+            long_pause_seconds: f64::MAX,
+        };
+        let whole = pieces_at_pauses(&audio, &endless).unwrap();
+        assert_eq!(whole.len(), 1);
     }
 
     #[test]
