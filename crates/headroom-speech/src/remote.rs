@@ -220,20 +220,6 @@ impl RemoteTranscriber {
         let duration = samples.len() as f64 / SAMPLE_RATE as f64;
         Ok(transcript_of(&body, duration, options))
     }
-
-    /// Whether the server answers at all: its model list (any answer but a refused or broken
-    /// connection or a server error counts, as a router may guard its list).
-    pub async fn answers(&self) -> Result<(), RemoteError> {
-        let url = self.remote.base.join("models").expect("relative path");
-        let mut req = self.remote.http.get(url.clone());
-        if let Some(key) = &self.remote.api_key {
-            req = req.bearer_auth(key.expose());
-        }
-        match checked(req.send().await, &url).await {
-            Err(RemoteError::Status { status, .. }) if status < 500 => Ok(()),
-            other => other.map(drop),
-        }
-    }
 }
 
 /// The body of `resp`, refused once it passes `limit` bytes (read no further).

@@ -14,7 +14,7 @@ use super::speakers::{
 };
 use super::{Progress, SuiteError};
 use headroom_base::consent::RemoteConsent;
-use headroom_base::process::Tool;
+use headroom_base::process::{Running, Tool};
 use headroom_services::Services;
 use headroom_speech::asr::{normalized_word_error_rate, TranscribeOptions, Transcript};
 use headroom_speech::audio::write_wav;
@@ -24,9 +24,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// What the batch suite makes and measures.
 #[derive(Debug, Clone)]
@@ -115,64 +113,62 @@ pub struct BatchBenchReport {
 
 /// A `headroom serve` on loopback, killed when dropped.
 struct Worker {
-    child: tokio::process::Child,
+    running: Running,
     url: String,
 }
 
+/// How long a worker may take to answer after it starts.
+const READY_LIMIT: Duration = Duration::from_secs(120);
+
 impl Worker {
-    /// Starts a worker, on `cores` only when given (a `taskset` list such as `2-3`).
+    /// Starts a worker, on `cores` only when given (a `taskset` list such as `2-3`), its
+    /// output in `log`; once it listens.
     async fn start(
         headroom: &Path,
         config_file: Option<&Path>,
         cores: Option<String>,
+        log: &Path,
     ) -> Result<Worker, SuiteError> {
-        let mut command = match cores {
-            Some(list) => {
-                let mut pinned = tokio::process::Command::new("taskset");
-                pinned.arg("-c").arg(list).arg(headroom);
-                pinned
-            }
-            None => tokio::process::Command::new(headroom),
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let tool = match cores {
+            Some(list) => Tool::new("taskset").option("-c", list).path(headroom),
+            None => Tool::new(headroom),
         };
-        command.arg("serve");
+        let mut tool = tool.subcommand("serve");
         if let Some(path) = config_file {
-            command.arg("--config").arg(path);
+            tool = tool.path_option("--config", path);
         }
         // No text model: the workers serve audio only (nothing listens on port 9).
-        command
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                "http://127.0.0.1:9/v1",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn()?;
-        let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-        let url = loop {
-            match lines.next_line().await? {
-                Some(line) => {
-                    if let Some(rest) = line.strip_prefix("headroom: serving ") {
-                        break rest
-                            .split_whitespace()
-                            .next()
-                            .unwrap_or_default()
-                            .to_string();
-                    }
-                }
-                None => {
-                    return Err(SuiteError::Measurement(
-                        "headroom serve exited before it printed its address".into(),
-                    ))
-                }
+        let mut running = tool
+            .option("--listen", format!("127.0.0.1:{port}"))
+            .option("--upstream", "http://127.0.0.1:9/v1")
+            .start(Some(log))?;
+        let url = format!("http://127.0.0.1:{port}/v1");
+        let deadline = Instant::now() + READY_LIMIT;
+        // Polling another process until it listens: it sends no event to wait on. (Its model
+        // list is no sign: with no text model it answers 502.)
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            if let Some(status) = running.exited() {
+                return Err(SuiteError::Measurement(format!(
+                    "headroom serve exited ({status}); see {}",
+                    log.display()
+                )));
             }
-        };
-        // Drained, so the worker never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(Worker { child, url })
+            if Instant::now() >= deadline {
+                return Err(SuiteError::Measurement(format!(
+                    "headroom serve did not answer in {} s; see {}",
+                    READY_LIMIT.as_secs(),
+                    log.display()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(Worker { running, url })
     }
 
     /// Loads its model with a request of two seconds, so the batch's clock counts work only.
@@ -249,7 +245,8 @@ pub async fn run(
     ));
     let mut runs: Vec<BatchRun> = Vec::new();
     for &count in &config.workers {
-        let mut workers = started(config, config_file.as_deref(), count, progress).await?;
+        let mut workers =
+            started(config, config_file.as_deref(), count, work.path(), progress).await?;
         let out = work.path().join(format!("out-{count}"));
         let run = batch(
             config,
@@ -278,8 +275,14 @@ pub async fn run(
     };
     let killed = match (config.kill_one, runs.last()) {
         (true, Some(whole)) if whole.workers > 1 => {
-            let mut workers =
-                started(config, config_file.as_deref(), whole.workers, progress).await?;
+            let mut workers = started(
+                config,
+                config_file.as_deref(),
+                whole.workers,
+                work.path(),
+                progress,
+            )
+            .await?;
             let after = Duration::from_secs_f64(whole.secs / 3.0);
             let out = work.path().join("out-killed");
             let run = batch(
@@ -333,6 +336,7 @@ async fn started(
     config: &BatchBenchConfig,
     config_file: Option<&Path>,
     count: usize,
+    logs: &Path,
     progress: Progress<'_>,
 ) -> Result<Vec<Worker>, SuiteError> {
     progress(&format!("starting {count} worker(s)"));
@@ -344,7 +348,8 @@ async fn started(
             let last = (first + each.max(1) - 1).min(cores - 1);
             format!("{first}-{last}")
         });
-        let worker = Worker::start(&config.headroom, config_file, pinned).await?;
+        let log = logs.join(format!("worker-{count}-{i}.log"));
+        let worker = Worker::start(&config.headroom, config_file, pinned, &log).await?;
         worker.warm(&config.model).await?;
         workers.push(worker);
     }
@@ -392,7 +397,7 @@ async fn batch(
                 _ = tokio::time::sleep(after) => {
                     // SIGKILL, as a machine that loses power: no goodbye.
                     let victim = workers.last_mut().expect("workers");
-                    victim.child.start_kill()?;
+                    victim.running.kill()?;
                     running.await??
                 }
             }
