@@ -259,6 +259,12 @@ impl Transcriber for TranscriptionFleet {
         true
     }
 
+    /// A model named as Whisper names its English-only ones (`tiny.en`, `whisper-base.en`,
+    /// `distil-small.en`) hears English only, so no piece need wait for the first's language.
+    fn sole_language(&self) -> Option<&str> {
+        self.name.ends_with(".en").then_some("en")
+    }
+
     /// The pieces from `from_secs` on, heard at once on the servers; each is a finished
     /// window once those before it are.
     fn transcribe_from(
@@ -323,6 +329,9 @@ impl Transcriber for TranscriptionFleet {
         let all = async {
             let mut waiting = std::collections::BTreeMap::new();
             let mut options = options.clone();
+            if options.language.is_none() {
+                options.language = self.sole_language().map(str::to_string);
+            }
             let mut first_index = 0;
             // A language not given is the first piece's: heard first, alone, it is then sent
             // with every other, as the embedded engine detects it once (pieces heard apart
