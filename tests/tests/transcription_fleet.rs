@@ -250,7 +250,7 @@ async fn when_no_server_answers_the_piece_fails_naming_its_place_and_the_last_er
     .to_string();
     // The first piece (the language is heard from it first), from the start.
     assert!(
-        error.contains("no audio server could transcribe 0:00.0–0:0"),
+        error.contains("no audio server could transcribe 0:00–0:0"),
         "{error}"
     );
     assert!(error.contains("tried"), "{error}");

@@ -12,6 +12,7 @@
 //! transcript, as for any engine).
 
 use headroom_base::consent::RemoteConsent;
+use headroom_base::job_clock::clock_text;
 use headroom_base::openai::ApiKey;
 use headroom_core::lanes::{Fleet, Member, NoUpstream, UpstreamResult, UpstreamSpec};
 use headroom_core::metrics::Metrics;
@@ -236,18 +237,9 @@ fn result_of(error: &RemoteError) -> UpstreamResult {
     }
 }
 
-/// `12:30.0–13:45.5` (`1:02:03.4` past an hour): a stretch as a person finds it.
+/// `12:30–13:45`: a stretch as a person finds it in the recording.
 fn clock(stretch: &Range<f64>) -> String {
-    let at = |seconds: f64| {
-        let tenths = (seconds.max(0.0) * 10.0).round() as u64;
-        let (hours, minutes, rest) = (tenths / 36_000, tenths / 600 % 60, tenths % 600);
-        let seconds = format!("{:02}.{}", rest / 10, rest % 10);
-        match hours {
-            0 => format!("{minutes}:{seconds}"),
-            _ => format!("{hours}:{minutes:02}:{seconds}"),
-        }
-    };
-    format!("{}–{}", at(stretch.start), at(stretch.end))
+    format!("{}–{}", clock_text(stretch.start), clock_text(stretch.end))
 }
 
 impl Transcriber for TranscriptionFleet {

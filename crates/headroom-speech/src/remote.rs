@@ -97,7 +97,11 @@ pub(crate) async fn checked(
             redirect,
         });
     }
-    let body = resp.text().await.unwrap_or_default();
+    // An error's words are short; a server that sends more is not read further (nor held).
+    let body = read_bounded(resp, MAX_ERROR_ANSWER, url)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
     Err(RemoteError::Status {
         url: url.as_str().into(),
         status: status.as_u16(),
@@ -149,6 +153,8 @@ impl Transcriber for RemoteTranscriber {
 /// The most of a transcription server's answer that is read (a day of speech as JSON with
 /// every segment is a few megabytes); a longer one is unreadable, not held.
 const MAX_TRANSCRIPTION_ANSWER: usize = 32 << 20;
+/// The most of an error answer that is read for its message.
+const MAX_ERROR_ANSWER: usize = 64 << 10;
 
 impl RemoteTranscriber {
     /// The server's URL as it may be shown (no secrets).
