@@ -52,7 +52,7 @@ use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::speakers::SpeakerProfile;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    CleanupSummary, ModelView, SegmentOutcome, TextDestination, Waveform,
+    CleanupSummary, ModelView, SegmentOutcome, SegmentSaved, TextDestination, Waveform,
 };
 use ts_rs::{Config as TsConfig, TS};
 
@@ -78,7 +78,7 @@ pub fn typescript() -> String {
         CleanupMode, FailurePolicy, PieceSource, CleanupEvent,
         // Projects.
         Decision, SuggestionSource, TextNote, Suggestion, ProjectWord, ProjectSegment, Speaker, SpeechTake,
-        ProjectSettings, Project, ProjectEntry, TextDestination, VersionInfo, SplitAt,
+        ProjectSettings, Project, ProjectEntry, TextDestination, VersionInfo, SplitAt, SegmentSaved,
         // Narration.
         NarrationMode, NarrationOptions, NarrationSettings, NarrationStage, SegmentRefusal,
         NarrationTake, NarratedSegment, SegmentState, NarrationOutput, Narration,

@@ -35,15 +35,15 @@ use headroom_workstation::narration::{
     languages, LanguageView, NarrationEvent, NarrationOptions, NarrationSummary, NarrationView,
 };
 use headroom_workstation::projects::{
-    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectSettings, SpeechTake,
-    SplitAt, Suggestion, VersionInfo,
+    Decision, Project, ProjectEntry, ProjectError, ProjectSegment, ProjectSettings, ProjectWord,
+    SpeechTake, SplitAt, Suggestion, VersionInfo,
 };
 use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::speakers::SpeakerProfile;
 use headroom_workstation::voice_desk::{ClipAdded, VoiceTakeView};
 use headroom_workstation::workstation::{
-    CleanAllEvent, CleanupSummary, ModelView, SaveDestination, SegmentOutcome, TextDestination,
-    Waveform, Workstation, WorkstationError,
+    CleanAllEvent, CleanupSummary, ModelView, SaveDestination, SegmentOutcome, SegmentSaved,
+    TextDestination, Waveform, Workstation, WorkstationError,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -175,14 +175,42 @@ pub async fn list_projects(shell: State<'_, Shell>) -> Reply<Vec<ProjectEntry>> 
     blocking(&shell, |w| Ok(w.store().list()?)).await
 }
 
+/// A project as the window is sent it: all but its words' times. A three-hour transcript has
+/// tens of thousands of them, most of its manifest's bytes, and the window shows none; sent with
+/// them, opening such a project waited on 2.3 MB crossing into the web view (a tenth of a
+/// second) where 0.4 MB does without. A segment's words are asked for where they are needed
+/// (`segment_words`, for a split). What the window sends back of a segment (`shown`) is compared
+/// without its words.
+fn for_window(mut project: Project) -> Project {
+    for segment in &mut project.segments {
+        segment.words = Vec::new();
+    }
+    project
+}
+
+/// The words of one segment, with their times (the window's projects carry none: see
+/// [`for_window`]).
+#[tauri::command]
+pub async fn segment_words(
+    shell: State<'_, Shell>,
+    project: String,
+    index: usize,
+) -> Reply<Vec<ProjectWord>> {
+    blocking(&shell, move |w| {
+        let project = w.store().open(&project)?;
+        Ok(project.segment(index)?.words.clone())
+    })
+    .await
+}
+
 #[tauri::command]
 pub async fn create_project(shell: State<'_, Shell>, name: String) -> Reply<Project> {
-    blocking(&shell, move |w| Ok(w.store().create(&name)?)).await
+    blocking(&shell, move |w| Ok(for_window(w.store().create(&name)?))).await
 }
 
 #[tauri::command]
 pub async fn open_project(shell: State<'_, Shell>, id: String) -> Reply<Project> {
-    blocking(&shell, move |w| Ok(w.store().open(&id)?)).await
+    blocking(&shell, move |w| Ok(for_window(w.store().open(&id)?))).await
 }
 
 /// The kept versions of a project's transcript, newest first.
@@ -198,7 +226,9 @@ pub async fn restore_version(
     id: String,
     version: String,
 ) -> Reply<Project> {
-    Ok(shell.workstation.restore_version(&id, &version).await?)
+    Ok(for_window(
+        shell.workstation.restore_version(&id, &version).await?,
+    ))
 }
 
 /// Where the project's takes in a voice profile go (the cloning server: the text and the
@@ -227,7 +257,10 @@ pub async fn text_destination(shell: State<'_, Shell>, id: String) -> Reply<Text
 
 #[tauri::command]
 pub async fn rename_project(shell: State<'_, Shell>, id: String, name: String) -> Reply<Project> {
-    blocking(&shell, move |w| Ok(w.store().rename(&id, &name)?)).await
+    blocking(&shell, move |w| {
+        Ok(for_window(w.store().rename(&id, &name)?))
+    })
+    .await
 }
 
 #[tauri::command]
@@ -242,10 +275,12 @@ pub async fn update_project_settings(
     settings: ProjectSettings,
     shown: ProjectSettings,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .update_settings(&id, settings, shown)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .update_settings(&id, settings, shown)
+            .await?,
+    ))
 }
 
 /// Progress of a long job (`job-progress`): a fraction, the time elapsed and left, and for
@@ -302,10 +337,12 @@ pub async fn transcribe(
     let guard = shell.jobs.start(&job);
     let progress = progress_events(app, job);
     let path = PathBuf::from(path.trim());
-    Ok(shell
-        .workstation
-        .transcribe(&project, &path, None, progress, guard.stop.clone())
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .transcribe(&project, &path, None, progress, guard.stop.clone())
+            .await?,
+    ))
 }
 
 /// What became of one of several files transcribed together: the project made of it, or why
@@ -384,10 +421,12 @@ pub async fn rename_speaker(
     name: String,
     shown: Vec<Speaker>,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .rename_speaker(&project, &speaker, name, shown)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .rename_speaker(&project, &speaker, name, shown)
+            .await?,
+    ))
 }
 
 /// Merges speaker `from` into `into` (the transcript is kept as a version first).
@@ -399,10 +438,12 @@ pub async fn merge_speakers(
     into: String,
     shown: Vec<Speaker>,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .merge_speakers(&project, &from, &into, shown)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .merge_speakers(&project, &from, &into, shown)
+            .await?,
+    ))
 }
 
 /// "This is <profile>": attaches a speaker to a voice profile (`None` detaches it).
@@ -414,10 +455,12 @@ pub async fn attach_speaker(
     profile: Option<String>,
     shown: Vec<Speaker>,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .attach_speaker(&project, &speaker, profile, shown)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .attach_speaker(&project, &speaker, profile, shown)
+            .await?,
+    ))
 }
 
 /// Makes a voice profile from a speaker's clean turns and attaches the speaker to it.
@@ -447,10 +490,12 @@ pub async fn split_segment(
     speaker: Option<String>,
     shown: ProjectSegment,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .split_segment(&project, index, at, speaker, shown)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .split_segment(&project, index, at, speaker, shown)
+            .await?,
+    ))
 }
 
 /// Gives a segment another speaker (`"new"` for a new one, `None` for none).
@@ -462,10 +507,12 @@ pub async fn set_segment_speaker(
     speaker: Option<String>,
     shown: ProjectSegment,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .set_segment_speaker(&project, index, speaker, shown)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .set_segment_speaker(&project, index, speaker, shown)
+            .await?,
+    ))
 }
 
 #[tauri::command]
@@ -486,7 +533,7 @@ pub async fn edit_segment(
     project: String,
     index: usize,
     text: String,
-) -> Reply<Project> {
+) -> Reply<SegmentSaved> {
     Ok(shell
         .workstation
         .edit_segment(&project, index, text)
@@ -595,10 +642,18 @@ pub async fn resume_job(
     let guard = shell.jobs.start(&job);
     let progress = progress_events(app.clone(), job);
     let on_event = forward_cleanup(app);
-    Ok(shell
-        .workstation
-        .resume_job(&project, &id, progress, &on_event, guard.stop.clone())
-        .await?)
+    Ok(
+        match shell
+            .workstation
+            .resume_job(&project, &id, progress, &on_event, guard.stop.clone())
+            .await?
+        {
+            JobOutcome::Transcribed(project) => {
+                JobOutcome::Transcribed(Box::new(for_window(*project)))
+            }
+            other => other,
+        },
+    )
 }
 
 #[tauri::command]
@@ -608,10 +663,12 @@ pub async fn decide(
     segment: Option<usize>,
     decision: Decision,
 ) -> Reply<Project> {
-    Ok(shell
-        .workstation
-        .decide(&project, segment, decision)
-        .await?)
+    Ok(for_window(
+        shell
+            .workstation
+            .decide(&project, segment, decision)
+            .await?,
+    ))
 }
 
 #[tauri::command]
@@ -892,7 +949,7 @@ pub async fn record(
     .await?;
     Ok(RecordOutcome {
         file,
-        project: project_now,
+        project: project_now.map(for_window),
         live_error,
     })
 }

@@ -100,6 +100,7 @@ commands![
     cancel_job,
     pause_job,
     edit_segment,
+    segment_words,
     clean_segment,
     clean_all,
     interrupted_jobs,

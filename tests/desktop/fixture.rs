@@ -27,6 +27,8 @@ pub mod keys {
     pub const SPACE: &str = " ";
     /// Ctrl+End: the end of a text field, then Ctrl released.
     pub const CTRL_END: &str = "\u{E009}\u{E010}\u{E000}";
+    /// Ctrl+A: the whole of a text field selected, then Ctrl released.
+    pub const SELECT_ALL: &str = "\u{E009}a\u{E000}";
     pub const RIGHT: &str = "\u{E014}";
     pub const HOME: &str = "\u{E011}";
     pub const END: &str = "\u{E010}";
@@ -320,19 +322,62 @@ impl Desktop {
         css: &str,
         shown: bool,
     ) -> Interaction {
+        self.timed_click(what, element, &[css], shown).await
+    }
+
+    /// [`Desktop::interaction`] until every one of `css` is shown.
+    pub async fn interaction_until(
+        &self,
+        what: &str,
+        element: &Element,
+        css: &[&str],
+    ) -> Interaction {
+        self.timed_click(what, element, css, true).await
+    }
+
+    async fn timed_click(
+        &self,
+        what: &str,
+        element: &Element,
+        css: &[&str],
+        shown: bool,
+    ) -> Interaction {
+        // Watched from inside the window, from the input event on (each change to the page, and
+        // every few ms for what changes no element, as focus): the frame after the one that
+        // first meets the condition is stamped as it comes, so the time does not include the
+        // WebDriver request that collects it.
         self.client
             .execute(
-                r#"window.__headroomInput = null;
+                r#"const [css, shown] = arguments;
+                   window.__headroomInput = null;
+                   window.__headroomShownAt = null;
+                   window.__headroomWatch?.disconnect();
+                   let stamping = false;
+                   const met = () => css.every((c) => (document.querySelector(c) !== null) === shown);
+                   const check = () => {
+                     if (window.__headroomInput === null || stamping) return;
+                     if (met()) {
+                       stamping = true;
+                       window.__headroomWatch.disconnect();
+                       requestAnimationFrame(() => { window.__headroomShownAt = performance.now(); });
+                     } else {
+                       setTimeout(check, 2);
+                     }
+                   };
+                   window.__headroomWatch = new MutationObserver(check);
+                   window.__headroomWatch.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+                   window.__headroomCheck = check;
                    if (!window.__headroomListening) {
                      window.__headroomListening = true;
                      for (const type of ["mousedown", "click", "input", "change"]) {
                        document.addEventListener(type, (e) => {
                          const at = window.__headroomInput;
                          if (at === null || e.timeStamp < at) window.__headroomInput = e.timeStamp;
+                         queueMicrotask(() => window.__headroomCheck());
                        }, { capture: true });
                      }
                    }"#,
-                vec![],
+                vec![serde_json::json!(css), shown.into()],
             )
             .await
             .expect("the input listener is set");
@@ -341,24 +386,23 @@ impl Desktop {
         let reached = self
             .client
             .execute_async(
-                r#"const [css, shown, done] = arguments;
+                r#"const done = arguments[arguments.length - 1];
                    const deadline = performance.now() + 10000;
-                   const check = () => {
-                     if ((document.querySelector(css) !== null) === shown) {
-                       return requestAnimationFrame(() =>
-                         done({ at: performance.now(), input: window.__headroomInput }));
+                   const collect = () => {
+                     if (window.__headroomShownAt !== null) {
+                       return done({ at: window.__headroomShownAt, input: window.__headroomInput });
                      }
                      if (performance.now() > deadline) return done({ at: null });
-                     setTimeout(check, 1);
+                     setTimeout(collect, 5);
                    };
-                   check();"#,
-                vec![css.into(), shown.into()],
+                   collect();"#,
+                vec![],
             )
             .await
             .expect("the wait's script runs");
         let total_ms = started.elapsed().as_secs_f64() * 1000.0;
         let at = reached["at"].as_f64();
-        assert!(at.is_some(), "{what}: {css} never shown={shown}");
+        assert!(at.is_some(), "{what}: {css:?} never shown={shown}");
         let input = reached["input"].as_f64();
         assert!(input.is_some(), "{what}: the window got no input event");
         Interaction {
@@ -367,6 +411,119 @@ impl Desktop {
             total_ms,
             loading_after: false,
         }
+    }
+
+    /// How many elements match `css`.
+    pub async fn count(&self, css: &str) -> usize {
+        self.client
+            .execute(
+                "return document.querySelectorAll(arguments[0]).length;",
+                vec![css.into()],
+            )
+            .await
+            .expect("the count's script runs")
+            .as_u64()
+            .unwrap() as usize
+    }
+
+    /// Scrolls the view holding the list `testid` to its end (or its start) as a scroll bar
+    /// dragged there does, and times, in the window, from the scroll to the frame that shows
+    /// the list's last (or first) row; with that row's index.
+    pub async fn scroll_list(&self, testid: &str, to_end: bool) -> (f64, usize) {
+        let answer = self
+            .client
+            .execute_async(
+                r#"const [testid, toEnd, done] = arguments;
+                   const list = document.querySelector(`[data-testid='${testid}']`);
+                   let scroller = list.parentElement;
+                   while (scroller && !/(auto|scroll)/.test(getComputedStyle(scroller).overflowY)) {
+                     scroller = scroller.parentElement;
+                   }
+                   const count = Number(list.dataset.count);
+                   const wanted = toEnd ? count - 1 : 0;
+                   const t0 = performance.now();
+                   scroller.scrollTop = toEnd ? scroller.scrollHeight : 0;
+                   const deadline = t0 + 10000;
+                   const check = () => {
+                     const row = list.querySelector(`:scope > [data-index='${wanted}']`);
+                     if (row !== null) {
+                       return requestAnimationFrame(() => done({ ms: performance.now() - t0, row: wanted }));
+                     }
+                     if (performance.now() > deadline) return done({ ms: null, row: null });
+                     setTimeout(check, 1);
+                   };
+                   check();"#,
+                vec![testid.into(), to_end.into()],
+            )
+            .await
+            .expect("the scroll's script runs");
+        let ms = answer["ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{testid}: the row never showed after the scroll"));
+        (ms, answer["row"].as_u64().unwrap() as usize)
+    }
+
+    /// Types `key` at the end of the text field `testid` (focused) and times it in the window:
+    /// from the key's event to the frame that shows the field with it.
+    pub async fn key_latency(&self, testid: &str, key: char) -> f64 {
+        self.client
+            .execute(
+                r#"window.__headroomKey = null;
+                   if (!window.__headroomKeys) {
+                     window.__headroomKeys = true;
+                     document.addEventListener("keydown", (e) => {
+                       if (window.__headroomKey === null) window.__headroomKey = e.timeStamp;
+                     }, { capture: true });
+                   }"#,
+                vec![],
+            )
+            .await
+            .expect("the key listener is set");
+        let field = self.find(testid).await;
+        field
+            .send_keys(&key.to_string())
+            .await
+            .expect("the key is delivered");
+        let answer = self
+            .client
+            .execute_async(
+                r#"const [testid, key, done] = arguments;
+                   const field = document.querySelector(`[data-testid='${testid}']`);
+                   const deadline = performance.now() + 10000;
+                   const check = () => {
+                     if (field.value.endsWith(key) && window.__headroomKey !== null) {
+                       return requestAnimationFrame(() => done(performance.now() - window.__headroomKey));
+                     }
+                     if (performance.now() > deadline) return done(null);
+                     setTimeout(check, 1);
+                   };
+                   check();"#,
+                vec![testid.into(), key.to_string().into()],
+            )
+            .await
+            .expect("the key's script runs");
+        answer
+            .as_f64()
+            .unwrap_or_else(|| panic!("{testid}: {key:?} never showed"))
+    }
+
+    /// A typed edit saved as the Transcribe view saves one (`edit_segment`), timed in the page.
+    pub async fn save_round_trip(&self, project: &str, index: usize, text: &str) -> f64 {
+        let answer = self
+            .client
+            .execute_async(
+                r#"const [project, index, text, done] = arguments;
+                   const t0 = performance.now();
+                   window.__TAURI_INTERNALS__.invoke("edit_segment", { project, index, text }).then(
+                     (saved) => done({ ms: performance.now() - t0, index: saved.index }),
+                     (e) => done({ error: String(e) }));"#,
+                vec![project.into(), index.into(), text.into()],
+            )
+            .await
+            .expect("the save's script runs");
+        assert!(answer["error"].is_null(), "edit_segment failed: {answer}");
+        assert_eq!(answer["index"].as_u64(), Some(index as u64));
+        answer["ms"].as_f64().unwrap()
     }
 
     /// Chooses `voice` in the Synthesize view once its list, which arrives after the view
@@ -859,6 +1016,18 @@ pub struct Measurements {
     pub idle: Responsiveness,
     pub during_load: Option<Responsiveness>,
     pub during_batch: Option<Responsiveness>,
+    /// The three-hour project's figures (open, scroll, search, typing, save).
+    pub long_project: Option<serde_json::Value>,
+}
+
+/// The three-hour project's timings, in ms, each in the window.
+#[derive(Default)]
+pub struct LongProjectTimes {
+    pub open_ms: Vec<f64>,
+    pub scroll_ms: Vec<f64>,
+    pub search_ms: Vec<f64>,
+    pub typing_ms: Vec<f64>,
+    pub save_ms: Vec<f64>,
 }
 
 impl Measurements {
@@ -871,6 +1040,7 @@ impl Measurements {
             "responsiveness_idle": self.idle.summary(),
             "responsiveness_while_a_model_loads": summary(&self.during_load),
             "responsiveness_while_batch_work_runs": summary(&self.during_batch),
+            "three_hour_project": self.long_project,
         })
     }
 
@@ -879,7 +1049,8 @@ impl Measurements {
     pub fn write(&self) {
         let measurements = self.to_json();
         eprintln!("desktop measurements: {measurements}");
-        if self.during_load.is_none() || self.during_batch.is_none() {
+        if self.during_load.is_none() || self.during_batch.is_none() || self.long_project.is_none()
+        {
             eprintln!("not written to target/ui-measurements.json: the suite ran in part");
             return;
         }

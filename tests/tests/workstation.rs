@@ -558,10 +558,15 @@ async fn replacing_a_transcript_keeps_the_old_one_as_a_version_to_restore() {
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let id = transcribed(&ws, "Versions").await;
     assert!(ws.versions(&id).unwrap().is_empty(), "nothing replaced yet");
-    let edited = ws
+    let saved = ws
         .edit_segment(&id, 0, "my own words, typed by hand".into())
         .await
         .unwrap();
+    assert_eq!(saved.index, 0);
+    assert_eq!(saved.segment.text, "my own words, typed by hand");
+    let edited = ws.store().open(&id).unwrap();
+    assert_eq!(edited.segments[0], saved.segment);
+    assert_eq!(edited.modified_unix_ms, saved.modified_unix_ms);
     // Transcribing again replaced the edit (and every decision) with no way back, before.
     let again = ws
         .transcribe(

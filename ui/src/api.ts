@@ -139,6 +139,8 @@ export const api = {
     call("set_segment_speaker", { project, index, speaker, shown }),
   editSegment: (project: string, index: number, text: string) =>
     call("edit_segment", { project, index, text }),
+  /** A segment's words with their times (the window's projects carry none). */
+  segmentWords: (project: string, index: number) => call("segment_words", { project, index }),
   cleanSegment: (project: string, index: number, rulesOnly: boolean, job: string) =>
     call("clean_segment", { project, index, rulesOnly, job }),
   /** Cleans every segment as a job recorded in the project; refusals come per segment. */

@@ -305,6 +305,7 @@ on_this_machine: boolean,
 allowed: boolean, };
 export type VersionInfo = { id: string, saved_unix_ms: number, reason: string, segments: number, };
 export type SplitAt = { "at": "word", index: number, } | { "at": "time", secs: number, };
+export type SegmentSaved = { index: number, segment: ProjectSegment, modified_unix_ms: number, };
 export type NarrationMode = "cleanup" | "rewrite" | "translate";
 export type NarrationOptions = { mode: NarrationMode | null, 
 /**
@@ -904,6 +905,7 @@ export const COMMANDS = [
   "cancel_job",
   "pause_job",
   "edit_segment",
+  "segment_words",
   "clean_segment",
   "clean_all",
   "interrupted_jobs",
@@ -957,6 +959,7 @@ export type CommandArgs = {
   "app_info": Record<string, never>;
   "app_ready": Record<string, never>;
   "list_projects": Record<string, never>;
+  "segment_words": { project: string; index: number };
   "create_project": { name: string };
   "open_project": { id: string };
   "project_versions": { id: string };
@@ -1026,6 +1029,7 @@ export type CommandResults = {
   "app_info": AppInfo;
   "app_ready": number;
   "list_projects": ProjectEntry[];
+  "segment_words": ProjectWord[];
   "create_project": Project;
   "open_project": Project;
   "project_versions": VersionInfo[];
@@ -1045,7 +1049,7 @@ export type CommandResults = {
   "set_segment_speaker": Project;
   "cancel_job": boolean;
   "pause_job": boolean;
-  "edit_segment": Project;
+  "edit_segment": SegmentSaved;
   "clean_segment": Suggestion;
   "clean_all": CleanupSummary;
   "interrupted_jobs": JobInfo[];

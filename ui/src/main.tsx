@@ -14,6 +14,8 @@ import {
   type UiError,
 } from "./api";
 import { Announcer, announce, useFocusHeadingOn } from "./a11y";
+import type { SegmentSaved } from "./bindings";
+import { withSavedSegment } from "./project";
 import { useEvent } from "./hooks";
 import { GpuPanel, toPoint, type GpuPoint } from "./panels/gpu";
 import { MemoryPanel } from "./panels/memory";
@@ -119,6 +121,11 @@ function App() {
     setProject(p);
     refreshProjects();
   };
+  // A typed edit answers with its segment alone; it goes into the project shown now (another
+  // save may have landed meanwhile), and the project list is not fetched again for it.
+  const onSegmentSaved = useCallback((id: string, saved: SegmentSaved) => {
+    setProject((p) => (p === null || p.id !== id ? p : withSavedSegment(p, saved)));
+  }, []);
 
   return (
     <div class="layout">
@@ -137,7 +144,11 @@ function App() {
             aria-current={view === v.id ? "page" : undefined}
             disabled={v.needsProject && !project}
             title={v.needsProject && !project ? t("nav.needsProject") : undefined}
-            onClick={() => setView(v.id)}
+            onClick={() => {
+              setView(v.id);
+              // Projects made elsewhere (the command line, a copied folder) show when the list does.
+              if (v.id === "projects") refreshProjects();
+            }}
           >
             {t(v.label)}
           </button>
@@ -165,7 +176,9 @@ function App() {
             }}
           />
         )}
-        {view === "transcribe" && project && <TranscribeView project={project} onProject={onProject} />}
+        {view === "transcribe" && project && (
+          <TranscribeView project={project} onProject={onProject} onSegmentSaved={onSegmentSaved} />
+        )}
         {view === "cleanup" && project && (
           <CleanupView project={project} onProject={onProject} onOpenSettings={() => setView("settings")} />
         )}

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { api, type Project, type ProjectSettings, type UiError } from "./api.ts";
-import { editProject, saveProjectSettings } from "./project.ts";
+import { editProject, saveProjectSettings, withSavedSegment } from "./project.ts";
+import type { ProjectSegment } from "./bindings.ts";
 
 const SETTINGS: ProjectSettings = {
   llm_cleanup: false,
@@ -105,4 +106,19 @@ test("a failed reload still shows the refusal", async () => {
   );
   assert.equal(shell.opens, 1);
   assert.deepEqual(shown, []);
+});
+
+test("a typed edit's answer replaces its segment alone, in the project as it is now", () => {
+  const segment = (text: string) => ({ start: 0, end: 1, text, suggestion: null, words: [] }) as unknown as ProjectSegment;
+  const open = { ...project(SETTINGS, 10), segments: [segment("one"), segment("two")] } as Project;
+  const saved = withSavedSegment(open, { index: 1, segment: segment("two, typed"), modified_unix_ms: 12 });
+  assert.deepEqual(
+    saved.segments.map((s) => s.text),
+    ["one", "two, typed"],
+  );
+  assert.equal(saved.modified_unix_ms, 12);
+  assert.equal(open.segments[1].text, "two", "the project shown before is not changed in place");
+  assert.equal(saved.segments[0], open.segments[0], "the other segments are the same objects");
+  // The transcript was replaced by a shorter one since: nothing to put it into.
+  assert.equal(withSavedSegment(open, { index: 5, segment: segment("x"), modified_unix_ms: 13 }), open);
 });

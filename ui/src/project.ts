@@ -4,6 +4,7 @@
 // saved now, and the next change is made from that (instead of being refused again and again
 // until the project is reopened by hand).
 import { api, asUiError, type Project, type ProjectSettings } from "./api";
+import type { SegmentSaved } from "./bindings";
 
 /** Runs `work`, an edit of project `id` as the view showed it, and hands the result to
  * `onProject`. Refused as changed elsewhere, the project is reopened and handed to `onProject`
@@ -42,4 +43,14 @@ export function saveProjectSettings(
     () => api.updateProjectSettings(project.id, { ...project.settings, ...change }, project.settings),
     onProject,
   );
+}
+
+/** The project with a segment's text as saved (the answer to a typed edit: the segment alone,
+ * not the whole project). A project whose transcript was replaced since has no such segment,
+ * or another, and is left as it is. */
+export function withSavedSegment(project: Project, saved: SegmentSaved): Project {
+  if (saved.index >= project.segments.length) return project;
+  const segments = project.segments.slice();
+  segments[saved.index] = saved.segment;
+  return { ...project, segments, modified_unix_ms: Math.max(project.modified_unix_ms, saved.modified_unix_ms) };
 }

@@ -1,13 +1,64 @@
 // A recording's waveform with its segments as regions: clicking a region plays that segment,
 // and the playing one is highlighted (here and, through `playing`, in the view's text).
-import { useEffect, useState } from "preact/hooks";
+import { memo } from "preact/compat";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { api, asUiError, jobId, type UiError, type Waveform as Peaks } from "./api";
-import { formatNumber, t } from "./i18n";
+import { formatNumber, onLocaleChange, t } from "./i18n";
+import { type RangeStore, useRange } from "./virtual";
 import { ErrorNotice } from "./rejection";
 
 /** Peaks fetched per waveform: about one per 2 px of a wide window. */
 const BUCKETS = 600;
 const HEIGHT = 64;
+/** Up to this many segments, each is a control on the waveform and its speaker's lane; past
+ * it (an hours-long transcript), all are drawn as one shape and those whose rows are on
+ * screen (`shown`) are the controls, with the focused and the playing one. */
+export const MAX_SEGMENT_CONTROLS = 200;
+
+/** The segments to make controls of: all when few; else those shown, the active one and the
+ * playing one. */
+export function segmentControls(
+  count: number,
+  shown: { from: number; to: number } | undefined,
+  ...also: (number | null)[]
+): number[] {
+  if (count <= MAX_SEGMENT_CONTROLS || shown === undefined) {
+    return Array.from({ length: Math.min(count, MAX_SEGMENT_CONTROLS) }, (_, i) => i);
+  }
+  const from = Math.max(0, shown.from);
+  const to = Math.min(count, shown.to, from + MAX_SEGMENT_CONTROLS);
+  const picked = new Set<number>();
+  for (let i = from; i < to; i++) picked.add(i);
+  for (const i of also) if (i !== null && i >= 0 && i < count) picked.add(i);
+  return [...picked].sort((a, b) => a - b);
+}
+
+/** Spans `[start, end]` (in order of start) joined where less than `gap` apart: at the
+ * drawing's resolution, thousands of segments are a few shapes, not thousands. */
+export function joinedSpans(spans: [number, number][], gap: number): [number, number][] {
+  const joined: [number, number][] = [];
+  for (const [start, end] of spans) {
+    const last = joined[joined.length - 1];
+    if (last !== undefined && start - last[1] < gap) last[1] = Math.max(last[1], end);
+    else joined.push([start, end]);
+  }
+  return joined;
+}
+
+/** Rectangles `[x, width]` as one SVG path, `height` tall from `y`. */
+function rectsPath(rects: [number, number][], y: number, height: number): string {
+  return rects.map(([x, w]) => `M${x.toFixed(3)} ${y}h${w.toFixed(3)}v${height}h${(-w).toFixed(3)}z`).join("");
+}
+
+/** `f` as a function that stays the same across renders and always calls the latest `f`: a
+ * memoized drawing is then drawn again only when what it draws changes (a keystroke in a
+ * segment must not draw thousands of regions again), and still calls what the view passes
+ * now (the side chosen in Narration, say). */
+function useLatest<A extends unknown[]>(f: (...args: A) => void): (...args: A) => void {
+  const latest = useRef(f);
+  latest.current = f;
+  return useCallback((...args: A) => latest.current(...args), []);
+}
 
 /** A segment on the waveform; `state` (a code, for styling) with `label`, the state in words. */
 export type Region = { start: number; end: number; state?: string; label?: string };
@@ -33,7 +84,7 @@ export function usePlayer(project: string) {
   return { playing, last, play, error, clearError: () => setError(null) };
 }
 
-export function Waveform(props: {
+type WaveformProps = {
   testid: string;
   project: string;
   file: string;
@@ -42,15 +93,70 @@ export function Waveform(props: {
   regions: Region[];
   playing: number | null;
   onRegion: (index: number) => void;
-}) {
-  const [peaks, setPeaks] = useState<Peaks | null>(null);
+  /** The segments whose rows are on screen (see `MAX_SEGMENT_CONTROLS`). */
+  shown?: RangeStore;
+};
+
+export function Waveform(props: WaveformProps) {
+  return <WaveformMemo {...props} onRegion={useLatest(props.onRegion)} />;
+}
+
+const WaveformMemo = memo(WaveformDrawing);
+
+/** Draws again in another language (a memoized drawing is not drawn with its parent). */
+function useLocaleChanges() {
+  const [, setDrawn] = useState(0);
+  useEffect(() => onLocaleChange(() => setDrawn((n) => n + 1)), []);
+}
+
+/** The waveforms drawn last, by project, file and version: reopening a project draws its
+ * waveform at once while it is fetched again (the file may have changed). */
+const drawnPeaks = new Map<string, Peaks>();
+const DRAWN_KEPT = 4;
+
+function WaveformDrawing(props: WaveformProps) {
+  useLocaleChanges();
+  const shown = useRange(props.shown);
+  const key = `${props.project}\u0000${props.file}\u0000${props.version ?? ""}`;
+  const [peaks, setPeaks] = useState<Peaks | null>(() => drawnPeaks.get(key) ?? null);
   const [error, setError] = useState<UiError | null>(null);
   // One Tab stop for the whole waveform; the arrow keys move between its segments.
   const [active, setActive] = useState(0);
+  // A segment reached by the keyboard that was not a control yet gets the focus once drawn.
+  const focusNext = useRef<number | null>(null);
+  const svg = useRef<SVGSVGElement>(null);
   useEffect(() => {
+    const to = focusNext.current;
+    if (to === null) return;
+    focusNext.current = null;
+    svg.current?.querySelector<SVGElement>(`[data-index='${to}']`)?.focus();
+  });
+  // Asked for as the waveform is laid out, not after the first paint: the answer is then in
+  // the frame after it.
+  useLayoutEffect(() => {
     setError(null);
-    api.waveform(props.project, props.file, BUCKETS).then(setPeaks, (e) => setError(asUiError(e)));
-  }, [props.project, props.file, props.version]);
+    setPeaks(drawnPeaks.get(key) ?? null);
+    let current = true;
+    api.waveform(props.project, props.file, BUCKETS).then(
+      (fetched) => {
+        const kept = drawnPeaks.get(key);
+        const same =
+          kept !== undefined &&
+          kept.duration_secs === fetched.duration_secs &&
+          kept.peaks.length === fetched.peaks.length &&
+          kept.peaks.every((p, i) => p === fetched.peaks[i]);
+        drawnPeaks.delete(key);
+        drawnPeaks.set(key, same ? kept : fetched);
+        if (drawnPeaks.size > DRAWN_KEPT) drawnPeaks.delete(drawnPeaks.keys().next().value as string);
+        // The same peaks as drawn from the kept ones: nothing to draw again.
+        if (current && !same) setPeaks(fetched);
+      },
+      (e) => current && setError(asUiError(e)),
+    );
+    return () => {
+      current = false;
+    };
+  }, [key]);
   if (error) return <ErrorNotice scope={props.testid} error={error} onDismiss={() => setError(null)} />;
   if (!peaks) return <div class="waveform loading" data-testid={`${props.testid}-loading`} />;
   const width = Math.max(peaks.peaks.length, 1);
@@ -77,24 +183,51 @@ export function Waveform(props: {
     if (to !== null) {
       e.preventDefault();
       setActive(to);
-      (e.currentTarget as SVGElement).querySelector<SVGElement>(`[data-index='${to}']`)?.focus();
+      const drawn = (e.currentTarget as SVGElement).querySelector<SVGElement>(`[data-index='${to}']`);
+      if (drawn) drawn.focus();
+      else focusNext.current = to;
     } else if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
       props.onRegion(at);
     }
   };
+  const many = props.regions.length > MAX_SEGMENT_CONTROLS;
+  const controls = segmentControls(props.regions.length, shown, current, props.playing);
+  const peakPath = peaks.peaks
+    .map((p, i) => {
+      const h = Math.max(p * HEIGHT, 0.5);
+      return `M${i} ${((HEIGHT - h) / 2).toFixed(2)}h1v${h.toFixed(2)}h-1z`;
+    })
+    .join("");
   return (
     <svg
+      ref={svg}
       class="waveform"
       data-testid={props.testid}
       data-duration={peaks.duration_secs.toFixed(3)}
+      data-segments={props.regions.length}
       viewBox={`0 0 ${width} ${HEIGHT}`}
       preserveAspectRatio="none"
       role="group"
       aria-label={t("waveform.label")}
       onKeyDown={onKeyDown}
     >
-      {props.regions.map((r, i) => {
+      {many && (
+        <path
+          class="region all"
+          aria-hidden="true"
+          d={rectsPath(
+            joinedSpans(
+              props.regions.map((r) => [x(r.start), x(r.start) + Math.max(x(r.end) - x(r.start), 0.5)]),
+              0.5,
+            ).map(([a, b]) => [a, b - a]),
+            0,
+            HEIGHT,
+          )}
+        />
+      )}
+      {controls.map((i) => {
+        const r = props.regions[i];
         const name = [
           t("waveform.segment", { n: i + 1, start: formatNumber(r.start, 1), end: formatNumber(r.end, 1) }),
           r.label,
@@ -127,10 +260,7 @@ export function Waveform(props: {
           </rect>
         );
       })}
-      {peaks.peaks.map((p, i) => {
-        const h = Math.max(p * HEIGHT, 0.5);
-        return <rect key={`p${i}`} class="peak" x={i} width={1} y={(HEIGHT - h) / 2} height={h} />;
-      })}
+      <path class="peak" d={peakPath} />
     </svg>
   );
 }
@@ -159,15 +289,32 @@ export const SPEAKER_COLORS = [
 
 /** Lanes under a waveform, one per speaker: the speaker's name, then their segments in their
  * colour on the same time axis. Clicking a segment plays it, as on the waveform. */
-export function SpeakerLanes(props: {
+type SpeakerLanesProps = {
   testid: string;
   duration: number;
   lanes: SpeakerLane[];
   playing: number | null;
   onRegion: (index: number) => void;
-}) {
+  /** The segments whose rows are on screen (see `MAX_SEGMENT_CONTROLS`). */
+  shown?: RangeStore;
+};
+
+export function SpeakerLanes(props: SpeakerLanesProps) {
+  return <SpeakerLanesMemo {...props} onRegion={useLatest(props.onRegion)} />;
+}
+
+const SpeakerLanesMemo = memo(SpeakerLanesDrawing);
+
+function SpeakerLanesDrawing(props: SpeakerLanesProps) {
+  useLocaleChanges();
+  const shown = useRange(props.shown);
   const duration = Math.max(props.duration, 1e-6);
   const pct = (t: number) => `${((t / duration) * 100).toFixed(3)}%`;
+  const count = props.lanes.reduce((n, lane) => n + lane.segments.length, 0);
+  const many = count > MAX_SEGMENT_CONTROLS;
+  const controls = new Set(segmentControls(count, shown, props.playing));
+  // A turn is at least 1/500 of the lane wide, so a short one can be seen and clicked.
+  const width = (s: { start: number; end: number }) => Math.max(s.end - s.start, duration / 500);
   return (
     <div class="speaker-lanes" data-testid={props.testid} role="group" aria-label={t("speakerLanes.label")}>
       {props.lanes.map((lane, k) => {
@@ -179,23 +326,40 @@ export function SpeakerLanes(props: {
               {lane.name}
             </span>
             <div class="speaker-lane-track">
-              {lane.segments.map((s) => (
-                <button
-                  key={s.index}
-                  type="button"
-                  class={`speaker-turn${props.playing === s.index ? " playing" : ""}`}
-                  data-testid={`speaker-lane-${lane.id}-segment-${s.index}`}
-                  style={{ left: pct(s.start), width: pct(Math.max(s.end - s.start, duration / 500)), background: color }}
-                  title={t("speakerLanes.turnTitle", {
-                    name: lane.name,
-                    n: s.index + 1,
-                    start: formatNumber(s.start, 1),
-                    end: formatNumber(s.end, 1),
-                  })}
-                  aria-label={t("speakerLanes.turnLabel", { name: lane.name, n: s.index + 1 })}
-                  onClick={() => props.onRegion(s.index)}
-                />
-              ))}
+              {many && (
+                <svg class="speaker-lane-all" viewBox={`0 0 ${duration} 1`} preserveAspectRatio="none" aria-hidden="true">
+                  <path
+                    fill={color}
+                    d={rectsPath(
+                      joinedSpans(
+                        lane.segments.map((s) => [s.start, s.start + width(s)]),
+                        duration / 2000,
+                      ).map(([a, b]) => [a, b - a]),
+                      0,
+                      1,
+                    )}
+                  />
+                </svg>
+              )}
+              {lane.segments
+                .filter((s) => !many || controls.has(s.index))
+                .map((s) => (
+                  <button
+                    key={s.index}
+                    type="button"
+                    class={`speaker-turn${props.playing === s.index ? " playing" : ""}`}
+                    data-testid={`speaker-lane-${lane.id}-segment-${s.index}`}
+                    style={{ left: pct(s.start), width: pct(width(s)), background: color }}
+                    title={t("speakerLanes.turnTitle", {
+                      name: lane.name,
+                      n: s.index + 1,
+                      start: formatNumber(s.start, 1),
+                      end: formatNumber(s.end, 1),
+                    })}
+                    aria-label={t("speakerLanes.turnLabel", { name: lane.name, n: s.index + 1 })}
+                    onClick={() => props.onRegion(s.index)}
+                  />
+                ))}
             </div>
           </div>
         );

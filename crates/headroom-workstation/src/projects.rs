@@ -19,7 +19,9 @@ use headroom_speech::audio::repair_partial_in;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod edits;
 mod narrated;
+mod opened;
 mod speakers;
 pub use narrated::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
@@ -549,6 +551,8 @@ pub enum ProjectEntry {
 #[derive(Debug, Clone)]
 pub struct ProjectStore {
     root: PathBuf,
+    /// Manifests read last, kept parsed (shared by the store's clones).
+    opened: opened::Opened,
 }
 
 /// Checks a project name and turns it into a folder name.
@@ -556,9 +560,22 @@ fn folder_name_for(name: &str) -> Result<String, ProjectError> {
     folder_name(name, "project", MAX_NAME_CHARS).map_err(ProjectError::InvalidName)
 }
 
+/// Reads and parses the manifest of `id` from `file` (shown as `path` in errors).
+fn read_manifest(id: &str, mut file: std::fs::File, path: &Path) -> Result<Project, ProjectError> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(ProjectError::from_io(path))?;
+    let mut project = Project::from_manifest(&bytes, path)?;
+    // The folder is the identity; a copied or moved folder keeps working.
+    project.id = id.to_string();
+    Ok(project)
+}
+
 impl ProjectStore {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ProjectStore { root: root.into() }
+        ProjectStore {
+            root: root.into(),
+            opened: opened::Opened::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -609,18 +626,13 @@ impl ProjectStore {
             if id.starts_with('.') || !path.join(MANIFEST).exists() {
                 continue;
             }
-            listed.push(match self.open(&id) {
-                Ok(p) => ProjectEntry::Ok {
-                    id: p.id,
-                    name: p.name,
-                    modified_unix_ms: p.modified_unix_ms,
-                    segments: p.segments.len(),
-                },
-                Err(e) => ProjectEntry::Unreadable {
-                    id,
-                    error: e.to_string(),
-                },
-            });
+            listed.push(
+                self.entry(&id)
+                    .unwrap_or_else(|e| ProjectEntry::Unreadable {
+                        id,
+                        error: e.to_string(),
+                    }),
+            );
         }
         listed.sort_by_key(|e| match e {
             ProjectEntry::Ok {
@@ -916,21 +928,81 @@ impl ProjectStore {
         Ok(project)
     }
 
+    /// The project as saved: its manifest with the typed edits saved since (see `edits`).
     pub fn open(&self, id: &str) -> Result<Project, ProjectError> {
-        let beneath = self.beneath(id)?;
-        let path = beneath.shown(MANIFEST);
-        let mut bytes = Vec::new();
-        match beneath.open_file(MANIFEST) {
-            Ok(mut file) => {
-                std::io::Read::read_to_end(&mut file, &mut bytes)
-                    .map_err(ProjectError::from_io(&path))?;
+        Ok(self.open_with_edits(id)?.0)
+    }
+
+    /// [`ProjectStore::open`], with the manifest's own modification time (before the typed
+    /// edits) and what the journal of edits held.
+    fn open_with_edits(&self, id: &str) -> Result<(Project, u64, edits::Journal), ProjectError> {
+        let (beneath, file, key) = self.manifest_file(id)?;
+        let mut project = match self.opened.get(id, key) {
+            Some(project) => project,
+            None => {
+                let project = read_manifest(id, file, &beneath.shown(MANIFEST))?;
+                self.opened.keep(id, key, &project);
+                project
             }
+        };
+        let base = project.modified_unix_ms;
+        let journal = edits::replay(&beneath, &mut project)?;
+        Ok((project, base, journal))
+    }
+
+    /// The project's folder, its manifest opened for reading, and which file that is.
+    fn manifest_file(
+        &self,
+        id: &str,
+    ) -> Result<(Beneath, std::fs::File, opened::FileKey), ProjectError> {
+        let beneath = self.beneath(id)?;
+        let file = match beneath.open_file(MANIFEST) {
+            Ok(file) => file,
             Err(e) if e.is_not_found() => return Err(ProjectError::NotFound(id.to_string())),
             Err(e) => return Err(e.into()),
+        };
+        let metadata = file
+            .metadata()
+            .map_err(ProjectError::from_io(&beneath.shown(MANIFEST)))?;
+        Ok((beneath, file, opened::FileKey::of(&metadata)))
+    }
+
+    /// What the Projects list shows of `id`: from what was kept of its manifest while the file
+    /// is the same one (a listing then parses no manifest of megabytes), with the time of its
+    /// last typed edit.
+    fn entry(&self, id: &str) -> Result<ProjectEntry, ProjectError> {
+        let (beneath, file, key) = self.manifest_file(id)?;
+        let head = match self.opened.head(id, key) {
+            Some(head) => head,
+            None => {
+                let head = opened::Head::of(&read_manifest(id, file, &beneath.shown(MANIFEST))?);
+                self.opened.keep_head(id, key, head.clone());
+                head
+            }
+        };
+        Ok(ProjectEntry::Ok {
+            id: id.to_string(),
+            modified_unix_ms: edits::modified_with_edits(&beneath, head.modified_unix_ms)?,
+            name: head.name,
+            segments: head.segments,
+        })
+    }
+
+    /// Puts `text` into segment `index` (its cleanup suggestion and word times, made from the
+    /// old text, are dropped), saved durably as one line of the project's journal of edits
+    /// rather than a rewrite of the manifest (folded in by the next whole save, or here when
+    /// the journal is long). Unchanged text saves nothing.
+    pub fn edit_text(&self, id: &str, index: usize, text: &str) -> Result<Project, ProjectError> {
+        let _lock = self.lock()?;
+        let (mut project, base, journal) = self.open_with_edits(id)?;
+        if !edits::set_segment_text(project.segment_mut(index)?, text) {
+            return Ok(project);
         }
-        let mut project = Project::from_manifest(&bytes, &path)?;
-        // The folder is the identity; a copied or moved folder keeps working.
-        project.id = id.to_string();
+        let beneath = self.beneath(id)?;
+        match edits::append(&beneath, &mut project, base, journal, index)? {
+            edits::Saved::Appended => {}
+            edits::Saved::FoldNow => self.save_locked(&mut project)?,
+        }
         Ok(project)
     }
 
@@ -944,9 +1016,17 @@ impl ProjectStore {
         self.write_manifest(project)
     }
 
+    /// Writes the manifest whole; the typed edits it now holds leave the journal.
     fn write_manifest(&self, project: &Project) -> Result<(), ProjectError> {
         let json = serde_json::to_vec_pretty(project).expect("a project serializes");
-        self.beneath(&project.id)?.write_atomic(MANIFEST, &json)?;
+        let beneath = self.beneath(&project.id)?;
+        beneath.write_atomic(MANIFEST, &json)?;
+        edits::remove(&beneath)?;
+        // Kept parsed as written: the store's lock is held, so the file is this one.
+        if let Ok(Ok(metadata)) = beneath.open_file(MANIFEST).map(|f| f.metadata()) {
+            self.opened
+                .keep(&project.id, opened::FileKey::of(&metadata), project);
+        }
         Ok(())
     }
 
@@ -1371,5 +1451,175 @@ mod tests {
         let recovered = store.recover_after_crash();
         assert_eq!(recovered.temporaries_removed, 1);
         assert!(!stale.exists() && kept.exists());
+    }
+
+    /// A project with the two-segment transcript, saved whole, and its folder.
+    fn transcribed(store: &ProjectStore) -> PathBuf {
+        let p = store.create("Typed").unwrap();
+        store
+            .update(&p.id, |p| {
+                p.set_transcript(&transcript());
+                p.segments[0].suggestion = Some(Suggestion {
+                    text: "hello there".into(),
+                    source: SuggestionSource::RuleBased,
+                    note: None,
+                    note_code: None,
+                    decision: Decision::Pending,
+                });
+                p.segments[0].words = vec![ProjectWord {
+                    start: 0.0,
+                    end: 0.5,
+                    text: "um".into(),
+                }];
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        store.folder(&p.id).unwrap()
+    }
+
+    #[test]
+    fn a_typed_edit_is_a_line_appended_not_a_rewritten_manifest() {
+        let (store, dir) = store();
+        let folder = transcribed(&store);
+        let manifest = std::fs::read(folder.join(MANIFEST)).unwrap();
+        let before = store.open("typed").unwrap();
+
+        let edited = store.edit_text("typed", 0, "hello there, friend").unwrap();
+        assert_eq!(
+            std::fs::read(folder.join(MANIFEST)).unwrap(),
+            manifest,
+            "the manifest is not written for a typed edit"
+        );
+        let journal = std::fs::read_to_string(folder.join(edits::EDITS)).unwrap();
+        assert_eq!(journal.lines().count(), 1, "{journal}");
+        assert!(journal.len() < 200, "one short line: {journal}");
+        assert!(edited.modified_unix_ms > before.modified_unix_ms);
+        let segment = &edited.segments[0];
+        assert_eq!(segment.text, "hello there, friend");
+        assert!(segment.suggestion.is_none(), "made from the old text");
+        assert!(segment.words.is_empty(), "the old text's times");
+        assert_eq!(edited.segments[1], before.segments[1]);
+
+        // Another process (a store with nothing kept) opens the same.
+        assert_eq!(ProjectStore::new(&dir).open("typed").unwrap(), edited);
+        // The same text again saves nothing.
+        assert_eq!(
+            store.edit_text("typed", 0, "hello there, friend").unwrap(),
+            edited
+        );
+        assert_eq!(
+            std::fs::read_to_string(folder.join(edits::EDITS))
+                .unwrap()
+                .lines()
+                .count(),
+            1
+        );
+        assert!(matches!(
+            store.edit_text("typed", 2, "x"),
+            Err(ProjectError::NoSuchSegment { index: 2, count: 2 })
+        ));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_whole_save_folds_the_edits_in_and_a_stale_journal_is_never_replayed() {
+        let (store, dir) = store();
+        let folder = transcribed(&store);
+        store.edit_text("typed", 0, "first edit").unwrap();
+        store.edit_text("typed", 1, "second edit").unwrap();
+        let journal = std::fs::read(folder.join(edits::EDITS)).unwrap();
+
+        let (saved, ()) = store
+            .update("typed", |p| {
+                p.segments.remove(0); // the transcript changes shape
+                Ok::<_, ProjectError>(())
+            })
+            .unwrap();
+        assert!(!folder.join(edits::EDITS).exists(), "folded in");
+        let on_disk: Project =
+            serde_json::from_slice(&std::fs::read(folder.join(MANIFEST)).unwrap()).unwrap();
+        assert_eq!(on_disk.segments.len(), 1);
+        assert_eq!(on_disk.segments[0].text, "second edit");
+
+        // A crash after the manifest's write, before the journal's removal: its lines were
+        // typed on the manifest before, and are not applied again (segment 0 is now another).
+        std::fs::write(folder.join(edits::EDITS), &journal).unwrap();
+        for reader in [store.clone(), ProjectStore::new(&dir)] {
+            let opened = reader.open("typed").unwrap();
+            assert_eq!(opened.segments, saved.segments);
+            assert_eq!(opened.modified_unix_ms, saved.modified_unix_ms);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_line_a_crash_cut_short_is_skipped_and_the_next_edit_kept() {
+        let (store, dir) = store();
+        let folder = transcribed(&store);
+        store.edit_text("typed", 0, "kept").unwrap();
+        let path = folder.join(edits::EDITS);
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(br#"{"base":1,"modified":2,"segm"#);
+        std::fs::write(&path, &torn).unwrap();
+        assert_eq!(store.open("typed").unwrap().segments[0].text, "kept");
+
+        store.edit_text("typed", 1, "after the crash").unwrap();
+        let opened = ProjectStore::new(&dir).open("typed").unwrap();
+        assert_eq!(opened.segments[0].text, "kept");
+        assert_eq!(opened.segments[1].text, "after the crash");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_long_journal_is_folded_into_the_manifest_by_the_next_edit() {
+        let (store, dir) = store();
+        let folder = transcribed(&store);
+        let path = folder.join(edits::EDITS);
+        let mut folded = false;
+        for n in 0..300 {
+            store
+                .edit_text("typed", n % 2, &format!("take {n}"))
+                .unwrap();
+            let lines = std::fs::read_to_string(&path)
+                .map(|j| j.lines().count())
+                .unwrap_or(0);
+            assert!(lines <= 256, "{lines} lines after {n} edits");
+            folded |= lines == 0;
+        }
+        assert!(folded, "the journal was folded at least once");
+        let opened = ProjectStore::new(&dir).open("typed").unwrap();
+        assert_eq!(opened.segments[0].text, "take 298");
+        assert_eq!(opened.segments[1].text, "take 299");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_listing_shows_the_last_typed_edit_and_what_another_process_saved() {
+        let (store, dir) = store();
+        transcribed(&store);
+        let entry = |store: &ProjectStore| match store.list().unwrap().remove(0) {
+            ProjectEntry::Ok {
+                name,
+                modified_unix_ms,
+                segments,
+                ..
+            } => (name, modified_unix_ms, segments),
+            other => panic!("{other:?}"),
+        };
+        let (_, before, segments) = entry(&store);
+        assert_eq!(segments, 2);
+        let edited = store.edit_text("typed", 1, "typed later").unwrap();
+        assert!(edited.modified_unix_ms > before);
+        assert_eq!(
+            entry(&store).1,
+            edited.modified_unix_ms,
+            "the journal's time"
+        );
+        // Another process saves the manifest whole: the next listing reads it.
+        ProjectStore::new(&dir).rename("typed", "Renamed").unwrap();
+        let (name, modified, _) = entry(&store);
+        assert_eq!(name, "Renamed");
+        assert!(modified >= edited.modified_unix_ms);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -881,25 +881,25 @@ impl Workstation {
     }
 
     /// Edits a segment's transcript text; a suggestion made from the old text is dropped.
+    /// Saved as a line of the project's journal of edits (see [`ProjectStore::edit_text`]),
+    /// and answered with the segment alone: a three-hour transcript is neither written nor
+    /// sent whole for a pause in typing.
     pub async fn edit_segment(
         &self,
         project_id: &str,
         index: usize,
         text: String,
-    ) -> Result<Project, WorkstationError> {
-        let (project, ()) = self
-            .update_project(project_id, move |p| {
-                let segment = p.segment_mut(index)?;
-                if segment.text != text {
-                    segment.text = text;
-                    segment.suggestion = None;
-                    // The word times were of the old text.
-                    segment.words.clear();
-                }
-                Ok(())
+    ) -> Result<SegmentSaved, WorkstationError> {
+        let (store, id) = (self.store.clone(), project_id.to_string());
+        blocking(move || {
+            let project = store.edit_text(&id, index, &text)?;
+            Ok(SegmentSaved {
+                index,
+                segment: project.segment(index)?.clone(),
+                modified_unix_ms: project.modified_unix_ms,
             })
-            .await?;
-        Ok(project)
+        })
+        .await
     }
 
     /// Cleans one segment as the project's settings say: with LLM cleanup off (or `rules_only`,
@@ -1451,6 +1451,16 @@ impl Workstation {
     pub fn recover_after_crash(&self) -> Recovered {
         self.store.recover_after_crash()
     }
+}
+
+/// A segment's text as saved, with the project's modification time after the save: what a
+/// view needs to show it, without the whole project.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct SegmentSaved {
+    pub index: usize,
+    pub segment: ProjectSegment,
+    pub modified_unix_ms: u64,
 }
 
 /// A file's waveform, for the timeline: peaks in 0..=1, evenly spread over its duration.

@@ -72,9 +72,12 @@ pub async fn the_main_path_is_done_by_keyboard_alone(ui: &Desktop, w: &mut World
     ui.press(keys::CTRL_END).await;
     ui.press(" edited by keyboard").await;
     ui.press(keys::TAB).await;
+    // Saved as the project reads it (the manifest with the journal of typed edits).
+    let store = w.store();
     ui.until_text("segment-time-0", WAIT, |_| {
-        std::fs::read_to_string(project.join("project.json"))
-            .is_ok_and(|m| m.contains("edited by keyboard"))
+        store
+            .open("keyboard")
+            .is_ok_and(|p| p.segments[1].text.contains("edited by keyboard"))
     })
     .await;
 

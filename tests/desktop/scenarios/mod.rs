@@ -11,6 +11,7 @@ use std::pin::Pin;
 mod cleanup;
 mod keyboard;
 mod languages;
+mod long_project;
 mod narration;
 mod panels;
 mod projects;
@@ -178,6 +179,10 @@ pub const SCENARIOS: &[Scenario] = &[
         First,
         languages::every_view_shows_its_text_whole_in_each_language_and_the_pseudo_locale,
         needs segments_play_from_the_waveforms_and_one_is_narrated_again
+    ),
+    scenario!(
+        First,
+        long_project::a_three_hour_project_opens_scrolls_and_saves_within_100_ms
     ),
     scenario!(
         First,

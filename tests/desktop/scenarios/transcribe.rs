@@ -102,10 +102,11 @@ pub async fn an_edited_segment_is_saved_as_typed(ui: &Desktop, w: &mut World) {
     edit.send_keys("um so the the meeting is, uh, on tuesday at ten")
         .await
         .unwrap();
+    let store = w.store();
     ui.until_text("segment-time-0", WAIT, |_| {
-        std::fs::read_to_string(w.projects.join("interview/project.json"))
-            .map(|m| m.contains("the the meeting"))
-            .unwrap_or(false)
+        store
+            .open("interview")
+            .is_ok_and(|p| p.segments[1].text.contains("the the meeting"))
     })
     .await;
 }

@@ -17,8 +17,12 @@ import { useEvent, useGuarded, useJob } from "../hooks";
 import { saveProjectSettings } from "../project";
 import { codeLabel, t, tr } from "../i18n";
 import { ErrorNotice, textNote } from "../rejection";
+import { VirtualList } from "../virtual";
 import { ALL, initialState, reducer } from "./cleanup.state";
 import { formatTime } from "./transcribe";
+
+/** A row before it is measured: its head, the text and the suggestion beside it. */
+const CLEANUP_ROW_PX = 110;
 
 export function ProjectCleanupSettings(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
@@ -273,12 +277,16 @@ export function CleanupView(props: {
           {errors[ALL] && (
             <ErrorNotice scope="cleanup" error={errors[ALL]} onDismiss={() => dispatch({ type: "dismissed", index: ALL })} />
           )}
-          <ol class="cleanup-list">
-            {project.segments.map((s, i) => (
+          <VirtualList
+            testid="cleanup-list"
+            class="cleanup-list"
+            count={project.segments.length}
+            estimate={CLEANUP_ROW_PX}
+            row={(i) => (
               <CleanupRow
                 key={i}
                 index={i}
-                segment={s}
+                segment={project.segments[i]}
                 streaming={streams[i]}
                 job={running[i]}
                 error={errors[i]}
@@ -287,8 +295,8 @@ export function CleanupView(props: {
                 onDismiss={() => dispatch({ type: "dismissed", index: i })}
                 onOpenSettings={props.onOpenSettings}
               />
-            ))}
-          </ol>
+            )}
+          />
         </>
       )}
     </div>
@@ -309,7 +317,7 @@ function CleanupRow(props: {
   const { index: i, segment: s } = props;
   const sug = s.suggestion;
   return (
-    <li class="cleanup-row" data-testid={`cleanup-row-${i}`}>
+    <li class="cleanup-row" data-index={i} data-testid={`cleanup-row-${i}`}>
       <div class="cleanup-head">
         <span class="time">{formatTime(s.start)}</span>
         {props.job ? (

@@ -2,13 +2,14 @@
 // chosen voice, fit it to its segment's time, and lay out the narration with subtitles. The
 // timeline shows every segment's state as it changes (refusals with their reason), plays a
 // segment of the original or of the narration (A/B), re-runs one segment, and exports.
-import { useEffect, useReducer } from "preact/hooks";
+import { useEffect, useMemo, useReducer } from "preact/hooks";
 import { api, asUiError, type FailurePolicy, type NarrationMode, type NarrationSummary, type Project, type SegmentState } from "../api";
 import { announce, focusWhenLost } from "../a11y";
 import { chooseSaveCopyPath } from "../files";
 import { useEvent, useJob, useGuarded } from "../hooks";
 import { formatNumber, formatSeconds, languageName, t, tr } from "../i18n";
 import { ErrorNotice, reasonLabel, textNote, voiceNote } from "../rejection";
+import { useRangeStore, VirtualList } from "../virtual";
 import { usePlayer, Waveform } from "../waveform";
 import { formatTime } from "./transcribe";
 import { speakerColor, speakerName } from "./speakers";
@@ -52,8 +53,13 @@ function describe(state: SegmentState): string {
   }
 }
 
+/** A segment's row before it is measured: its head, and the text beside the narration's. */
+const NARRATION_ROW_PX = 96;
+
 export function NarrationView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
+  // The segments whose rows are on screen (the waveform makes controls of those).
+  const shown = useRangeStore();
   const [state, dispatch] = useReducer(reducer, project.settings, initialState);
   const { view, states, segments, languages, voices, progress, summary, side, exported } = state;
   const { mode, language, voice, policy, mix, speakerVoices } = state.choices;
@@ -112,6 +118,16 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
   const start = () => run("narration-start", (job) => api.narrate(project.id, narrationOptions(state), job));
 
   const output = view?.narration?.output ?? null;
+  const regions = useMemo(
+    () =>
+      project.segments.map((s, i) => ({
+        start: s.start,
+        end: s.end,
+        state: states[i]?.state,
+        label: states[i] ? describe(states[i]) : undefined,
+      })),
+    [project.segments, states],
+  );
   const playSegment = (i: number, which: Side) => {
     const s = project.segments[i];
     const take = segments[i]?.take;
@@ -307,24 +323,27 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
             testid="narration-waveform"
             project={project.id}
             file={project.source_audio}
-            regions={project.segments.map((s, i) => ({
-              start: s.start,
-              end: s.end,
-              state: states[i]?.state,
-              label: states[i] ? describe(states[i]) : undefined,
-            }))}
+            regions={regions}
             playing={playingIndex}
             onRegion={(i) => playSegment(i, side)}
+            shown={shown}
           />
         </>
       )}
-      <ol class="segments narration" data-testid="narration-segments">
-        {project.segments.map((s, i) => {
+      <VirtualList
+        testid="narration-segments"
+        class="segments narration"
+        count={project.segments.length}
+        estimate={NARRATION_ROW_PX}
+        rangeStore={shown}
+        row={(i) => {
+          const s = project.segments[i];
           const state = states[i] ?? ({ state: "waiting" } as SegmentState);
           const n = segments[i];
           return (
             <li
               key={`${i}-${s.start}`}
+              data-index={i}
               data-testid={`narration-segment-${i}`}
               data-state={state.state}
               data-playing={playingIndex === i ? "true" : "false"}
@@ -395,8 +414,8 @@ export function NarrationView(props: { project: Project; onProject: (p: Project)
               )}
             </li>
           );
-        })}
-      </ol>
+        }}
+      />
       {output && (
         <div class="output" data-testid="narration-output">
           <h2>{t("narration.output")}</h2>

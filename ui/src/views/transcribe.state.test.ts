@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { LiveLine, UiError } from "../api.ts";
-import { initialState, reducer, type Action, type State } from "./transcribe.state.ts";
+import { initialState, reducer, segmentsMatching, type Action, type State } from "./transcribe.state.ts";
 
 const run = (state: State, ...actions: Action[]) => actions.reduce(reducer, state);
 const refused: UiError = { kind: "rejected", message: "Audio lane full", rejection: null, actions: [] };
@@ -67,4 +67,12 @@ test("a saved edit drops its draft only if nothing was typed since", () => {
   assert.equal(typedOn.drafts[1], "hello wor", "a late save never puts older text in the field");
   s = reducer(s, { type: "draft-saved", index: 1, text: "hello" });
   assert.deepEqual(s.drafts, { 2: "x" });
+});
+
+test("search finds every segment holding the text, in any case, and nothing for blanks", () => {
+  const texts = ["The hydrophone was cold.", "Gulls over the ferry.", "HYDROPHONE calibration done", ""];
+  assert.deepEqual(segmentsMatching(texts, "hydrophone"), [0, 2]);
+  assert.deepEqual(segmentsMatching(texts, "  Calibration "), [2]);
+  assert.deepEqual(segmentsMatching(texts, "whale"), []);
+  assert.deepEqual(segmentsMatching(texts, "   "), []);
 });

@@ -96,3 +96,14 @@ export function reducer(state: State, action: Action): State {
     }
   }
 }
+
+/** The segments whose text holds `query` (any case), in order. */
+export function segmentsMatching(texts: string[], query: string): number[] {
+  const q = query.trim().toLocaleLowerCase();
+  if (q === "") return [];
+  const found: number[] = [];
+  texts.forEach((text, i) => {
+    if (text.toLocaleLowerCase().includes(q)) found.push(i);
+  });
+  return found;
+}

@@ -1,23 +1,27 @@
 // Transcribe: open, drop or record audio; progress and cancel; editable segments; export.
 import { listen } from "@tauri-apps/api/event";
-import { useEffect, useReducer, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import { api, asUiError, type Project, type Segment, type UiError, type VersionInfo } from "../api";
+import type { SegmentSaved } from "../bindings";
 import { announce, focusWhenLost } from "../a11y";
 import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
 import { JobTimeText } from "../jobtime";
 import { editProject, saveProjectSettings } from "../project";
-import { formatDateTime, formatPercent, t, tr } from "../i18n";
+import { formatDateTime, formatNumber, formatPercent, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { SpeakerLanes, usePlayer, Waveform } from "../waveform";
+import { type Reveal, useRangeStore, VirtualList } from "../virtual";
 import { displayName, speakerColor, speakerName, SpeakersPanel } from "./speakers";
-import { initialState, reducer } from "./transcribe.state";
+import { initialState, reducer, segmentsMatching } from "./transcribe.state";
 
 /** The speakers choice: off, estimated, or how many. */
 const SPEAKER_CHOICES = ["off", "auto", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
 
 /** How long a pause in typing saves a segment's edit. */
 const EDIT_SAVE_DELAY_MS = 800;
+/** A segment's row before it is measured: its times, two lines of text and its tools. */
+const SEGMENT_ROW_PX = 84;
 
 export function formatTime(seconds: number): string {
   const m = Math.floor(seconds / 60);
@@ -25,8 +29,18 @@ export function formatTime(seconds: number): string {
   return `${String(m).padStart(2, "0")}:${s.toFixed(1).padStart(4, "0")}`;
 }
 
-export function TranscribeView(props: { project: Project; onProject: (p: Project) => void }) {
+export function TranscribeView(props: {
+  project: Project;
+  onProject: (p: Project) => void;
+  /** A typed edit of project `id` saved: its segment, to put into the project shown. */
+  onSegmentSaved: (id: string, saved: SegmentSaved) => void;
+}) {
   const { project } = props;
+  // The segments whose rows are on screen, and a row asked to be brought there (search).
+  const shown = useRangeStore();
+  const [reveal, setReveal] = useState<Reveal | null>(null);
+  // The match to select once its row is drawn.
+  const focusFound = useRef<{ index: number; query: string } | null>(null);
   const [state, dispatch] = useReducer(reducer, initialState);
   const { path, progress, time, level, live, liveFinals, livePartial, error, format, exported, drafts } = state;
   const setPath = (path: string) => dispatch({ type: "path", path });
@@ -122,7 +136,7 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
     clearTimeout(timers.current[index]);
     if (project.segments[index]?.text === text) return;
     try {
-      props.onProject(await api.editSegment(project.id, index, text));
+      props.onSegmentSaved(project.id, await api.editSegment(project.id, index, text));
       dispatch({ type: "draft-saved", index, text });
     } catch (e) {
       setError(asUiError(e));
@@ -133,6 +147,26 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
     clearTimeout(timers.current[index]);
     timers.current[index] = setTimeout(() => saveSegment(index, text), EDIT_SAVE_DELAY_MS);
   };
+
+  // Stable across renders, so a keystroke draws no waveform or lane again.
+  const latest = useRef({ project, player });
+  latest.current = { project, player };
+  const playSegment = useCallback((i: number) => {
+    const { project, player } = latest.current;
+    const s = project.segments[i];
+    if (s) player.play(String(i), project.source_audio ?? "", s.start, s.end);
+  }, []);
+  const lanes = useMemo(
+    () =>
+      (project.speakers ?? []).map((sp) => ({
+        id: sp.id,
+        name: displayName(sp),
+        segments: project.segments
+          .map((s, index) => ({ index, start: s.start, end: s.end, speaker: s.speaker }))
+          .filter((s) => s.speaker === sp.id),
+      })),
+    [project.speakers, project.segments],
+  );
 
   return (
     <div class="view" data-testid="view-transcribe">
@@ -303,67 +337,139 @@ export function TranscribeView(props: { project: Project; onProject: (p: Project
                 file={project.source_audio}
                 regions={project.segments}
                 playing={playingIndex}
-                onRegion={(i) => {
-                  const s = project.segments[i];
-                  player.play(String(i), project.source_audio ?? "", s.start, s.end);
-                }}
+                onRegion={playSegment}
+                shown={shown}
               />
             )}
-            {(project.speakers ?? []).length > 0 && (
+            {lanes.length > 0 && (
               <SpeakerLanes
                 testid="speaker-lanes"
                 duration={project.duration_secs}
-                lanes={(project.speakers ?? []).map((sp) => ({
-                  id: sp.id,
-                  name: displayName(sp),
-                  segments: project.segments
-                    .map((s, index) => ({ index, start: s.start, end: s.end, speaker: s.speaker }))
-                    .filter((s) => s.speaker === sp.id),
-                }))}
+                lanes={lanes}
                 playing={playingIndex}
-                onRegion={(i) => {
-                  const s = project.segments[i];
-                  player.play(String(i), project.source_audio ?? "", s.start, s.end);
-                }}
+                onRegion={playSegment}
+                shown={shown}
               />
             )}
           </div>
           {player.error && <ErrorNotice scope="transcribe-play" error={player.error} onDismiss={player.clearError} />}
           {(project.speakers ?? []).length > 0 && <SpeakersPanel project={project} onProject={props.onProject} />}
-          <ol class="segments" data-testid="segment-list">
-            {project.segments.map((s, i) => (
-              <li
-                key={`${i}-${s.start}`}
-                data-testid={`segment-${i}`}
-                data-playing={playingIndex === i ? "true" : "false"}
-                data-last-played={player.last === String(i) ? "original" : ""}
-                class={playingIndex === i ? "playing" : undefined}
-              >
-                <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
-                  {formatTime(s.start)} – {formatTime(s.end)}
-                </label>
-                <textarea
-                  id={`segment-text-${i}`}
-                  data-testid={`segment-text-${i}`}
-                  rows={2}
-                  value={drafts[i] ?? s.text}
-                  onInput={(e) => typed(i, (e.target as HTMLTextAreaElement).value)}
-                  onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
-                />
-                <SegmentSpeaker
-                  project={project}
-                  index={i}
-                  segment={s}
-                  onProject={props.onProject}
-                  onError={setError}
-                />
-              </li>
-            ))}
-          </ol>
+          <TranscriptSearch
+            texts={() => project.segments.map((s, i) => drafts[i] ?? s.text)}
+            onFound={(index, query) => {
+              setReveal((r) => ({ index, seq: (r?.seq ?? 0) + 1 }));
+              focusFound.current = { index, query };
+            }}
+          />
+          <VirtualList
+            testid="segment-list"
+            class="segments"
+            count={project.segments.length}
+            estimate={SEGMENT_ROW_PX}
+            reveal={reveal}
+            rangeStore={shown}
+            onRevealed={(index) => {
+              const found = focusFound.current;
+              if (found === null || found.index !== index) return;
+              focusFound.current = null;
+              const field = document.querySelector<HTMLTextAreaElement>(`[data-testid='segment-text-${index}']`);
+              if (field === null) return;
+              field.focus();
+              const at = field.value.toLocaleLowerCase().indexOf(found.query.trim().toLocaleLowerCase());
+              if (at >= 0) field.setSelectionRange(at, at + found.query.trim().length);
+            }}
+            row={(i) => {
+              const s = project.segments[i];
+              return (
+                <li
+                  key={i}
+                  data-index={i}
+                  data-testid={`segment-${i}`}
+                  data-playing={playingIndex === i ? "true" : "false"}
+                  data-last-played={player.last === String(i) ? "original" : ""}
+                  class={playingIndex === i ? "playing" : undefined}
+                >
+                  <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
+                    {formatTime(s.start)} – {formatTime(s.end)}
+                  </label>
+                  <textarea
+                    id={`segment-text-${i}`}
+                    data-testid={`segment-text-${i}`}
+                    rows={2}
+                    value={drafts[i] ?? s.text}
+                    onInput={(e) => typed(i, (e.target as HTMLTextAreaElement).value)}
+                    onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
+                  />
+                  <SegmentSpeaker
+                    project={project}
+                    index={i}
+                    segment={s}
+                    onProject={props.onProject}
+                    onError={setError}
+                  />
+                </li>
+              );
+            }}
+          />
           <Versions project={project} onProject={props.onProject} />
         </>
       )}
     </div>
+  );
+}
+
+/** Find in the transcript: Enter (or Next) goes to the next segment holding the text, Previous
+ * back, each brought on screen with the text selected in it; "3 of 41" says where. The
+ * segments are searched when asked, not as the view draws (a keystroke elsewhere costs none). */
+function TranscriptSearch(props: { texts: () => string[]; onFound: (index: number, query: string) => void }) {
+  const [query, setQuery] = useState("");
+  // The last search: its query, how many segments hold it, and which of them (-1: none).
+  const [at, setAt] = useState<{ query: string; count: number; match: number } | null>(null);
+  const go = (step: 1 | -1) => {
+    const matches = segmentsMatching(props.texts(), query);
+    if (matches.length === 0) {
+      setAt({ query, count: 0, match: -1 });
+      return;
+    }
+    const from = at !== null && at.query === query ? at.match : step === 1 ? -1 : 0;
+    const match = (((from + step) % matches.length) + matches.length) % matches.length;
+    setAt({ query, count: matches.length, match });
+    props.onFound(matches[match], query);
+  };
+  const status =
+    at === null || at.query !== query || query.trim() === ""
+      ? ""
+      : at.match < 0
+        ? t("transcribe.searchNone")
+        : t("transcribe.searchFound", { at: formatNumber(at.match + 1), count: formatNumber(at.count) });
+  return (
+    <form
+      class="row"
+      role="search"
+      data-testid="transcript-search-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        go(1);
+      }}
+    >
+      <label for="transcript-search">{t("transcribe.search")}</label>
+      <input
+        id="transcript-search"
+        type="search"
+        data-testid="transcript-search"
+        value={query}
+        onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
+      />
+      <button type="submit" data-testid="transcript-search-next" disabled={query.trim() === ""}>
+        {t("transcribe.searchNext")}
+      </button>
+      <button type="button" data-testid="transcript-search-previous" disabled={query.trim() === ""} onClick={() => go(-1)}>
+        {t("transcribe.searchPrevious")}
+      </button>
+      <span data-testid="transcript-search-status" role="status">
+        {status}
+      </span>
+    </form>
   );
 }
 
@@ -418,7 +524,23 @@ function SegmentSpeaker(props: {
   const { project, index: i, segment: s } = props;
   const [splitting, setSplitting] = useState(false);
   const [newSpeaker, setNewSpeaker] = useState("");
-  const words = (s.words ?? []).length > 0 ? (s.words ?? []).map((w) => w.text) : s.text.split(/\s+/).filter((w) => w !== "");
+  // The words the split offers: the segment's timed words, asked for as the panel opens (the
+  // window's projects carry none), else its text's.
+  const [timed, setTimed] = useState<string[] | null>(null);
+  const textWords = s.text.split(/\s+/).filter((w) => w !== "");
+  const words = timed !== null && timed.length > 0 ? timed : textWords;
+  const toggleSplit = async () => {
+    if (splitting) {
+      setSplitting(false);
+      return;
+    }
+    try {
+      setTimed((await api.segmentWords(project.id, i)).map((w) => w.text));
+    } catch {
+      setTimed(null); // the text's words, as the shell splits without timed ones
+    }
+    setSplitting(true);
+  };
   const edit = async (work: () => Promise<Project>) => {
     props.onError(null);
     try {
@@ -460,9 +582,9 @@ function SegmentSpeaker(props: {
       )}
       <button
         data-testid={`segment-split-${i}`}
-        disabled={words.length < 2}
+        disabled={textWords.length < 2}
         aria-expanded={splitting}
-        onClick={() => setSplitting(!splitting)}
+        onClick={toggleSplit}
       >
         {t("segment.split")}
       </button>
