@@ -178,17 +178,23 @@ impl Desktop {
     }
 
     pub async fn find_within(&self, testid: &str, wait: Duration) -> Element {
+        self.find_css_within(&format!("[data-testid='{testid}']"), wait)
+            .await
+    }
+
+    /// The first element matching `css`, waited for.
+    pub async fn find_css_within(&self, css: &str, wait: Duration) -> Element {
         match self
             .client
             .wait()
             .at_most(wait)
-            .for_element(Locator::Css(&format!("[data-testid='{testid}']")))
+            .for_element(Locator::Css(css))
             .await
         {
             Ok(e) => e,
             Err(e) => {
                 self.failure_screenshot().await;
-                panic!("no element {testid} within {wait:?}: {e}")
+                panic!("no element {css} within {wait:?}: {e}")
             }
         }
     }

@@ -337,6 +337,22 @@ pub async fn a_three_hour_project_opens_scrolls_and_saves_within_100_ms(
         [FOUND_AT - 100 + SAMPLES - 1]
         .text
         .ends_with(&format!("saved {}", SAMPLES - 1)));
+
+    // The other views of every segment window their lists as the transcript does.
+    for (view, list) in [
+        ("cleanup", "cleanup-list"),
+        ("synthesize", "synth-list"),
+        ("narration", "narration-segments"),
+    ] {
+        ui.click(&format!("nav-{view}")).await;
+        let list = format!("[data-testid='{list}'][data-count='{segments}']");
+        ui.find_css_within(&list, LONG_WAIT).await;
+        let drawn = ui.count(&format!("{list} > li")).await;
+        assert!(
+            (1..=120).contains(&drawn),
+            "{view}: {drawn} of {segments} rows rendered: the list is not windowed"
+        );
+    }
     ui.click("nav-projects").await;
 
     let summary = serde_json::json!({

@@ -8,7 +8,11 @@ import { useJob, useGuarded } from "../hooks";
 import { saveProjectSettings } from "../project";
 import { formatNumber, formatSeconds, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
+import { VirtualList } from "../virtual";
 import { VoiceConsent } from "./consent";
+
+/** A row before it is measured: its Speak button and the text to be spoken. */
+const SYNTH_ROW_PX = 44;
 
 export function SynthesizeView(props: { project: Project; onProject: (p: Project) => void }) {
   const { project } = props;
@@ -83,9 +87,13 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
       <VoiceConsent project={project} voice={project.settings.voice} onProject={props.onProject} />
       <p class="muted">{t("synth.acceptedNote")}</p>
       {error && <ErrorNotice scope="synthesize" error={error} onDismiss={() => setError(null)} />}
-      <ol class="segments">
-        {project.segments.map((_, i) => (
-          <li key={i} class="row" data-testid={`synth-row-${i}`}>
+      <VirtualList
+        testid="synth-list"
+        class="segments"
+        count={project.segments.length}
+        estimate={SYNTH_ROW_PX}
+        row={(i) => (
+          <li key={i} class="row" data-index={i} data-testid={`synth-row-${i}`}>
             <button data-testid={`synth-segment-${i}`} disabled={job !== null} onClick={() => speak(i)}>
               {t("synth.speak")}
             </button>
@@ -93,8 +101,8 @@ export function SynthesizeView(props: { project: Project; onProject: (p: Project
               {speechText(i)}
             </span>
           </li>
-        ))}
-      </ol>
+        )}
+      />
       <h2>{t("synth.takes")}</h2>
       {takes.length === 0 ? (
         <p class="muted" data-testid="synth-takes-empty">
