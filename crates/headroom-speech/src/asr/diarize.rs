@@ -22,6 +22,9 @@ use crate::voice::{Embedding, SpeakerEmbedder, VoiceError};
 use std::ops::Range;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use window_vectors::WindowVectors;
+
+mod window_vectors;
 
 /// The most speakers told apart; more is refused as a request and never estimated.
 pub const MAX_SPEAKERS: usize = 10;
@@ -221,13 +224,15 @@ impl Diarizer {
             });
         }
         // Embedding is nearly all the work: progress follows it, a batch at a time.
-        let mut vectors = Vec::with_capacity(windows.len());
+        let mut vectors = WindowVectors::with_capacity(windows.len());
         let starts: Vec<usize> = windows.iter().map(|w| w.start).collect();
         for batch in starts.chunks(256) {
             if cancel.is_cancelled() {
                 return Err(DiarizeError::Cancelled);
             }
-            vectors.extend(self.embedder.embed_windows(samples, batch)?);
+            for embedding in self.embedder.embed_windows(samples, batch)? {
+                vectors.push(&embedding);
+            }
             progress(0.9 * vectors.len() as f32 / starts.len() as f32);
         }
         let labels = label_windows(&windows, &vectors, &regions, options);
@@ -369,7 +374,7 @@ fn windows_over(regions: &[Range<usize>], step: usize) -> Vec<Window> {
 /// windows each pools.
 fn pieces(
     windows: &[Window],
-    vectors: &[Embedding],
+    vectors: &WindowVectors,
     regions: usize,
     p: &DiarizeParams,
 ) -> Vec<(Embedding, Range<usize>)> {
@@ -394,7 +399,7 @@ fn pieces(
         let mut first = r.start;
         loop {
             let end = (first + size).min(r.end);
-            let mean = Embedding::mean(vectors[first..end].iter());
+            let mean = vectors.mean(first..end);
             if let Some(mean) = mean {
                 out.push((mean, first..end));
             }
@@ -405,7 +410,7 @@ fn pieces(
             // A short tail joins the piece before it instead of standing alone.
             if r.end - first < size / 2 {
                 if let Some(last) = out.last_mut() {
-                    if let Some(mean) = Embedding::mean(vectors[last.1.start..r.end].iter()) {
+                    if let Some(mean) = vectors.mean(last.1.start..r.end) {
                         *last = (mean, last.1.start..r.end);
                     }
                 }
@@ -468,7 +473,7 @@ fn cluster(vectors: &[&Embedding], target: Option<usize>, threshold: f32) -> Vec
 /// The speaker of each window.
 fn label_windows(
     windows: &[Window],
-    vectors: &[Embedding],
+    vectors: &WindowVectors,
     regions: &[Range<usize>],
     options: &DiarizeOptions,
 ) -> Vec<usize> {
@@ -548,7 +553,7 @@ fn label_windows(
 }
 
 /// Every speaker's centroid, for labels with no gaps.
-fn centroids_of(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec<Embedding> {
+fn centroids_of(vectors: &WindowVectors, labels: &[usize], speakers: usize) -> Vec<Embedding> {
     centroids(vectors, labels, speakers)
         .into_iter()
         .map(|c| c.expect("compact labels leave no speaker without windows"))
@@ -556,12 +561,11 @@ fn centroids_of(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec
 }
 
 /// Each window's closest centroid.
-fn nearest(vectors: &[Embedding], centroids: &[Option<Embedding>]) -> Vec<usize> {
-    vectors
-        .iter()
-        .map(|v| {
+fn nearest(vectors: &WindowVectors, centroids: &[Option<Embedding>]) -> Vec<usize> {
+    (0..vectors.len())
+        .map(|w| {
             (0..centroids.len())
-                .filter_map(|s| centroids[s].as_ref().map(|c| (s, c.similarity(v))))
+                .filter_map(|s| centroids[s].as_ref().map(|c| (s, vectors.similarity(w, c))))
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .map_or(0, |(s, _)| s)
         })
@@ -569,15 +573,15 @@ fn nearest(vectors: &[Embedding], centroids: &[Option<Embedding>]) -> Vec<usize>
 }
 
 /// Each speaker's centroid (normalised mean of their windows); `None` for one with none.
-fn centroids(vectors: &[Embedding], labels: &[usize], speakers: usize) -> Vec<Option<Embedding>> {
+fn centroids(vectors: &WindowVectors, labels: &[usize], speakers: usize) -> Vec<Option<Embedding>> {
     (0..speakers)
         .map(|s| {
-            Embedding::mean(
-                vectors
+            vectors.mean(
+                labels
                     .iter()
-                    .zip(labels)
+                    .enumerate()
                     .filter(|(_, &l)| l == s)
-                    .map(|(v, _)| v),
+                    .map(|(w, _)| w),
             )
         })
         .collect()
@@ -672,7 +676,7 @@ fn fold_small(
 /// speaker, less `penalty` for each change of speaker inside a region.
 fn viterbi(
     windows: &[Window],
-    vectors: &[Embedding],
+    vectors: &WindowVectors,
     centroids: &[Option<Embedding>],
     penalty: f32,
 ) -> Vec<usize> {
@@ -680,7 +684,7 @@ fn viterbi(
     let score = |w: usize, s: usize| -> f32 {
         centroids[s]
             .as_ref()
-            .map_or(f32::NEG_INFINITY, |c| c.similarity(&vectors[w]))
+            .map_or(f32::NEG_INFINITY, |c| vectors.similarity(w, c))
     };
     let mut labels = vec![0usize; windows.len()];
     let mut first = 0;
@@ -949,7 +953,7 @@ mod tests {
         }
         let params = DiarizeParams::default();
         let windows = windows_over(&regions, params.window_step);
-        let vectors: Vec<Embedding> = windows
+        let vectors: WindowVectors = windows
             .iter()
             .enumerate()
             .map(|(i, w)| (stretches[w.region].1)(i))
@@ -1032,7 +1036,7 @@ mod tests {
                 region: 0,
             })
             .collect();
-        let vectors = vec![
+        let vectors: WindowVectors = [
             a.clone(),
             a.clone(),
             noisy,
@@ -1042,7 +1046,9 @@ mod tests {
             b.clone(),
             b.clone(),
             b.clone(),
-        ];
+        ]
+        .into_iter()
+        .collect();
         let labels = viterbi(&windows, &vectors, &[Some(a), Some(b)], 0.35);
         assert_eq!(labels, vec![0, 0, 0, 0, 0, 1, 1, 1, 1]);
     }
