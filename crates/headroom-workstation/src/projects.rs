@@ -1571,6 +1571,22 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_longer_than_the_journal_may_grow_is_saved_in_the_manifest_whole() {
+        let (store, dir) = store();
+        let folder = transcribed(&store);
+        let chapter = "a pasted chapter. ".repeat(300_000);
+        store.edit_text("typed", 0, &chapter).unwrap();
+        let opened = ProjectStore::new(&dir).open("typed").unwrap();
+        assert_eq!(opened.segments[0].text, chapter);
+        assert!(
+            std::fs::metadata(folder.join(edits::EDITS))
+                .map_or(true, |m| m.len() <= edits::FOLD_AT_BYTES),
+            "the journal holds no more than it is read to"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn a_long_journal_is_folded_into_the_manifest_by_the_next_edit() {
         let (store, dir) = store();
         let folder = transcribed(&store);

@@ -22,7 +22,7 @@ pub(crate) const EDITS: &str = "edits.jsonl";
 /// the file small, while typing writes lines, not manifests, nearly always.
 const FOLD_AT_LINES: usize = 256;
 /// The same, by size (a few very long segments typed into).
-const FOLD_AT_BYTES: u64 = 1 << 20;
+pub(crate) const FOLD_AT_BYTES: u64 = 1 << 20;
 
 /// One saved text edit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,9 +126,6 @@ pub(crate) fn append(
     segment: usize,
 ) -> Result<Saved, ProjectError> {
     project.modified_unix_ms = unix_ms().max(project.modified_unix_ms + 1);
-    if journal.wants_folding() {
-        return Ok(Saved::FoldNow);
-    }
     let edit = TextEdit {
         base,
         modified: project.modified_unix_ms,
@@ -137,6 +134,11 @@ pub(crate) fn append(
     };
     let mut line = serde_json::to_vec(&edit).expect("an edit serializes");
     line.push(b'\n');
+    // The journal stays under the bound it is read to: an edit that would take it past the
+    // folding size (a pasted chapter) goes into the manifest instead of being cut off there.
+    if journal.wants_folding() || journal.bytes + line.len() as u64 > FOLD_AT_BYTES {
+        return Ok(Saved::FoldNow);
+    }
     let path = beneath.shown(EDITS);
     let (new, torn) = match beneath.open_file(EDITS) {
         Ok(mut file) => (
