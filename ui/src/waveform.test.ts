@@ -26,6 +26,7 @@ test("spans closer than the drawing's resolution are drawn as one", () => {
 
 test("a long transcript's segments are controls only where their rows are on screen", () => {
   assert.equal(segmentControls(12, undefined).length, 12, "few: every segment");
+  assert.deepEqual(segmentControls(2700, undefined, 0, null), [0], "rows not known yet: the active one alone");
   const shown = segmentControls(2700, { from: 100, to: 130 }, 7, null, 2699);
   assert.deepEqual(shown.slice(0, 2), [7, 100]);
   assert.equal(shown[shown.length - 1], 2699);

@@ -1,7 +1,7 @@
 // A recording's waveform with its segments as regions: clicking a region plays that segment,
 // and the playing one is highlighted (here and, through `playing`, in the view's text).
 import { memo } from "preact/compat";
-import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, asUiError, jobId, type UiError, type Waveform as Peaks } from "./api";
 import { formatNumber, onLocaleChange, t } from "./i18n";
 import { type RangeStore, useRange } from "./virtual";
@@ -16,19 +16,22 @@ const HEIGHT = 64;
 export const MAX_SEGMENT_CONTROLS = 200;
 
 /** The segments to make controls of: all when few; else those shown, the active one and the
- * playing one. */
+ * playing one. Until the list has said which rows it shows (`shown` undefined: the first
+ * frame of a view), a long transcript's are the active and the playing one alone: the rows
+ * shown come in the same frame's effects, and two hundred controls made for that one frame
+ * and then removed were most of the time a three-hour project took to open. */
 export function segmentControls(
   count: number,
   shown: { from: number; to: number } | undefined,
   ...also: (number | null)[]
 ): number[] {
-  if (count <= MAX_SEGMENT_CONTROLS || shown === undefined) {
-    return Array.from({ length: Math.min(count, MAX_SEGMENT_CONTROLS) }, (_, i) => i);
-  }
-  const from = Math.max(0, shown.from);
-  const to = Math.min(count, shown.to, from + MAX_SEGMENT_CONTROLS);
+  if (count <= MAX_SEGMENT_CONTROLS) return Array.from({ length: count }, (_, i) => i);
   const picked = new Set<number>();
-  for (let i = from; i < to; i++) picked.add(i);
+  if (shown !== undefined) {
+    const from = Math.max(0, shown.from);
+    const to = Math.min(count, shown.to, from + MAX_SEGMENT_CONTROLS);
+    for (let i = from; i < to; i++) picked.add(i);
+  }
   for (const i of also) if (i !== null && i >= 0 && i < count) picked.add(i);
   return [...picked].sort((a, b) => a - b);
 }
@@ -157,11 +160,37 @@ function WaveformDrawing(props: WaveformProps) {
       current = false;
     };
   }, [key]);
+  const width = Math.max(peaks?.peaks.length ?? 0, 1);
+  const duration = Math.max(peaks?.duration_secs ?? 0, 1e-6);
+  const x = (t: number) => (t / duration) * width;
+  const many = props.regions.length > MAX_SEGMENT_CONTROLS;
+  // Drawn again when the peaks or the segments change, not as the rows shown do (a scroll).
+  const peakPath = useMemo(
+    () =>
+      (peaks?.peaks ?? [])
+        .map((p, i) => {
+          const h = Math.max(p * HEIGHT, 0.5);
+          return `M${i} ${((HEIGHT - h) / 2).toFixed(2)}h1v${h.toFixed(2)}h-1z`;
+        })
+        .join(""),
+    [peaks],
+  );
+  const allRegions = useMemo(
+    () =>
+      many
+        ? rectsPath(
+            joinedSpans(
+              props.regions.map((r) => [x(r.start), x(r.start) + Math.max(x(r.end) - x(r.start), 0.5)]),
+              0.5,
+            ).map(([a, b]) => [a, b - a]),
+            0,
+            HEIGHT,
+          )
+        : "",
+    [props.regions, width, duration, many],
+  );
   if (error) return <ErrorNotice scope={props.testid} error={error} onDismiss={() => setError(null)} />;
   if (!peaks) return <div class="waveform loading" data-testid={`${props.testid}-loading`} />;
-  const width = Math.max(peaks.peaks.length, 1);
-  const duration = Math.max(peaks.duration_secs, 1e-6);
-  const x = (t: number) => (t / duration) * width;
   const last = props.regions.length - 1;
   const current = Math.min(active, Math.max(last, 0));
   const onKeyDown = (e: KeyboardEvent) => {
@@ -191,14 +220,7 @@ function WaveformDrawing(props: WaveformProps) {
       props.onRegion(at);
     }
   };
-  const many = props.regions.length > MAX_SEGMENT_CONTROLS;
   const controls = segmentControls(props.regions.length, shown, current, props.playing);
-  const peakPath = peaks.peaks
-    .map((p, i) => {
-      const h = Math.max(p * HEIGHT, 0.5);
-      return `M${i} ${((HEIGHT - h) / 2).toFixed(2)}h1v${h.toFixed(2)}h-1z`;
-    })
-    .join("");
   return (
     <svg
       ref={svg}
@@ -212,20 +234,7 @@ function WaveformDrawing(props: WaveformProps) {
       aria-label={t("waveform.label")}
       onKeyDown={onKeyDown}
     >
-      {many && (
-        <path
-          class="region all"
-          aria-hidden="true"
-          d={rectsPath(
-            joinedSpans(
-              props.regions.map((r) => [x(r.start), x(r.start) + Math.max(x(r.end) - x(r.start), 0.5)]),
-              0.5,
-            ).map(([a, b]) => [a, b - a]),
-            0,
-            HEIGHT,
-          )}
-        />
-      )}
+      {many && <path class="region all" aria-hidden="true" d={allRegions} />}
       {controls.map((i) => {
         const r = props.regions[i];
         const name = [
@@ -315,6 +324,23 @@ function SpeakerLanesDrawing(props: SpeakerLanesProps) {
   const controls = new Set(segmentControls(count, shown, props.playing));
   // A turn is at least 1/500 of the lane wide, so a short one can be seen and clicked.
   const width = (s: { start: number; end: number }) => Math.max(s.end - s.start, duration / 500);
+  // Each lane's turns as one shape, drawn again when the turns change, not as the rows shown do.
+  const lanePaths = useMemo(
+    () =>
+      many
+        ? props.lanes.map((lane) =>
+            rectsPath(
+              joinedSpans(
+                lane.segments.map((s) => [s.start, s.start + width(s)]),
+                duration / 2000,
+              ).map(([a, b]) => [a, b - a]),
+              0,
+              1,
+            ),
+          )
+        : [],
+    [props.lanes, duration, many],
+  );
   return (
     <div class="speaker-lanes" data-testid={props.testid} role="group" aria-label={t("speakerLanes.label")}>
       {props.lanes.map((lane, k) => {
@@ -328,17 +354,7 @@ function SpeakerLanesDrawing(props: SpeakerLanesProps) {
             <div class="speaker-lane-track">
               {many && (
                 <svg class="speaker-lane-all" viewBox={`0 0 ${duration} 1`} preserveAspectRatio="none" aria-hidden="true">
-                  <path
-                    fill={color}
-                    d={rectsPath(
-                      joinedSpans(
-                        lane.segments.map((s) => [s.start, s.start + width(s)]),
-                        duration / 2000,
-                      ).map(([a, b]) => [a, b - a]),
-                      0,
-                      1,
-                    )}
-                  />
+                  <path fill={color} d={lanePaths[k]} />
                 </svg>
               )}
               {lane.segments
