@@ -611,7 +611,8 @@ impl SpeechService {
                         params: request.params,
                     };
                     Some((
-                        Diarizer::new(embedder, service.loaded_vad(&vad_dir)?),
+                        Diarizer::new(embedder, service.loaded_vad(&vad_dir)?)
+                            .spooling_in(service.spool_dir.clone()),
                         options,
                     ))
                 }
