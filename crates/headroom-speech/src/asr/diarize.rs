@@ -446,15 +446,101 @@ fn pieces(
 
 /// Average-linkage clustering of unit vectors: the clusters (lists of indices), merged while
 /// the closest two are at least `threshold` alike, and until at most `target` are left when a
-/// target is given (then the threshold does not stop it).
-fn cluster(vectors: &[&Embedding], target: Option<usize>, threshold: f32) -> Vec<Vec<usize>> {
-    let n = vectors.len();
+/// target is given (then the threshold does not stop it). At most `max` vectors are compared
+/// at once (see [`link_groups`]).
+fn cluster(
+    vectors: &[&Embedding],
+    target: Option<usize>,
+    threshold: f32,
+    max: usize,
+) -> Vec<Vec<usize>> {
+    let means: Vec<&[f32]> = vectors.iter().map(|v| v.values()).collect();
+    link_groups(
+        &means,
+        &vec![1.0; vectors.len()],
+        target,
+        threshold,
+        max.max(2),
+    )
+}
+
+/// Average linkage over groups of vectors, each given by the (unnormalised) mean of its unit
+/// vectors and how many it holds: the similarity of two such means is the mean similarity of
+/// their members, so linking groups is linking their members, with the groups kept whole.
+///
+/// Up to `max` groups are linked at once (a matrix of `max²` similarities, and time cubic in
+/// it). More, and they are linked `max` at a time, in order, each run to at most half as many
+/// (merging past `threshold` only where a run holds that many voices), and then the runs'
+/// groups are linked the same way: memory bounded and time linear in the length. Over hours
+/// the pieces are not bounded by `DiarizeParams::max_pieces` alone, as every stretch of
+/// speech has one: a three-hour conversation's 3,300 made a 44 MB matrix and 18 s of linking.
+fn link_groups(
+    means: &[&[f32]],
+    sizes: &[f32],
+    target: Option<usize>,
+    threshold: f32,
+    max: usize,
+) -> Vec<Vec<usize>> {
+    let n = means.len();
+    if n <= max {
+        return link(means, sizes, target, threshold, n);
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for first in (0..n).step_by(max) {
+        let end = (first + max).min(n);
+        let run = link(
+            &means[first..end],
+            &sizes[first..end],
+            target,
+            threshold,
+            max / 2,
+        );
+        groups.extend(
+            run.into_iter()
+                .map(|members| members.into_iter().map(|m| m + first).collect()),
+        );
+    }
+    let group_sums: Vec<Vec<f32>> = groups
+        .iter()
+        .map(|members| {
+            let total: f32 = members.iter().map(|&m| sizes[m]).sum();
+            let mut mean = vec![0f32; means[members[0]].len()];
+            for &m in members {
+                for (s, v) in mean.iter_mut().zip(means[m]) {
+                    *s += v * sizes[m] / total;
+                }
+            }
+            mean
+        })
+        .collect();
+    let group_means: Vec<&[f32]> = group_sums.iter().map(Vec::as_slice).collect();
+    let group_sizes: Vec<f32> = groups
+        .iter()
+        .map(|members| members.iter().map(|&m| sizes[m]).sum())
+        .collect();
+    link_groups(&group_means, &group_sizes, target, threshold, max)
+        .into_iter()
+        .map(|linked| linked.into_iter().flat_map(|g| groups[g].clone()).collect())
+        .collect()
+}
+
+/// Links the groups `means` (of `sizes` members) by average linkage (see [`cluster`]), and
+/// past `threshold` too while more than `at_most` are left.
+fn link(
+    means: &[&[f32]],
+    sizes: &[f32],
+    target: Option<usize>,
+    threshold: f32,
+    at_most: usize,
+) -> Vec<Vec<usize>> {
+    let n = means.len();
     let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut weight = sizes.to_vec();
     let mut alive: Vec<bool> = vec![true; n];
     let mut sim = vec![0f32; n * n];
     for i in 0..n {
         for j in i + 1..n {
-            let s = vectors[i].similarity(vectors[j]);
+            let s = means[i].iter().zip(means[j]).map(|(a, b)| a * b).sum();
             sim[i * n + j] = s;
             sim[j * n + i] = s;
         }
@@ -475,11 +561,11 @@ fn cluster(vectors: &[&Embedding], target: Option<usize>, threshold: f32) -> Vec
             }
         }
         let (s, a, b) = best;
-        if b == a || (target.is_none() && s < threshold) {
+        if b == a || (target.is_none() && s < threshold && count <= at_most) {
             break;
         }
         // Lance–Williams update for average linkage.
-        let (na, nb) = (members[a].len() as f32, members[b].len() as f32);
+        let (na, nb) = (weight[a], weight[b]);
         for k in (0..n).filter(|&k| alive[k] && k != a && k != b) {
             let merged = (na * sim[a * n + k] + nb * sim[b * n + k]) / (na + nb);
             sim[a * n + k] = merged;
@@ -487,6 +573,7 @@ fn cluster(vectors: &[&Embedding], target: Option<usize>, threshold: f32) -> Vec
         }
         let moved = std::mem::take(&mut members[b]);
         members[a].extend(moved);
+        weight[a] += nb;
         alive[b] = false;
         count -= 1;
     }
@@ -509,10 +596,10 @@ fn label_windows(
     let piece_vectors: Vec<&Embedding> = pieces.iter().map(|(e, _)| e).collect();
     // First only pieces surely of one voice are joined: a few seconds of speech are too
     // little to tell two similar voices apart, a speaker's whole speech is not.
-    let mut clusters = cluster(&piece_vectors, None, p.same_speaker);
+    let mut clusters = cluster(&piece_vectors, None, p.same_speaker, p.max_pieces);
     if let Some(n) = target {
         if clusters.len() < n {
-            clusters = cluster(&piece_vectors, Some(n), 0.0);
+            clusters = cluster(&piece_vectors, Some(n), 0.0, p.max_pieces);
         }
     }
     // A first labelling from the clusters: each window takes its piece's speaker.
@@ -1079,12 +1166,60 @@ mod tests {
         let b2 = unit(&[0.1, 1.0, 0.0]);
         let c = unit(&[0.0, 0.0, 1.0]);
         let all = [&a1, &b1, &a2, &c, &b2];
-        let mut found = cluster(&all, None, 0.8);
+        let mut found = cluster(&all, None, 0.8, 100);
         found.iter_mut().for_each(|m| m.sort());
         found.sort();
         assert_eq!(found, vec![vec![0, 2], vec![1, 4], vec![3]]);
-        assert_eq!(cluster(&all, Some(2), 0.99).len(), 2);
-        assert_eq!(cluster(&all, Some(5), 0.0).len(), 5);
+        assert_eq!(cluster(&all, Some(2), 0.99, 100).len(), 2);
+        assert_eq!(cluster(&all, Some(5), 0.0, 100).len(), 5);
+    }
+
+    #[test]
+    fn many_pieces_are_linked_a_bounded_run_at_a_time_into_the_same_speakers() {
+        // Hours of turns: four voices taking turns of a few pieces each, and a fifth that
+        // speaks only in the last part (its pieces in the last runs alone).
+        let mut pieces = Vec::new();
+        let mut truth = Vec::new();
+        for turn in 0..300 {
+            let v = if turn >= 240 && turn % 5 == 0 {
+                4
+            } else {
+                turn % 4
+            };
+            for k in 0..3 {
+                pieces.push(voice(v, turn * 3 + k));
+                truth.push(v);
+            }
+        }
+        let refs: Vec<&Embedding> = pieces.iter().collect();
+        let sorted = |mut clusters: Vec<Vec<usize>>| {
+            clusters.iter_mut().for_each(|m| m.sort());
+            clusters.sort();
+            clusters
+        };
+        let whole = sorted(cluster(&refs, None, 0.7, refs.len()));
+        assert_eq!(whole.len(), 5, "the five voices, compared all at once");
+        for members in &whole {
+            assert!(members.iter().all(|&m| truth[m] == truth[members[0]]));
+        }
+        // At most 64 at once (900 pieces: runs of 64, then their groups): the same speakers.
+        assert_eq!(sorted(cluster(&refs, None, 0.7, 64)), whole);
+        // And with the count given.
+        assert_eq!(cluster(&refs, Some(5), 0.0, 64).len(), 5);
+        // Pieces no two of which are alike are still bounded: linked past the threshold a run
+        // at a time rather than compared all at once.
+        let apart: Vec<Embedding> = (0..200)
+            .map(|i| {
+                let mut values = vec![0f32; crate::voice::embedder::EMBEDDING_DIM];
+                values[i] = 1.0;
+                Embedding::new(values).unwrap()
+            })
+            .collect();
+        let apart: Vec<&Embedding> = apart.iter().collect();
+        assert_eq!(cluster(&apart, None, 0.7, 400).len(), 200);
+        let bounded = cluster(&apart, None, 0.7, 16);
+        assert!(bounded.len() <= 16, "{} groups", bounded.len());
+        assert_eq!(bounded.iter().map(Vec::len).sum::<usize>(), 200);
     }
 
     #[test]
