@@ -48,9 +48,12 @@ export function joinedSpans(spans: [number, number][], gap: number): [number, nu
   return joined;
 }
 
-/** Rectangles `[x, width]` as one SVG path, `height` tall from `y`. */
-function rectsPath(rects: [number, number][], y: number, height: number): string {
-  return rects.map(([x, w]) => `M${x.toFixed(3)} ${y}h${w.toFixed(3)}v${height}h${(-w).toFixed(3)}z`).join("");
+/** Spans `[start, end]` (in order of start), joined where less than `gap` apart, as one SVG
+ * path of rectangles `height` tall from the top. */
+function joinedPath(spans: [number, number][], gap: number, height: number): string {
+  return joinedSpans(spans, gap)
+    .map(([a, b]) => `M${a.toFixed(3)} 0h${(b - a).toFixed(3)}v${height}h${(a - b).toFixed(3)}z`)
+    .join("");
 }
 
 /** `f` as a function that stays the same across renders and always calls the latest `f`: a
@@ -178,12 +181,9 @@ function WaveformDrawing(props: WaveformProps) {
   const allRegions = useMemo(
     () =>
       many
-        ? rectsPath(
-            joinedSpans(
-              props.regions.map((r) => [x(r.start), x(r.start) + Math.max(x(r.end) - x(r.start), 0.5)]),
-              0.5,
-            ).map(([a, b]) => [a, b - a]),
-            0,
+        ? joinedPath(
+            props.regions.map((r) => [x(r.start), x(r.start) + Math.max(x(r.end) - x(r.start), 0.5)]),
+            0.5,
             HEIGHT,
           )
         : "",
@@ -329,12 +329,9 @@ function SpeakerLanesDrawing(props: SpeakerLanesProps) {
     () =>
       many
         ? props.lanes.map((lane) =>
-            rectsPath(
-              joinedSpans(
-                lane.segments.map((s) => [s.start, s.start + width(s)]),
-                duration / 2000,
-              ).map(([a, b]) => [a, b - a]),
-              0,
+            joinedPath(
+              lane.segments.map((s) => [s.start, s.start + width(s)]),
+              duration / 2000,
               1,
             ),
           )

@@ -17,7 +17,7 @@ use super::der::Labelled;
 use super::vad::{speech_regions, SileroVad, VadError, VadParams};
 use super::{Segment, Speaker, Transcript, SAMPLE_RATE};
 use crate::audio::{Audio, SampleSource};
-use crate::voice::embedder::WINDOW_SAMPLES;
+use crate::voice::embedder::{dot, WINDOW_SAMPLES};
 use crate::voice::{Embedding, SpeakerEmbedder, VoiceError};
 use std::ops::Range;
 use std::path::PathBuf;
@@ -181,9 +181,13 @@ pub enum DiarizeError {
     Embedder(#[from] VoiceError),
     #[error("speaker diarization cancelled")]
     Cancelled,
-    /// The windows' embeddings could not be kept in, or read back from, their temporary file.
-    #[error("the speakers' voice windows could not be kept in a temporary file: {0}")]
-    Spool(#[from] std::io::Error),
+    /// The windows' embeddings could not be kept in, or read back from, `place` (a temporary
+    /// file in the spool folder, named).
+    #[error("the speakers' voice windows could not be kept in {place}: {source}")]
+    Spool {
+        place: String,
+        source: std::io::Error,
+    },
 }
 
 /// The diarizer: the speaker embedder and the voice activity detector.
@@ -243,8 +247,16 @@ impl Diarizer {
             });
         }
         // Embedding is nearly all the work: progress follows it, a batch at a time.
+        // A full disk or a folder that cannot be written is said with the folder it is.
+        let spool_failed = |source| DiarizeError::Spool {
+            place: match &self.spool_dir {
+                Some(dir) => format!("a temporary file in {}", dir.display()),
+                None => "memory".into(),
+            },
+            source,
+        };
         let mut vectors = match &self.spool_dir {
-            Some(dir) => WindowVectors::spooled(dir)?,
+            Some(dir) => WindowVectors::spooled(dir).map_err(spool_failed)?,
             None => WindowVectors::with_capacity(windows.len()),
         };
         let starts: Vec<usize> = windows.iter().map(|w| w.start).collect();
@@ -253,11 +265,11 @@ impl Diarizer {
                 return Err(DiarizeError::Cancelled);
             }
             for embedding in self.embedder.embed_windows(samples, batch)? {
-                vectors.push(&embedding)?;
+                vectors.push(&embedding).map_err(spool_failed)?;
             }
             progress(0.9 * vectors.len() as f32 / starts.len() as f32);
         }
-        let labels = label_windows(&windows, &vectors, &regions, options)?;
+        let labels = label_windows(&windows, &vectors, &regions, options).map_err(spool_failed)?;
         let mut diarization = turns_from(&windows, &labels, &regions);
         if !options.known.is_empty() {
             self.recognise(samples, &mut diarization, options)?;
@@ -500,10 +512,15 @@ fn link_groups(
                 .map(|members| members.into_iter().map(|m| m + first).collect()),
         );
     }
+    let group_sizes: Vec<f32> = groups
+        .iter()
+        .map(|members| members.iter().map(|&m| sizes[m]).sum())
+        .collect();
+    // Each group's mean: its members' means, weighted by how many each holds.
     let group_sums: Vec<Vec<f32>> = groups
         .iter()
-        .map(|members| {
-            let total: f32 = members.iter().map(|&m| sizes[m]).sum();
+        .zip(&group_sizes)
+        .map(|(members, &total)| {
             let mut mean = vec![0f32; means[members[0]].len()];
             for &m in members {
                 for (s, v) in mean.iter_mut().zip(means[m]) {
@@ -514,10 +531,6 @@ fn link_groups(
         })
         .collect();
     let group_means: Vec<&[f32]> = group_sums.iter().map(Vec::as_slice).collect();
-    let group_sizes: Vec<f32> = groups
-        .iter()
-        .map(|members| members.iter().map(|&m| sizes[m]).sum())
-        .collect();
     link_groups(&group_means, &group_sizes, target, threshold, max)
         .into_iter()
         .map(|linked| linked.into_iter().flat_map(|g| groups[g].clone()).collect())
@@ -540,7 +553,7 @@ fn link(
     let mut sim = vec![0f32; n * n];
     for i in 0..n {
         for j in i + 1..n {
-            let s = means[i].iter().zip(means[j]).map(|(a, b)| a * b).sum();
+            let s = dot(means[i], means[j]);
             sim[i * n + j] = s;
             sim[j * n + i] = s;
         }
@@ -804,9 +817,8 @@ fn viterbi(
         Ok(centroids
             .iter()
             .map(|c| {
-                c.as_ref().map_or(f32::NEG_INFINITY, |c| {
-                    row.iter().zip(c.values()).map(|(a, b)| a * b).sum()
-                })
+                c.as_ref()
+                    .map_or(f32::NEG_INFINITY, |c| dot(&row, c.values()))
             })
             .collect())
     };

@@ -42,7 +42,7 @@ impl Embedding {
 
     /// Cosine similarity, -1..=1 (1: the same direction).
     pub fn similarity(&self, other: &Embedding) -> f32 {
-        self.0.iter().zip(&other.0).map(|(a, b)| a * b).sum()
+        dot(&self.0, &other.0)
     }
 
     /// The normalised mean of several embeddings (a profile's clips), `None` for none.
@@ -59,6 +59,12 @@ impl Embedding {
     pub fn values(&self) -> &[f32] {
         &self.0
     }
+}
+
+/// The dot product of two vectors: of unit vectors, their cosine similarity; of the means of
+/// unit vectors, the mean similarity of their members.
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(a, b)| a * b).sum()
 }
 
 /// The loaded embedder.

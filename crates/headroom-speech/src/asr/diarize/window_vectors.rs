@@ -6,7 +6,7 @@
 //! the windows, which all go in order. An embedding is a unit vector, its values well inside
 //! ±1, where half precision keeps three decimal digits: similarities move by less than 0.001.
 
-use crate::voice::embedder::{Embedding, EMBEDDING_DIM};
+use crate::voice::embedder::{dot, Embedding, EMBEDDING_DIM};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 use headroom_base::sync::Locked;
@@ -163,12 +163,7 @@ impl Rows<'_> {
 
     /// Cosine similarity of window `i` to `other`.
     pub(super) fn similarity(&mut self, i: usize, other: &Embedding) -> std::io::Result<f32> {
-        Ok(self
-            .row(i)?
-            .iter()
-            .zip(other.values())
-            .map(|(a, b)| a * b)
-            .sum())
+        Ok(dot(&self.row(i)?, other.values()))
     }
 
     /// The normalised mean of the windows `range`; `None` for none.
