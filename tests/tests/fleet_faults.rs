@@ -3,7 +3,7 @@
 //! has, and an upstream that comes back is used again.
 
 use futures::StreamExt;
-use headroom_core::admission::RejectReason;
+use headroom_core::admission::{Lane, RejectReason};
 use headroom_core::config::{Config, UpstreamSettings};
 use headroom_core::lanes::{TextLane, TextLaneConfig, UpstreamSpec};
 use headroom_core::llm::{ChatMessage, ChatRequest, LlmClient};
@@ -74,9 +74,15 @@ async fn a_request_moves_on_from_an_upstream_that_refuses_connections() {
     let views = lane.snapshot().upstreams;
     assert!(!views[0].up, "{views:?}");
     assert!(views[1].up);
-    assert_eq!(metrics.upstream_requests(&shown(&a), "unavailable"), 1);
-    assert_eq!(metrics.upstream_requests(&b.base_url(), "answered"), 1);
-    assert_eq!(metrics.upstream_health_changes(&shown(&a)), 1);
+    assert_eq!(
+        metrics.upstream_requests(Lane::Text, &shown(&a), "unavailable"),
+        1
+    );
+    assert_eq!(
+        metrics.upstream_requests(Lane::Text, &b.base_url(), "answered"),
+        1
+    );
+    assert_eq!(metrics.upstream_health_changes(Lane::Text, &shown(&a)), 1);
     assert_eq!(lane.snapshot().occupancy.in_flight, 0);
     assert!(views.iter().all(|v| v.in_flight == 0));
 }
@@ -166,8 +172,14 @@ async fn a_busy_upstream_passes_the_request_on_and_a_busy_fleet_refuses_with_its
     let refused = lane.submit(ask("hi")).await.err().unwrap();
     assert_eq!(refused.reason, RejectReason::UpstreamBusy);
     assert_eq!(refused.retry_after, Some(Duration::from_secs(7)));
-    assert_eq!(metrics.upstream_requests(&a.base_url(), "busy"), 2);
-    assert_eq!(metrics.upstream_requests(&b.base_url(), "busy"), 1);
+    assert_eq!(
+        metrics.upstream_requests(Lane::Text, &a.base_url(), "busy"),
+        2
+    );
+    assert_eq!(
+        metrics.upstream_requests(Lane::Text, &b.base_url(), "busy"),
+        1
+    );
     assert_eq!(lane.snapshot().occupancy.in_flight, 0);
 }
 
@@ -212,7 +224,7 @@ async fn an_upstream_that_comes_back_is_used_again_once_a_health_check_finds_it(
         .unwrap();
     assert_eq!(a.requests(), 2);
     assert_eq!(
-        metrics.upstream_health_changes(&a.base_url()),
+        metrics.upstream_health_changes(Lane::Text, &a.base_url()),
         2,
         "down, then up"
     );
@@ -327,7 +339,7 @@ fn garbage() -> Vec<(&'static str, Behavior, &'static str)> {
 
 /// The value of `headroom_upstream_up` for `upstream`.
 fn up_gauge(metrics: &str, upstream: &str) -> String {
-    let start = format!("headroom_upstream_up{{upstream=\"{upstream}\"}} ");
+    let start = format!("headroom_upstream_up{{lane=\"text\",upstream=\"{upstream}\"}} ");
     metrics
         .lines()
         .find_map(|l| l.strip_prefix(&start))
@@ -378,11 +390,15 @@ async fn an_upstream_that_answers_garbage_or_stalls_loses_its_traffic_to_a_healt
         assert_eq!(up_gauge(&metrics.render(), &a.base_url()), "0", "{what}");
         assert_eq!(up_gauge(&metrics.render(), &b.base_url()), "1", "{what}");
         assert_eq!(
-            metrics.upstream_requests(&a.base_url(), counted),
+            metrics.upstream_requests(Lane::Text, &a.base_url(), counted),
             1,
             "{what}"
         );
-        assert_eq!(metrics.upstream_health_changes(&a.base_url()), 1, "{what}");
+        assert_eq!(
+            metrics.upstream_health_changes(Lane::Text, &a.base_url()),
+            1,
+            "{what}"
+        );
         // Its model list still answers: that says nothing of its replies, so a health check
         // does not bring it back (a request that gets words from it will).
         lane.check_health().await;

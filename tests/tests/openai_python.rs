@@ -3,6 +3,7 @@
 //! `RateLimitError` on overload.
 
 use headroom_base::consent::RemoteConsent;
+use headroom_core::admission::Lane;
 use headroom_core::config::{Config, UpstreamSettings};
 use headroom_tests::llama::LlamaServer;
 use headroom_tests::python_client;
@@ -78,12 +79,15 @@ async fn the_openai_python_client_over_a_fleet_of_two_llama_servers() {
     // Both servers answered requests, none failed.
     for view in lane.fleet().views() {
         assert!(
-            lane.metrics().upstream_requests(&view.name, "answered") >= 2,
+            lane.metrics()
+                .upstream_requests(Lane::Text, &view.name, "answered")
+                >= 2,
             "{} answered too few requests",
             view.name
         );
         assert_eq!(
-            lane.metrics().upstream_requests(&view.name, "unavailable"),
+            lane.metrics()
+                .upstream_requests(Lane::Text, &view.name, "unavailable"),
             0
         );
     }

@@ -3,6 +3,7 @@
 //! fault injection, a server that drops every connection and one that never answers.
 
 use headroom_base::consent::RemoteConsent;
+use headroom_core::admission::Lane;
 use headroom_core::metrics::Metrics;
 use headroom_server::RunningServer;
 use headroom_services::transcription_fleet::{FleetSettings, TranscriptionFleet};
@@ -157,7 +158,7 @@ fn text(transcript: &Transcript) -> String {
 }
 
 fn answered(metrics: &Metrics, url: &str, result: &'static str) -> u64 {
-    metrics.upstream_requests(url.trim_end_matches('/'), result)
+    metrics.upstream_requests(Lane::Audio, url.trim_end_matches('/'), result)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

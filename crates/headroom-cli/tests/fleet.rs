@@ -98,7 +98,10 @@ async fn four_streams_run_on_two_upstreams_a_fifth_is_refused_and_a_lost_upstrea
         .text()
         .await
         .unwrap();
-    let up_line = format!("headroom_upstream_up{{upstream=\"{}\"}} 0", a_url(&lane));
+    let up_line = format!(
+        "headroom_upstream_up{{lane=\"text\",upstream=\"{}\"}} 0",
+        a_url(&lane)
+    );
     assert!(metrics.contains(&up_line), "{up_line} not in:\n{metrics}");
     eprintln!("the fifth was refused in {refused_in:?}");
 }

@@ -42,15 +42,38 @@ struct DeadlineLabels {
     kind: &'static str,
 }
 
+/// An upstream server, by the lane it serves (`text`: the text model's servers; `audio`: the
+/// transcription servers a batch is spread over), so neither lane's signals read the other's.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamLabel {
+    lane: &'static str,
     upstream: String,
+}
+
+impl UpstreamLabel {
+    fn of(lane: Lane, upstream: &str) -> UpstreamLabel {
+        UpstreamLabel {
+            lane: lane.as_str(),
+            upstream: upstream.to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamResultLabels {
+    lane: &'static str,
     upstream: String,
     result: &'static str,
+}
+
+impl UpstreamResultLabels {
+    fn of(lane: Lane, upstream: &str, result: &'static str) -> UpstreamResultLabels {
+        UpstreamResultLabels {
+            lane: lane.as_str(),
+            upstream: upstream.to_string(),
+            result,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -385,22 +408,16 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts a request sent to `upstream` by how it went (`UpstreamResult::as_str`).
-    pub fn count_upstream_request(&self, upstream: &str, result: &'static str) {
+    /// Counts a request sent to `upstream` of `lane` by how it went (`UpstreamResult::as_str`).
+    pub fn count_upstream_request(&self, lane: Lane, upstream: &str, result: &'static str) {
         self.upstream_requests
-            .get_or_create(&UpstreamResultLabels {
-                upstream: upstream.to_string(),
-                result,
-            })
+            .get_or_create(&UpstreamResultLabels::of(lane, upstream, result))
             .inc();
     }
 
-    pub fn upstream_requests(&self, upstream: &str, result: &'static str) -> u64 {
+    pub fn upstream_requests(&self, lane: Lane, upstream: &str, result: &'static str) -> u64 {
         self.upstream_requests
-            .get_or_create(&UpstreamResultLabels {
-                upstream: upstream.to_string(),
-                result,
-            })
+            .get_or_create(&UpstreamResultLabels::of(lane, upstream, result))
             .get()
     }
 
@@ -408,39 +425,33 @@ impl Metrics {
     /// each of `results`, so the upstream's series exist from the start.
     pub fn set_upstream_up(
         &self,
+        lane: Lane,
         upstream: &str,
         up: bool,
         changed: bool,
         results: &[&'static str],
     ) {
-        let label = UpstreamLabel {
-            upstream: upstream.to_string(),
-        };
+        let label = UpstreamLabel::of(lane, upstream);
         self.upstream_up.get_or_create(&label).set(i64::from(up));
         let flaps = self.upstream_health_changes.get_or_create(&label);
         if changed {
             flaps.inc();
         }
         for result in results {
-            let _ = self.upstream_requests.get_or_create(&UpstreamResultLabels {
-                upstream: upstream.to_string(),
-                result,
-            });
+            let _ = self
+                .upstream_requests
+                .get_or_create(&UpstreamResultLabels::of(lane, upstream, result));
         }
     }
 
-    pub fn upstream_health_changes(&self, upstream: &str) -> u64 {
+    pub fn upstream_health_changes(&self, lane: Lane, upstream: &str) -> u64 {
         self.upstream_health_changes
-            .get_or_create(&UpstreamLabel {
-                upstream: upstream.to_string(),
-            })
+            .get_or_create(&UpstreamLabel::of(lane, upstream))
             .get()
     }
 
-    pub fn set_upstream_load(&self, upstream: &str, in_flight: usize, capacity: usize) {
-        let label = UpstreamLabel {
-            upstream: upstream.to_string(),
-        };
+    pub fn set_upstream_load(&self, lane: Lane, upstream: &str, in_flight: usize, capacity: usize) {
+        let label = UpstreamLabel::of(lane, upstream);
         self.upstream_in_flight
             .get_or_create(&label)
             .set(in_flight as i64);
@@ -449,11 +460,9 @@ impl Metrics {
             .set(capacity as i64);
     }
 
-    pub fn observe_upstream_ttft(&self, upstream: &str, d: Duration) {
+    pub fn observe_upstream_ttft(&self, lane: Lane, upstream: &str, d: Duration) {
         self.upstream_ttft
-            .get_or_create(&UpstreamLabel {
-                upstream: upstream.to_string(),
-            })
+            .get_or_create(&UpstreamLabel::of(lane, upstream))
             .observe(d.as_secs_f64());
     }
 

@@ -14,6 +14,7 @@
 use headroom_base::consent::RemoteConsent;
 use headroom_base::job_clock::clock_text;
 use headroom_base::openai::ApiKey;
+use headroom_core::admission::Lane;
 use headroom_core::lanes::{Fleet, Member, NoUpstream, UpstreamResult, UpstreamSpec};
 use headroom_core::metrics::Metrics;
 use headroom_speech::asr::{
@@ -113,7 +114,7 @@ impl TranscriptionFleet {
         if specs.is_empty() {
             return Err(RemoteError::NoServer);
         }
-        let fleet = Fleet::new(specs, settings.per_server.max(1), metrics);
+        let fleet = Fleet::new(Lane::Audio, specs, settings.per_server.max(1), metrics);
         Ok(TranscriptionFleet {
             fleet,
             settings,

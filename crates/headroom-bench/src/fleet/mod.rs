@@ -25,6 +25,7 @@ pub use report::render_text;
 use crate::boundary::{chat_request, summarize, LatencySummary};
 use futures::StreamExt;
 use headroom_base::process::ProcessError;
+use headroom_core::admission::Lane;
 use headroom_core::lanes::{TextLane, TextLaneConfig, UpstreamSpec};
 use headroom_core::llm::{ChatRequest, LlmError};
 use headroom_services::{Services, ServicesError};
@@ -562,7 +563,9 @@ fn answered(services: &Services, lane: &TextLane) -> BTreeMap<String, u64> {
         .views()
         .into_iter()
         .map(|v| {
-            let n = services.metrics().upstream_requests(&v.name, "answered");
+            let n = services
+                .metrics()
+                .upstream_requests(Lane::Text, &v.name, "answered");
             (v.name, n)
         })
         .collect()
@@ -830,8 +833,8 @@ async fn kill_one(
     let watch = async {
         tokio::time::sleep_until(kill_at).await;
         let streams_on_it = lane.fleet().views()[0].in_flight;
-        let unavailable_at_kill = metrics.upstream_requests(&victim, "unavailable");
-        let answered_at_kill = metrics.upstream_requests(&victim, "answered");
+        let unavailable_at_kill = metrics.upstream_requests(Lane::Text, &victim, "unavailable");
+        let answered_at_kill = metrics.upstream_requests(Lane::Text, &victim, "answered");
         let killed = Instant::now();
         victim_member.kill().await?;
         // Watched every millisecond: when the lane marks it down, and every request it is sent.
@@ -846,13 +849,14 @@ async fn kill_one(
             if marked_down.is_none() && !lane.fleet().views()[0].up {
                 marked_down = Some(now);
             }
-            let count = metrics.upstream_requests(&victim, "unavailable");
+            let count = metrics.upstream_requests(Lane::Text, &victim, "unavailable");
             for _ in seen..count {
                 attempts.push(now);
             }
             seen = count;
         }
-        let answered_after = metrics.upstream_requests(&victim, "answered") - answered_at_kill;
+        let answered_after =
+            metrics.upstream_requests(Lane::Text, &victim, "answered") - answered_at_kill;
         Ok::<_, FleetBenchError>((killed, streams_on_it, marked_down, attempts, answered_after))
     };
     let (records, watched) = tokio::join!(load, watch);

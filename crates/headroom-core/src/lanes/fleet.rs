@@ -13,6 +13,7 @@
 //! every upstream is down each request still tries them, since a refused connection costs
 //! nothing and there is no better place to send it.
 
+use crate::admission::Lane;
 use crate::llm::{LlmClient, LlmError, ServerInfo};
 use crate::metrics::Metrics;
 use headroom_base::sync::Locked;
@@ -187,6 +188,8 @@ struct State {
 pub struct Upstream<C = LlmClient> {
     client: C,
     name: String,
+    /// The lane it serves: the `lane` label of its metrics.
+    lane: Lane,
     /// The capacity to give it: configured for this upstream, else the lane's default.
     limit: usize,
     state: Mutex<State>,
@@ -209,7 +212,7 @@ impl<C> Upstream<C> {
 
     fn publish(&self, st: &State) {
         self.metrics
-            .set_upstream_load(&self.name, st.in_flight, st.capacity);
+            .set_upstream_load(self.lane, &self.name, st.in_flight, st.capacity);
     }
 
     /// The server gave a request words (or a whole reply), or its health check answered while
@@ -220,7 +223,8 @@ impl<C> Upstream<C> {
         if matches!(st.health, Health::Down { .. }) {
             st.health = Health::Up;
             tracing::info!(upstream = %self.name, "upstream is answering again");
-            self.metrics.set_upstream_up(&self.name, true, true, &[]);
+            self.metrics
+                .set_upstream_up(self.lane, &self.name, true, true, &[]);
         }
     }
 
@@ -285,7 +289,7 @@ impl<C> Upstream<C> {
             tracing::warn!(upstream = %self.name, reason, "upstream marked down");
         }
         self.metrics
-            .set_upstream_up(&self.name, false, changed, &[]);
+            .set_upstream_up(self.lane, &self.name, false, changed, &[]);
     }
 
     fn observe_ttft(&self, d: Duration) {
@@ -294,7 +298,7 @@ impl<C> Upstream<C> {
             None => d,
             Some(avg) => avg.mul_f64(1.0 - TTFT_WEIGHT) + d.mul_f64(TTFT_WEIGHT),
         });
-        self.metrics.observe_upstream_ttft(&self.name, d);
+        self.metrics.observe_upstream_ttft(self.lane, &self.name, d);
     }
 
     /// Adopts what the server says: its context and how many requests it runs at once (never
@@ -373,9 +377,11 @@ impl<C> UpstreamSlot<C> {
     /// alone (`Answered`) do not show a down upstream is back: its first words do
     /// ([`UpstreamSlot::first_words`]), so a probe stays the only request on it until then.
     pub fn record(&self, result: UpstreamResult, detail: &str) {
-        self.upstream
-            .metrics
-            .count_upstream_request(&self.upstream.name, result.as_str());
+        self.upstream.metrics.count_upstream_request(
+            self.upstream.lane,
+            &self.upstream.name,
+            result.as_str(),
+        );
         match result.down_cause() {
             Some(cause) => self.upstream.mark_down(detail, cause),
             None if self.probe && result != UpstreamResult::Answered => {
@@ -388,9 +394,11 @@ impl<C> UpstreamSlot<C> {
     /// The request's own total deadline passed before the upstream answered: counted as a
     /// deadline, but no verdict on the upstream (the time may have gone on others before it).
     pub fn out_of_time(&self) {
-        self.upstream
-            .metrics
-            .count_upstream_request(&self.upstream.name, UpstreamResult::Deadline.as_str());
+        self.upstream.metrics.count_upstream_request(
+            self.upstream.lane,
+            &self.upstream.name,
+            UpstreamResult::Deadline.as_str(),
+        );
     }
 
     /// The first words came `after` the request was sent: the upstream works (it is up again
@@ -449,9 +457,10 @@ impl<C> Clone for Fleet<C> {
 }
 
 impl<C: Member> Fleet<C> {
-    /// A fleet of `specs`; an upstream without a configured capacity gets `default_capacity`
-    /// until its server says it runs fewer.
+    /// A fleet of `specs` serving `lane` (its metrics' `lane` label); an upstream without a
+    /// configured capacity gets `default_capacity` until its server says it runs fewer.
     pub fn new(
+        lane: Lane,
         specs: Vec<UpstreamSpec<C>>,
         default_capacity: usize,
         metrics: Arc<Metrics>,
@@ -463,6 +472,7 @@ impl<C: Member> Fleet<C> {
                 let limit = spec.capacity.unwrap_or(default_capacity).max(1);
                 let upstream = Upstream {
                     name: spec.client.shown_url(),
+                    lane,
                     client: spec.client,
                     limit,
                     state: Mutex::new(State {
@@ -476,7 +486,7 @@ impl<C: Member> Fleet<C> {
                     metrics: metrics.clone(),
                 };
                 let results = UpstreamResult::ALL.map(UpstreamResult::as_str);
-                metrics.set_upstream_up(&upstream.name, true, false, &results);
+                metrics.set_upstream_up(lane, &upstream.name, true, false, &results);
                 upstream.publish(&upstream.lock());
                 Arc::new(upstream)
             })
@@ -648,7 +658,7 @@ mod tests {
                 capacity: *capacity,
             })
             .collect();
-        Fleet::new(specs, 2, Arc::new(Metrics::new()))
+        Fleet::new(Lane::Text, specs, 2, Arc::new(Metrics::new()))
     }
 
     #[tokio::test]
@@ -848,7 +858,11 @@ mod tests {
         let metrics = f.upstreams[index].metrics.render();
         metrics
             .lines()
-            .find(|l| l.starts_with(&format!("headroom_upstream_up{{upstream=\"{name}\"}}")))
+            .find(|l| {
+                l.starts_with(&format!(
+                    "headroom_upstream_up{{lane=\"text\",upstream=\"{name}\"}}"
+                ))
+            })
             .unwrap_or_else(|| panic!("no up line for {name}:\n{metrics}"))
             .to_string()
     }
@@ -872,7 +886,7 @@ mod tests {
             assert_eq!(
                 f.upstreams[0]
                     .metrics
-                    .upstream_health_changes(&views[0].name),
+                    .upstream_health_changes(Lane::Text, &views[0].name),
                 1
             );
             // Its model list answers (the health check): that says nothing of its replies.
@@ -908,7 +922,7 @@ mod tests {
             assert_eq!(
                 f.upstreams[0]
                     .metrics
-                    .upstream_health_changes(&f.views()[0].name),
+                    .upstream_health_changes(Lane::Text, &f.views()[0].name),
                 2
             );
         }

@@ -134,7 +134,12 @@ impl TextLane {
         audio: AudioActivity,
         gpu: Option<Arc<dyn MemoryGauge>>,
     ) -> Self {
-        let fleet = Fleet::new(upstreams, config.max_in_flight.max(1), metrics.clone());
+        let fleet = Fleet::new(
+            Lane::Text,
+            upstreams,
+            config.max_in_flight.max(1),
+            metrics.clone(),
+        );
         let monitor = LaneMonitor::new(Lane::Text, metrics);
         let capacity = CapacityLimit::new(
             fleet.capacity(),

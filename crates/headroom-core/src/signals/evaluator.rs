@@ -650,11 +650,11 @@ mod tests {
         vec![
             s(r#"headroom_dispatched_total{lane="text"}"#, 10.0 * m),
             s(
-                r#"headroom_upstream_requests_total{upstream="a",result="answered"}"#,
+                r#"headroom_upstream_requests_total{lane="text",upstream="a",result="answered"}"#,
                 10.0 * m,
             ),
             s(
-                r#"headroom_upstream_requests_total{upstream="b",result="unavailable"}"#,
+                r#"headroom_upstream_requests_total{lane="text",upstream="b",result="unavailable"}"#,
                 failed_over * m,
             ),
         ]
@@ -679,19 +679,19 @@ mod tests {
             let m = m as f64;
             vec![
                 s(
-                    r#"headroom_upstream_requests_total{upstream="a",result="answered"}"#,
+                    r#"headroom_upstream_requests_total{lane="text",upstream="a",result="answered"}"#,
                     10.0 * m,
                 ),
                 s(
-                    r#"headroom_upstream_requests_total{upstream="a",result="error"}"#,
+                    r#"headroom_upstream_requests_total{lane="text",upstream="a",result="error"}"#,
                     2.0 * m,
                 ),
                 s(
-                    r#"headroom_upstream_requests_total{upstream="b",result="answered"}"#,
+                    r#"headroom_upstream_requests_total{lane="text",upstream="b",result="answered"}"#,
                     20.0 * m,
                 ),
                 s(
-                    r#"headroom_upstream_requests_total{upstream="b",result="busy"}"#,
+                    r#"headroom_upstream_requests_total{lane="text",upstream="b",result="busy"}"#,
                     m,
                 ),
             ]
@@ -802,18 +802,18 @@ mod tests {
 
     fn health(m: u64, b_up: bool) -> Vec<(String, f64)> {
         vec![
-            s(r#"headroom_upstream_up{upstream="a"}"#, 1.0),
+            s(r#"headroom_upstream_up{lane="text",upstream="a"}"#, 1.0),
             s(
-                r#"headroom_upstream_up{upstream="b"}"#,
+                r#"headroom_upstream_up{lane="text",upstream="b"}"#,
                 if b_up { 1.0 } else { 0.0 },
             ),
             s(
-                r#"headroom_upstream_health_changes_total{upstream="a"}"#,
+                r#"headroom_upstream_health_changes_total{lane="text",upstream="a"}"#,
                 // a comes and goes every five minutes: a change each 5 min.
                 (m / 5) as f64,
             ),
             s(
-                r#"headroom_upstream_health_changes_total{upstream="b"}"#,
+                r#"headroom_upstream_health_changes_total{lane="text",upstream="b"}"#,
                 if m >= 10 { 2.0 } else { 0.0 },
             ),
         ]
@@ -908,9 +908,12 @@ mod tests {
                 }
                 metrics.count_dispatched(Lane::Text);
                 if i % 4 != 3 {
-                    metrics.count_upstream_request("b", "error");
+                    metrics.count_upstream_request(Lane::Text, "b", "error");
                 }
-                metrics.count_upstream_request("a", "answered");
+                metrics.count_upstream_request(Lane::Text, "a", "answered");
+                // A batch's transcription server "w" fails every piece and is down, and
+                // flaps: the audio lane's upstream, which no text signal reads.
+                metrics.count_upstream_request(Lane::Audio, "w", "unavailable");
             }
             // Project "interview": 10 segments, 4 from the rules after 2 attempts each.
             for i in 0..10 {
@@ -923,10 +926,11 @@ mod tests {
                 };
                 metrics.count_cleanup_piece("interview", origin);
             }
-            metrics.set_upstream_up("a", true, false, &["answered", "error"]);
+            metrics.set_upstream_up(Lane::Text, "a", true, false, &["answered", "error"]);
+            metrics.set_upstream_up(Lane::Audio, "w", m % 2 == 0, m > 0, &["answered"]);
             // b goes down for a minute every 4 minutes.
             let changed = m % 4 == 3 || (m % 4 == 0 && m > 0);
-            metrics.set_upstream_up("b", m % 4 != 3, changed, &["answered", "error"]);
+            metrics.set_upstream_up(Lane::Text, "b", m % 4 != 3, changed, &["answered", "error"]);
             let floor = 4.0 * gib + 512.0 * MIB * m as f64 / 60.0;
             metrics.set_gpu_memory(floor as u64 + (gib as u64), floor as u64);
         }

@@ -315,6 +315,8 @@ pub struct Signal {
     pub action: &'static str,
 }
 
+/// The text lane's series; the upstreams' too (a batch's transcription servers are counted
+/// under `lane="audio"`, and no text signal reads them).
 const TEXT: &[Matcher] = &[eq("lane", "text")];
 
 const SUBMITTED_TEXT: Selector = sel("headroom_submitted_total", TEXT);
@@ -406,7 +408,7 @@ pub const SIGNALS: &[Signal] = &[
         code: "retry_amplification",
         alert: "HeadroomRetryAmplification",
         query: Query::Ratio {
-            num: sel("headroom_upstream_requests_total", &[]),
+            num: sel("headroom_upstream_requests_total", TEXT),
             den: sel("headroom_dispatched_total", TEXT),
             den_by: &[],
         },
@@ -527,7 +529,7 @@ pub const SIGNALS: &[Signal] = &[
         code: "upstream_down",
         alert: "HeadroomUpstreamDown",
         query: Query::GaugeMin {
-            gauge: sel("headroom_upstream_up", &[]),
+            gauge: sel("headroom_upstream_up", TEXT),
         },
         by: &["upstream"],
         window_mins: 0,
@@ -549,7 +551,7 @@ pub const SIGNALS: &[Signal] = &[
         code: "upstream_flapping",
         alert: "HeadroomUpstreamFlapping",
         query: Query::Increase {
-            counter: sel("headroom_upstream_health_changes_total", &[]),
+            counter: sel("headroom_upstream_health_changes_total", TEXT),
         },
         by: &["upstream"],
         window_mins: 30,
@@ -596,9 +598,9 @@ pub const SIGNALS: &[Signal] = &[
         query: Query::Ratio {
             num: sel(
                 "headroom_upstream_requests_total",
-                &[ne("result", "answered")],
+                &[eq("lane", "text"), ne("result", "answered")],
             ),
-            den: sel("headroom_upstream_requests_total", &[]),
+            den: sel("headroom_upstream_requests_total", TEXT),
             den_by: &["upstream"],
         },
         by: &["upstream"],
@@ -608,7 +610,7 @@ pub const SIGNALS: &[Signal] = &[
         for_mins: 5,
         severity: Severity::Warning,
         guard: Some(Guard {
-            series: sel("headroom_upstream_requests_total", &[]),
+            series: sel("headroom_upstream_requests_total", TEXT),
             by: &["upstream"],
             min: MIN_TEXT_REQUESTS,
             what: "requests to the upstream",

@@ -100,7 +100,7 @@ mod tests {
         );
         assert_eq!(
             signal("upstream_down").promql(),
-            "(min by (upstream) (headroom_upstream_up)) < 1"
+            "(min by (upstream) (headroom_upstream_up{lane=\"text\"})) < 1"
         );
         assert_eq!(
             signal("gpu_memory_floor_rising").promql(),
