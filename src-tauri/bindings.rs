@@ -37,6 +37,7 @@ use headroom_speech::tts::Style;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, MatchProgress, Score};
 use headroom_speech::voice::{ClipReport, Finding, Severity};
+use headroom_workstation::batch::BatchServers;
 use headroom_workstation::jobs::{JobInfo, RefusedSegment};
 use headroom_workstation::narration::{
     LanguageView, NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
@@ -85,7 +86,7 @@ pub fn typescript() -> String {
         SpeakerVoiceSource, SpeakerVoice, VoiceNote,
         RefusedNarration, Overflowed, NarrationTimings, NarrationSummary, NarrationView, LanguageView, Waveform,
         // Jobs.
-        JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome,
+        JobInfo, RefusedSegment, SegmentOutcome, CleanupSummary, JobOutcome, BatchServers,
         // Settings, servers, models, voices.
         Config, UpstreamSettings, LlmSettings, TextLaneSettings, AudioLaneSettings, CleanupSettings,
         ServerSettings, CloningSettings, PrivacySettings, ServerInfo, ModelCard, ModelStatus, ModelView, Voice,

@@ -30,6 +30,7 @@ use headroom_speech::cloning::Health;
 use headroom_speech::models;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::MatchProgress;
+use headroom_workstation::batch::BatchServers;
 use headroom_workstation::jobs::JobInfo;
 use headroom_workstation::narration::{
     languages, LanguageView, NarrationEvent, NarrationOptions, NarrationSummary, NarrationView,
@@ -366,16 +367,21 @@ pub struct FileProject {
 
 /// Several files (dropped together) as one queued job: a project of each, transcribed as
 /// batch work; a bad file is reported in its outcome and the others go on. Cancelled, the
-/// projects finished so far stay.
+/// projects finished so far stay. `servers`: heard on transcription servers, `model` being
+/// the name they know it by (bounded with them); absent, this machine's engine and its
+/// default model (`model` is then not read).
 #[tauri::command]
 pub async fn transcribe_files(
     app: AppHandle,
     shell: State<'_, Shell>,
     paths: Vec<String>,
     job: String,
+    servers: Option<BatchServers>,
+    model: Option<String>,
 ) -> Reply<Vec<FileOutcome>> {
     let guard = shell.jobs.start(&job);
     let progress = progress_events(app, job);
+    let servers = servers.unwrap_or_default();
     let paths: Vec<PathBuf> = paths
         .iter()
         .map(|p| p.trim())
@@ -384,7 +390,16 @@ pub async fn transcribe_files(
         .collect();
     let outcomes = shell
         .workstation
-        .transcribe_files(&paths, None, progress, guard.cancel.clone())
+        .transcribe_files(
+            &paths,
+            model
+                .as_deref()
+                .map(str::trim)
+                .filter(|m| !m.is_empty() && !servers.choice.is_embedded()),
+            &servers,
+            progress,
+            guard.cancel.clone(),
+        )
         .await
         .map_err(|(_, e)| UiError::from(e))?;
     Ok(outcomes

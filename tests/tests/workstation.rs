@@ -3,14 +3,18 @@
 
 use headroom_base::consent::RemoteConsent;
 use headroom_base::fsutil::BeneathError;
-use headroom_core::admission::RejectReason;
+use headroom_core::admission::{Lane, RejectReason};
 use headroom_core::config::Config;
 use headroom_services::batch::FailureReason;
+use headroom_services::transcription_fleet::ServerChoice;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
+use headroom_workstation::batch::BatchServers;
+use headroom_workstation::jobs::JobKind;
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectError, ProjectStore, SuggestionSource,
 };
+use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::workstation::{Workstation, WorkstationError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -712,8 +716,6 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
     use headroom_core::admission::Priority;
     use headroom_services::speech::{AudioInput, Resume};
     use headroom_speech::asr::Segment;
-    use headroom_workstation::jobs::JobKind;
-    use headroom_workstation::resume::JobOutcome;
     use std::sync::Mutex;
 
     let dir = scratch("resume-transcription");
@@ -774,6 +776,7 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
                 audio,
                 model: headroom_speech::models::DEFAULT_MODEL.into(),
                 language: None,
+                servers: ServerChoice::embedded(),
             },
         )
         .unwrap();
@@ -913,9 +916,6 @@ async fn a_paused_transcription_keeps_its_checkpoint_is_listed_paused_and_resume
 
 #[tokio::test]
 async fn an_interrupted_cleanup_resumes_at_its_first_unfinished_segment() {
-    use headroom_workstation::jobs::JobKind;
-    use headroom_workstation::resume::JobOutcome;
-
     let dir = scratch("resume-cleanup");
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let id = transcribed(&ws, "Talk").await;
@@ -1342,6 +1342,7 @@ async fn several_files_become_a_project_each_and_a_bad_one_is_reported() {
         .transcribe_files(
             &[first.clone(), bad.clone(), last.clone()],
             None,
+            &BatchServers::embedded(),
             progress,
             CancellationToken::new(),
         )
@@ -1386,6 +1387,7 @@ async fn a_batch_stops_at_the_first_file_when_every_file_would_fail_the_same_way
         .transcribe_files(
             &files,
             Some("whisper-nonexistent"),
+            &BatchServers::embedded(),
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
@@ -1411,6 +1413,7 @@ async fn a_folder_in_a_batch_gives_its_audio_files() {
         .transcribe_files(
             &[inbox, empty.clone()],
             None,
+            &BatchServers::embedded(),
             Arc::new(|_| {}),
             CancellationToken::new(),
         )
@@ -1444,7 +1447,13 @@ async fn a_cancelled_batch_keeps_the_finished_projects() {
         })
     };
     let (outcomes, error) = ws
-        .transcribe_files(&[first, second], None, progress, cancel)
+        .transcribe_files(
+            &[first, second],
+            None,
+            &BatchServers::embedded(),
+            progress,
+            cancel,
+        )
         .await
         .unwrap_err();
     assert!(matches!(error, WorkstationError::Cancelled), "{error}");
@@ -1452,6 +1461,303 @@ async fn a_cancelled_batch_keeps_the_finished_projects() {
     assert_eq!(outcomes[0].result.as_ref().unwrap().name, "one");
     let listed = listed_names(&ws);
     assert_eq!(listed, ["one"]);
+}
+
+/// A real `headroom serve` on loopback (its own services: its own lane and models).
+async fn audio_worker() -> headroom_server::RunningServer {
+    headroom_tests::models_dir();
+    headroom_tests::serve(&headroom_tests::services_for("http://127.0.0.1:9/v1")).await
+}
+
+/// A project's transcript, lower case.
+fn project_text(project: &Project) -> String {
+    let texts: Vec<&str> = project.segments.iter().map(|s| s.text.as_str()).collect();
+    texts.join(" ").to_lowercase()
+}
+
+/// Pieces `url` heard for `ws`, as its fleet counted them.
+fn heard_by(ws: &Workstation, url: &str) -> u64 {
+    ws.services()
+        .metrics()
+        .upstream_requests(Lane::Audio, url.trim_end_matches('/'), "answered")
+}
+
+/// "Transcribe several files" on two real `headroom serve` workers: a project of each file,
+/// its transcript the workers' (this machine's engine never loaded), and no job left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_sent_to_two_servers_makes_a_project_of_each_file_from_their_transcripts() {
+    let dir = scratch("batch-servers");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let workers = [audio_worker().await, audio_worker().await];
+    let urls: Vec<String> = workers.iter().map(|w| w.base_url()).collect();
+    let files: Vec<PathBuf> = ["one.flac", "two.flac"]
+        .iter()
+        .map(|name| {
+            let file = dir.join(name);
+            std::fs::copy(sample(), &file).unwrap();
+            file
+        })
+        .collect();
+    // Allowed to go elsewhere, but both servers are on this machine: no consent is recorded.
+    let servers = BatchServers {
+        choice: ServerChoice {
+            urls: urls.clone(),
+            per_server: None,
+        },
+        allow_remote: true,
+    };
+    let outcomes = ws
+        .transcribe_files(
+            &files,
+            None,
+            &servers,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    for outcome in &outcomes {
+        let project = outcome.result.as_ref().unwrap();
+        let text = project_text(project);
+        assert!(text.contains("record"), "{text}");
+        assert!(
+            ws.store().jobs(&project.id).unwrap().is_empty(),
+            "the job ended with its transcript"
+        );
+        // Heard on servers on this machine: no consent was needed, and none is recorded.
+        assert!(project.settings.remote_audio_allowed.is_empty());
+    }
+    let heard: u64 = urls.iter().map(|url| heard_by(&ws, url)).sum();
+    assert!(
+        heard >= 2,
+        "each file was heard on the servers ({heard} pieces)"
+    );
+    assert!(
+        ws.services().residency().resident().is_empty(),
+        "this machine's engine was not loaded: {:?}",
+        ws.services().residency().resident()
+    );
+}
+
+/// A batch job interrupted (the app closed) goes on, when resumed, on the servers it started
+/// on, from its checkpoint: its record names them, and the pieces before are not heard again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_resumed_transcription_goes_on_on_the_servers_its_job_recorded() {
+    let dir = scratch("resume-servers");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let worker = audio_worker().await;
+    let long = long_sample(&dir);
+    let project = ws.store().create("Interrupted").unwrap();
+    let audio = ws.store().import_audio(&project, &long).unwrap();
+    let mut interrupted = ws
+        .store()
+        .start_job(
+            &project.id,
+            JobKind::Transcribe {
+                audio,
+                model: headroom_speech::models::DEFAULT_MODEL.into(),
+                language: None,
+                servers: ServerChoice {
+                    urls: vec![worker.base_url()],
+                    per_server: Some(1),
+                },
+            },
+        )
+        .unwrap();
+    // What the first run kept: a piece of 30 s (a marker text no engine hears).
+    let kept = headroom_speech::asr::Segment {
+        start: 0.0,
+        end: 30.0,
+        text: "KEPT FROM THE FIRST RUN".into(),
+        words: Vec::new(),
+        speaker: None,
+    };
+    interrupted
+        .checkpoint(|p| {
+            p.segments = vec![kept.clone()];
+            p.done_secs = 30.0;
+            p.duration_secs = 90.0;
+        })
+        .unwrap();
+    let job_id = interrupted.id().to_string();
+    drop(interrupted); // no end(): as when the app closed
+    let described = ws.store().jobs(&project.id).unwrap()[0].description.clone();
+    assert!(described.contains(&worker.base_url()), "{described}");
+    let outcome = ws
+        .resume_job(
+            &project.id,
+            &job_id,
+            Arc::new(|_| {}),
+            &|_| {},
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let JobOutcome::Transcribed(project) = outcome else {
+        panic!("a transcription resumes as one: {outcome:?}")
+    };
+    assert_eq!(
+        project.segments[0].text, kept.text,
+        "the checkpoint is kept"
+    );
+    let rest = &project.segments[1..];
+    assert!(!rest.is_empty());
+    assert!(
+        rest.iter().all(|s| s.start >= 29.9),
+        "only what followed the checkpoint was heard: {rest:?}"
+    );
+    let text = project_text(&project);
+    assert!(text.contains("record"), "{text}");
+    assert!(
+        heard_by(&ws, &worker.base_url()) >= 1,
+        "heard on the worker"
+    );
+    assert!(ws.services().residency().resident().is_empty());
+    assert!(ws.store().jobs(&project.id).unwrap().is_empty());
+}
+
+/// A resumed job whose servers the consent no longer allows is refused before anything is
+/// sent, and stays listed with its checkpoint, to resume once it is allowed.
+#[tokio::test]
+async fn a_resume_the_consent_refuses_keeps_its_job() {
+    let dir = scratch("resume-refused");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let project = ws.store().create("Elsewhere").unwrap();
+    let audio = ws.store().import_audio(&project, &sample()).unwrap();
+    let job = ws
+        .store()
+        .start_job(
+            &project.id,
+            JobKind::Transcribe {
+                audio,
+                model: headroom_speech::models::DEFAULT_MODEL.into(),
+                language: None,
+                servers: ServerChoice {
+                    urls: vec!["http://gpu.example:8000/v1".into()],
+                    per_server: None,
+                },
+            },
+        )
+        .unwrap();
+    let job_id = job.id().to_string();
+    drop(job);
+    let error = ws
+        .resume_job(
+            &project.id,
+            &job_id,
+            Arc::new(|_| {}),
+            &|_| {},
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("gpu.example"), "{error}");
+    let listed = ws.store().jobs(&project.id).unwrap();
+    assert_eq!(listed.len(), 1, "the job is still there to resume");
+    assert_eq!(listed[0].id, job_id);
+    assert!(!listed[0].running);
+}
+
+/// With the box ticked, a project made on a server elsewhere records that server's origin as
+/// its consent (a resumed job may go on there), and a server that cannot be reached costs its
+/// piece nothing: it moves to the one on this machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_allowed_elsewhere_records_the_consent_in_each_project() {
+    let dir = scratch("batch-allowed");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let worker = audio_worker().await;
+    let file = dir.join("take.flac");
+    std::fs::copy(sample(), &file).unwrap();
+    let servers = BatchServers {
+        choice: ServerChoice {
+            // A reserved name: it resolves nowhere, so nothing leaves the machine.
+            urls: vec!["http://gpu.example:8000/v1".into(), worker.base_url()],
+            per_server: None,
+        },
+        allow_remote: true,
+    };
+    let outcomes = ws
+        .transcribe_files(
+            &[file],
+            None,
+            &servers,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let project = outcomes[0].result.as_ref().unwrap();
+    assert_eq!(
+        project.settings.remote_audio_allowed,
+        ["http://gpu.example:8000"]
+    );
+    let reopened = ws.store().open(&project.id).unwrap();
+    let destination = headroom_base::consent::Destination::of("http://gpu.example:8000/v1");
+    assert!(ws.audio_consent(&reopened).permits(&destination));
+    assert!(project_text(project).contains("record"));
+    assert!(heard_by(&ws, &worker.base_url()) >= 1);
+}
+
+/// A server URL with a key in it is refused for a batch: the job record would keep it.
+#[tokio::test]
+async fn a_batch_server_url_with_a_secret_is_refused() {
+    let dir = scratch("batch-secret");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let file = dir.join("take.flac");
+    std::fs::copy(sample(), &file).unwrap();
+    let servers = BatchServers {
+        choice: ServerChoice {
+            urls: vec!["http://127.0.0.1:9/v1?api_key=hunter2".into()],
+            per_server: None,
+        },
+        allow_remote: false,
+    };
+    let (outcomes, error) = ws
+        .transcribe_files(
+            &[file],
+            None,
+            &servers,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(outcomes.is_empty());
+    let message = error.to_string();
+    assert!(message.contains("HEADROOM_AUDIO_API_KEY"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+    assert!(listed_names(&ws).is_empty(), "no project was made");
+}
+
+/// A server on another machine gets nothing without consent: the batch is refused before a
+/// project is made; the refusal names the server.
+#[tokio::test]
+async fn a_batch_to_a_server_elsewhere_is_refused_before_a_project_is_made() {
+    let dir = scratch("batch-elsewhere");
+    let ws = workstation(&dir, "http://127.0.0.1:9/v1");
+    let file = dir.join("take.flac");
+    std::fs::copy(sample(), &file).unwrap();
+    let servers = BatchServers {
+        choice: ServerChoice {
+            urls: vec!["http://gpu.example:8000/v1".into()],
+            per_server: None,
+        },
+        allow_remote: false,
+    };
+    let (outcomes, error) = ws
+        .transcribe_files(
+            &[file],
+            None,
+            &servers,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(outcomes.is_empty());
+    assert!(error.to_string().contains("gpu.example"), "{error}");
+    assert!(listed_names(&ws).is_empty(), "no project was made");
 }
 
 fn listed_names(ws: &Workstation) -> Vec<String> {

@@ -3,6 +3,7 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import type {
+  BatchServers,
   Command,
   CommandArgs,
   CommandResults,
@@ -20,6 +21,7 @@ import type {
 
 export type {
   AppInfo,
+  BatchServers,
   FileFailureReason,
   FileOutcome,
   LiveLine,
@@ -117,9 +119,10 @@ export const api = {
   restoreVersion: (id: string, version: string) => call("restore_version", { id, version }),
   transcribe: (project: string, path: string, job: string) =>
     call("transcribe", { project, path, job }),
-  /** Several files as one queued job: a project of each, transcribed as batch work. */
-  transcribeFiles: (paths: string[], job: string) =>
-    call("transcribe_files", { paths, job }),
+  /** Several files as one queued job: a project of each, transcribed as batch work; on
+   * `servers` when given (`model`: the name they know it by). */
+  transcribeFiles: (paths: string[], job: string, servers: BatchServers | null = null, model: string | null = null) =>
+    call("transcribe_files", { paths, job, servers, model }),
   cancelJob: (job: string) => call("cancel_job", { job }),
   pauseJob: (job: string) => call("pause_job", { job }),
   /** Names a speaker everywhere; `shown` is the speakers as the view showed them. */

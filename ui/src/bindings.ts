@@ -249,6 +249,12 @@ upstreams: Array<string>,
  */
 remote_text_allowed: Array<string>, 
 /**
+ * The transcription servers on other machines (their origins) this project's recording
+ * may be sent to, by the user's explicit consent (given when a batch sent to servers made
+ * the project); servers on this machine need none.
+ */
+remote_audio_allowed: Array<string>, 
+/**
  * The one cloning server on another machine (its origin) this project's text and voice
  * clips may be sent to, by the user's explicit consent; servers on this machine need
  * none. A different server elsewhere needs consent again.
@@ -478,6 +484,23 @@ refused: Array<RefusedSegment>,
  */
 outcomes: Array<SegmentOutcome>, };
 export type JobOutcome = { "kind": "transcribed", "result": Project } | { "kind": "cleaned", "result": CleanupSummary } | { "kind": "synthesized", "result": SpeechTake } | { "kind": "narrated", "result": NarrationSummary };
+export type BatchServers = { 
+/**
+ * The person allows the recordings to go to those of the servers that are on other
+ * machines: each project made records it as its own consent (a resumed job goes on
+ * there). Without it a server elsewhere refuses the batch before anything is sent.
+ */
+allow_remote: boolean, 
+/**
+ * OpenAI-compatible transcription servers (`http://10.0.0.5:8089/v1`); none: this
+ * machine's engine.
+ */
+urls: Array<string>, 
+/**
+ * Pieces each server is given at once (`None`: one, and one server alone hears the
+ * recording whole rather than in pieces).
+ */
+per_server?: number | null, };
 export type Config = { llm: LlmSettings, text_lane: TextLaneSettings, audio_lane: AudioLaneSettings, cleanup: CleanupSettings, server: ServerSettings, cloning: CloningSettings, privacy: PrivacySettings, };
 export type UpstreamSettings = { url: string, capacity: number | null, };
 export type LlmSettings = { 
@@ -970,7 +993,7 @@ export type CommandArgs = {
   "delete_project": { id: string };
   "update_project_settings": { id: string; settings: ProjectSettings; shown: ProjectSettings };
   "transcribe": { project: string; path: string; job: string };
-  "transcribe_files": { paths: string[]; job: string };
+  "transcribe_files": { paths: string[]; job: string; servers: BatchServers | null; model: string | null };
   "rename_speaker": { project: string; speaker: string; name: string; shown: Speaker[] };
   "merge_speakers": { project: string; from: string; into: string; shown: Speaker[] };
   "attach_speaker": { project: string; speaker: string; profile: string | null; shown: Speaker[] };

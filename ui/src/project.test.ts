@@ -11,6 +11,7 @@ const SETTINGS: ProjectSettings = {
   server_url: null,
   upstreams: [],
   remote_text_allowed: [],
+  remote_audio_allowed: [],
   remote_voice_allowed: null,
   voice: null,
   speakers: "off",

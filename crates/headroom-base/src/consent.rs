@@ -66,6 +66,21 @@ impl Destination {
     }
 }
 
+/// The origins of `urls` that are on other machines (what a person's consent names), each
+/// once, in the order first named.
+pub fn origins_elsewhere<'a>(urls: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut origins: Vec<String> = Vec::new();
+    for destination in urls.into_iter().map(Destination::of) {
+        if !destination.on_this_machine
+            && !destination.origin.is_empty()
+            && !origins.contains(&destination.origin)
+        {
+            origins.push(destination.origin);
+        }
+    }
+    origins
+}
+
 /// Which kind of server a destination is, for the refusal's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

@@ -12,14 +12,13 @@ use headroom_core::admission::Priority;
 use headroom_services::speech::{
     AudioInput, KnownVoice, SpeakerRequest, SpeechError, SpeechService, Transcription,
 };
-use headroom_services::transcription_fleet::{FleetSettings, TranscriptionFleet};
+use headroom_services::transcription_fleet::ServerChoice;
 use headroom_services::Services;
 use headroom_speech::asr::diarize::SpeakerCount;
 use headroom_speech::asr::export::{render, render_words, ExportFormat};
 use headroom_speech::asr::whisper::Precision;
 use headroom_speech::asr::{AsrError, DecodingGuards, TranscribeOptions, Transcript};
 use headroom_speech::models::DEFAULT_MODEL;
-use headroom_speech::remote::RemoteTranscriber;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -92,33 +91,26 @@ pub struct TranscribeArgs {
     per_server: Option<u16>,
 }
 
+impl TranscribeArgs {
+    /// Where the audio is heard, as `--server-url` and `--per-server` name it.
+    fn servers(&self) -> ServerChoice {
+        ServerChoice {
+            urls: self.server_url.clone(),
+            per_server: self.per_server,
+        }
+    }
+}
+
 /// Exit status when some inputs of a batch could not be transcribed (the others were); 4 is
 /// `plan`'s "does not fit".
 pub const EXIT_SOME_FAILED: u8 = 5;
 
 pub async fn run(args: TranscribeArgs, services: &Services) -> anyhow::Result<ExitCode> {
-    let key = services.env().audio_api_key.clone();
     let consent = services.config().privacy.consent();
-    let speech = match args.server_url.as_slice() {
-        [] if args.per_server.is_some() => {
-            anyhow::bail!("--per-server shares pieces among servers: give them with --server-url")
-        }
-        [] => services.speech().clone(),
-        [url] if args.per_server.is_none() => {
-            let remote = RemoteTranscriber::new(url, &args.model, key, &consent)?;
-            services.speech_using(Some(Arc::new(remote)), None)
-        }
-        urls => {
-            let settings = FleetSettings {
-                per_server: args.per_server.map_or(1, usize::from),
-                ..FleetSettings::default()
-            };
-            let metrics = services.metrics().clone();
-            let fleet =
-                TranscriptionFleet::new(urls, &args.model, key, &consent, settings, metrics)?;
-            services.speech_using(Some(Arc::new(fleet)), None)
-        }
-    };
+    if args.per_server.is_some() && args.server_url.is_empty() {
+        anyhow::bail!("--per-server shares pieces among servers: give them with --server-url")
+    }
+    let speech = services.speech_for_servers(&args.servers(), &args.model, &consent)?;
     match batch::destination(&args.inputs, args.out.as_deref())? {
         batch::Destination::One { file, out } => {
             let input = AudioInput::from_file(&file)?;

@@ -53,7 +53,7 @@ use headroom_core::llm::{ApiKey, LlmClient, LlmError};
 use headroom_core::metrics::Metrics;
 use headroom_core::signals::{CrossedSignal, Signals};
 use headroom_gpu::{GpuSampler, ReplayReader, DEFAULT_CAPACITY, DEFAULT_PERIOD};
-use headroom_speech::asr::Transcriber;
+use headroom_speech::asr::{AsrError, Transcriber};
 use headroom_speech::models;
 use headroom_speech::tts::{Espeak, Kokoro, Piper, Synthesizer, ESPEAK_PROGRAM};
 use headroom_speech::voice::{IndependentEmbedder, SpeakerEmbedder, VoiceError};
@@ -338,6 +338,48 @@ impl Services {
             service = service.with_synthesizer(engine);
         }
         Arc::new(service)
+    }
+
+    /// Speech that transcribes where `servers` says (see [`transcription_fleet::ServerChoice`]),
+    /// asking them for `model`, on the same lane as the embedded engines: none, this
+    /// machine's engine; one, that server hearing the recording as the engine would; several
+    /// (or pieces per server given), a fleet hearing pieces at once. Audio goes to each
+    /// server, so every one on another machine must be allowed by `consent`; refused before
+    /// anything is sent, as is a choice no job may name. One front end builds it once per
+    /// job or batch, so a batch's files share the servers' health and backoff.
+    pub fn speech_for_servers(
+        &self,
+        servers: &transcription_fleet::ServerChoice,
+        model: &str,
+        consent: &RemoteConsent,
+    ) -> Result<Arc<SpeechService>, SpeechError> {
+        use headroom_speech::remote::RemoteTranscriber;
+        servers.check(model).map_err(AsrError::from)?;
+        let key = self.env.audio_api_key.clone();
+        let transcriber: Arc<dyn Transcriber> = match servers.urls.as_slice() {
+            [] => return Ok(self.speech.clone()),
+            [url] if servers.per_server.is_none() => {
+                Arc::new(RemoteTranscriber::new(url, model, key, consent).map_err(AsrError::from)?)
+            }
+            urls => {
+                let settings = transcription_fleet::FleetSettings {
+                    per_server: servers.per_server.map_or(1, usize::from),
+                    ..transcription_fleet::FleetSettings::default()
+                };
+                Arc::new(
+                    transcription_fleet::TranscriptionFleet::new(
+                        urls,
+                        model,
+                        key,
+                        consent,
+                        settings,
+                        self.metrics.clone(),
+                    )
+                    .map_err(AsrError::from)?,
+                )
+            }
+        };
+        Ok(self.speech_using(Some(transcriber), None))
     }
 
     /// The voice workflows (add clips, score, match, speak as a voice) over these services.

@@ -35,6 +35,136 @@ const MAX_ROUND_WAIT: Duration = Duration::from_secs(30);
 /// backoff may have run out meanwhile).
 const RECHECK: Duration = Duration::from_secs(1);
 
+/// The most transcription servers one job names, from every entry alike (the CLI's
+/// `--server-url`, the window's batch form, a job record read back).
+pub const MAX_SERVERS: usize = 64;
+/// The most pieces one server is given at once.
+pub const MAX_PER_SERVER: u16 = 64;
+/// The longest model name sent to the servers (vLLM's names a repository: `openai/whisper-large-v3`).
+pub const MAX_MODEL_NAME_CHARS: usize = 256;
+
+/// Where a transcription is heard: this machine's engine (no servers), one server (the
+/// recording sent as the embedded engine would hear it), or a fleet (cut at pauses, the pieces
+/// heard at once). As a person names it, and as a job records it so a resumed job goes on
+/// where it started; checked ([`ServerChoice::check`]) once at each entry.
+#[derive(Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct ServerChoice {
+    /// OpenAI-compatible transcription servers (`http://10.0.0.5:8089/v1`); none: this
+    /// machine's engine.
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// Pieces each server is given at once (`None`: one, and one server alone hears the
+    /// recording whole rather than in pieces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_server: Option<u16>,
+}
+
+/// Redacted, as every URL that may carry a secret is shown.
+impl std::fmt::Debug for ServerChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerChoice")
+            .field("urls", &self.shown())
+            .field("per_server", &self.per_server)
+            .finish()
+    }
+}
+
+/// A server as the fleet tells servers apart: a trailing `/` or spaces make no other server.
+fn server_key(url: &str) -> &str {
+    url.trim().trim_end_matches('/')
+}
+
+impl ServerChoice {
+    /// This machine's engine.
+    pub fn embedded() -> ServerChoice {
+        ServerChoice::default()
+    }
+
+    pub fn is_embedded(&self) -> bool {
+        self.urls.is_empty()
+    }
+
+    /// The recording is cut at its pauses and heard in pieces at once (several servers, or
+    /// pieces per server given), not in Whisper-window chunks in order.
+    pub fn in_pieces(&self) -> bool {
+        self.urls.len() > 1 || (!self.urls.is_empty() && self.per_server.is_some())
+    }
+
+    /// Refuses what no job may name: more than [`MAX_SERVERS`] servers, pieces per server
+    /// outside 1..=[`MAX_PER_SERVER`] or without servers, a model name that is empty, over
+    /// [`MAX_MODEL_NAME_CHARS`] or holds control characters. The URLs themselves are checked
+    /// (and allowed) when the servers are made.
+    pub fn check(&self, model: &str) -> Result<(), RemoteError> {
+        let refuse = |why: String| Err(RemoteError::BadServers(why));
+        if self.urls.len() > MAX_SERVERS {
+            return refuse(format!(
+                "{} servers were named; one job uses at most {MAX_SERVERS}",
+                self.urls.len()
+            ));
+        }
+        match self.per_server {
+            Some(_) if self.urls.is_empty() => {
+                return refuse(
+                    "pieces per server shares pieces among servers: name the servers too".into(),
+                )
+            }
+            Some(n) if !(1..=MAX_PER_SERVER).contains(&n) => {
+                return refuse(format!(
+                    "pieces per server is {n}; it is 1 to {MAX_PER_SERVER}"
+                ))
+            }
+            _ => {}
+        }
+        if !self.urls.is_empty() {
+            let chars = model.chars().count();
+            if chars == 0 || chars > MAX_MODEL_NAME_CHARS || model.chars().any(char::is_control) {
+                return refuse(format!(
+                    "the model name for the servers must be 1 to {MAX_MODEL_NAME_CHARS} characters, none of them control characters"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a server URL that carries a secret (`user:key@`, a `?key=` parameter), for a
+    /// choice that is kept in a file (a job record): the key goes in
+    /// `HEADROOM_AUDIO_API_KEY`, which no file holds.
+    pub fn check_kept(&self) -> Result<(), RemoteError> {
+        match self
+            .urls
+            .iter()
+            .map(|url| headroom_base::redact::SecretUrl::new(url.trim()))
+            .find(|url| url.has_secrets())
+        {
+            Some(url) => Err(RemoteError::BadServers(format!(
+                "the server URL {url} carries a secret, which would be kept in the job's record: give the key with HEADROOM_AUDIO_API_KEY instead"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The servers as a record shows them: redacted, spelled as the fleet tells them apart,
+    /// sorted (the same servers in another order do the same work), after commas; `None` for
+    /// this machine's engine.
+    pub fn shown(&self) -> Option<String> {
+        let mut shown: Vec<String> = self
+            .urls
+            .iter()
+            .map(|url| headroom_base::redact::SecretUrl::new(server_key(url)).redacted())
+            .collect();
+        shown.sort();
+        shown.dedup();
+        (!shown.is_empty()).then(|| shown.join(", "))
+    }
+
+    /// The servers' origins on other machines: what a person's consent to send them the audio
+    /// names.
+    pub fn remote_origins(&self) -> Vec<String> {
+        headroom_base::consent::origins_elsewhere(self.urls.iter().map(String::as_str))
+    }
+}
+
 /// One audio server of the fleet.
 pub struct AudioServer {
     transcriber: RemoteTranscriber,
@@ -105,7 +235,7 @@ impl TranscriptionFleet {
         let mut seen = std::collections::HashSet::new();
         let specs = urls
             .iter()
-            .filter(|url| seen.insert(url.trim().trim_end_matches('/').to_string()))
+            .filter(|url| seen.insert(server_key(url).to_string()))
             .map(|url| {
                 let transcriber = RemoteTranscriber::new(url, model, api_key.clone(), consent)?;
                 Ok(UpstreamSpec::new(AudioServer { transcriber }))
@@ -376,5 +506,101 @@ impl Transcriber for TranscriptionFleet {
             }
         })?;
         Ok(transcript)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(urls: &[&str], per_server: Option<u16>) -> ServerChoice {
+        ServerChoice {
+            urls: urls.iter().map(|u| u.to_string()).collect(),
+            per_server,
+        }
+    }
+
+    fn refusal(choice: &ServerChoice, model: &str) -> String {
+        match choice.check(model) {
+            Err(RemoteError::BadServers(why)) => why,
+            other => panic!("refused as bad servers, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_choice_no_job_may_name_is_refused_with_why() {
+        let many: Vec<String> = (0..=MAX_SERVERS)
+            .map(|i| format!("http://127.0.0.1:{}/v1", 9000 + i))
+            .collect();
+        let too_many = ServerChoice {
+            urls: many,
+            per_server: None,
+        };
+        assert!(refusal(&too_many, "whisper-1").contains("at most 64"));
+        assert!(refusal(&on(&[], Some(2)), "whisper-1").contains("name the servers"));
+        assert!(refusal(&on(&["http://a:1/v1"], Some(0)), "whisper-1").contains("1 to 64"));
+        assert!(refusal(&on(&["http://a:1/v1"], Some(65)), "whisper-1").contains("1 to 64"));
+        for model in ["", "whisper\n-1", &"m".repeat(MAX_MODEL_NAME_CHARS + 1)] {
+            assert!(refusal(&on(&["http://a:1/v1"], None), model).contains("model name"));
+        }
+        // Within every bound; this machine's engine names no server model.
+        on(&["http://a:1/v1"], Some(MAX_PER_SERVER))
+            .check("openai/whisper-large-v3")
+            .unwrap();
+        ServerChoice::embedded().check("").unwrap();
+    }
+
+    #[test]
+    fn pieces_are_heard_at_once_with_several_servers_or_pieces_per_server_given() {
+        assert!(!ServerChoice::embedded().in_pieces());
+        assert!(!on(&["http://a:1/v1"], None).in_pieces());
+        assert!(on(&["http://a:1/v1"], Some(1)).in_pieces());
+        assert!(on(&["http://a:1/v1", "http://b:1/v1"], None).in_pieces());
+    }
+
+    #[test]
+    fn servers_are_shown_redacted_and_sorted_and_only_those_elsewhere_need_consent() {
+        let choice = on(
+            &[
+                "http://b.example:8000/v1/",
+                "http://user:hunter2@a.example:8000/v1",
+                "http://127.0.0.1:8089/v1",
+                "http://b.example:8000/v1",
+            ],
+            None,
+        );
+        let shown = choice.shown().unwrap();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(shown.matches("b.example").count(), 1, "{shown}");
+        let mut reversed = choice.clone();
+        reversed.urls.reverse();
+        assert_eq!(
+            reversed.shown().unwrap(),
+            shown,
+            "the same servers in another order"
+        );
+        assert_eq!(
+            choice.remote_origins(),
+            ["http://b.example:8000", "http://a.example:8000"]
+        );
+        assert_eq!(ServerChoice::embedded().shown(), None);
+        assert!(!format!("{choice:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_choice_kept_in_a_record_carries_no_secret() {
+        let with_key = on(&["http://127.0.0.1:8089/v1?api_key=hunter2"], None);
+        let why = match with_key.check_kept() {
+            Err(RemoteError::BadServers(why)) => why,
+            other => panic!("refused, not {other:?}"),
+        };
+        assert!(why.contains("HEADROOM_AUDIO_API_KEY"), "{why}");
+        assert!(!why.contains("hunter2"), "{why}");
+        assert!(on(&["http://u:hunter2@10.0.0.5:8089/v1"], None)
+            .check_kept()
+            .is_err());
+        on(&["http://10.0.0.5:8089/v1"], Some(2))
+            .check_kept()
+            .unwrap();
     }
 }

@@ -41,6 +41,10 @@ pub enum RemoteError {
     Deadline { url: SecretUrl, seconds: u64 },
     #[error("no audio server was given")]
     NoServer,
+    /// The servers named for a job cannot be used as named (too many, pieces per server out
+    /// of range or without servers, a model name no server could be asked for).
+    #[error("{0}")]
+    BadServers(String),
     /// Every server of a fleet was tried for a piece of work, and none did it.
     #[error("no audio server could transcribe {stretch} ({tried} tried); the last: {last}")]
     EveryServerFailed {

@@ -9,6 +9,7 @@
 use crate::projects::{json_files, ProjectEntry, ProjectError, ProjectStore, JOBS};
 use headroom_base::clock::unix_ms;
 use headroom_base::fsutil::Beneath;
+use headroom_services::transcription_fleet::ServerChoice;
 use headroom_speech::asr::Segment;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, TryLockError};
@@ -23,12 +24,16 @@ const FORMAT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JobKind {
-    /// Transcribe the project's audio file `audio` (relative to the project) with `model`.
+    /// Transcribe the project's audio file `audio` (relative to the project) with `model`:
+    /// this machine's, or the name the servers are asked for.
     Transcribe {
         audio: String,
         model: String,
         #[serde(default)]
         language: Option<String>,
+        /// Where it is heard (a batch sent to servers): a resumed job goes on there.
+        #[serde(default, skip_serializing_if = "ServerChoice::is_embedded")]
+        servers: ServerChoice,
     },
     /// Clean every segment as the project's settings say.
     Cleanup { rules_only: bool, accept: bool },
@@ -150,12 +155,24 @@ impl JobRecord {
     pub fn describe(&self) -> String {
         let p = &self.progress;
         match &self.kind {
-            JobKind::Transcribe { audio, model, .. } if p.duration_secs > 0.0 => format!(
-                "transcribe {audio} with {model}: {:.0} s of {:.0} s done",
-                p.done_secs, p.duration_secs
-            ),
-            JobKind::Transcribe { audio, model, .. } => {
-                format!("transcribe {audio} with {model}: not started")
+            JobKind::Transcribe {
+                audio,
+                model,
+                servers,
+                ..
+            } => {
+                let on = servers
+                    .shown()
+                    .map(|shown| format!(" on {shown}"))
+                    .unwrap_or_default();
+                if p.duration_secs > 0.0 {
+                    format!(
+                        "transcribe {audio} with {model}{on}: {:.0} s of {:.0} s done",
+                        p.done_secs, p.duration_secs
+                    )
+                } else {
+                    format!("transcribe {audio} with {model}{on}: not started")
+                }
             }
             JobKind::Cleanup { rules_only, .. } => format!(
                 "clean up{}: {} segments done{}",
@@ -456,7 +473,35 @@ mod tests {
             audio: "audio/talk.wav".into(),
             model: "whisper-tiny.en".into(),
             language: None,
+            servers: ServerChoice::embedded(),
         }
+    }
+
+    #[test]
+    fn a_transcription_record_names_its_servers_and_one_from_before_reads_as_this_machines() {
+        let before = r#"{"kind":"transcribe","audio":"audio/talk.wav","model":"whisper-tiny.en"}"#;
+        let kind: JobKind = serde_json::from_str(before).unwrap();
+        assert_eq!(kind, transcribe());
+        let on_servers = JobKind::Transcribe {
+            audio: "audio/talk.wav".into(),
+            model: "whisper-1".into(),
+            language: None,
+            servers: ServerChoice {
+                urls: vec!["http://127.0.0.1:8089/v1".into()],
+                per_server: Some(2),
+            },
+        };
+        let written = serde_json::to_string(&on_servers).unwrap();
+        assert_eq!(
+            serde_json::from_str::<JobKind>(&written).unwrap(),
+            on_servers
+        );
+        assert!(
+            !serde_json::to_string(&transcribe())
+                .unwrap()
+                .contains("servers"),
+            "this machine's engine writes the record as before"
+        );
     }
 
     #[test]

@@ -146,6 +146,10 @@ pub struct ProjectSettings {
     /// project saved with one origin reads as a list of that one.)
     #[serde(default, deserialize_with = "one_or_many_origins")]
     pub remote_text_allowed: Vec<String>,
+    /// The transcription servers on other machines (their origins) this project's recording
+    /// may be sent to, by the user's explicit consent (given when a batch sent to servers made
+    /// the project); servers on this machine need none.
+    pub remote_audio_allowed: Vec<String>,
     /// The one cloning server on another machine (its origin) this project's text and voice
     /// clips may be sent to, by the user's explicit consent; servers on this machine need
     /// none. A different server elsewhere needs consent again.
@@ -162,6 +166,11 @@ impl ProjectSettings {
     /// What this project allows off this machine for its voices: its cloning server.
     pub fn remote_consent(&self) -> headroom_base::consent::RemoteConsent {
         headroom_base::consent::RemoteConsent::allowing(self.remote_voice_allowed.iter())
+    }
+
+    /// What this project allows off this machine for its recording: transcription servers.
+    pub fn audio_consent(&self) -> headroom_base::consent::RemoteConsent {
+        headroom_base::consent::RemoteConsent::allowing(self.remote_audio_allowed.iter())
     }
 
     /// What this project allows off this machine for its transcript: its text lane's servers.
@@ -195,6 +204,7 @@ impl Default for ProjectSettings {
             server_url: None,
             upstreams: Vec::new(),
             remote_text_allowed: Vec::new(),
+            remote_audio_allowed: Vec::new(),
             remote_voice_allowed: None,
             voice: None,
             speakers: SpeakerSetting::default(),

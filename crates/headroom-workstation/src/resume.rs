@@ -47,8 +47,15 @@ impl Workstation {
         match job.record().kind.clone() {
             JobKind::Transcribe { .. } => Ok(JobOutcome::Transcribed(Box::new(
                 // Resumed when the person asks for it: they are waiting.
-                self.run_transcription(project_id, job, Priority::Interactive, progress, stop)
-                    .await?,
+                self.run_transcription(
+                    project_id,
+                    job,
+                    None,
+                    Priority::Interactive,
+                    progress,
+                    stop,
+                )
+                .await?,
             ))),
             JobKind::Cleanup { .. } => Ok(JobOutcome::Cleaned(
                 self.run_cleanup(project_id, job, on_event, &stop).await?,

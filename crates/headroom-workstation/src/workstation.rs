@@ -9,7 +9,7 @@ use crate::projects::{
     Recovered, SpeechTake, Suggestion, SuggestionSource, TextNote, VersionInfo,
 };
 use headroom_base::clock::unix_ms;
-use headroom_base::consent::{Destination, RemoteConsent};
+use headroom_base::consent::{origins_elsewhere, Destination, RemoteConsent};
 use headroom_base::fsutil::copy_atomic_from;
 use headroom_base::redact::SecretUrl;
 use headroom_base::sync::Locked;
@@ -25,9 +25,10 @@ use headroom_gpu::GpuSampler;
 use headroom_services::recording::{LiveRequest, Recorded, Recording};
 use headroom_services::speaking_voice::{profile_voice_name, SpeakingVoice};
 use headroom_services::speech::{
-    speech_pieces, AudioInput, Resume, SpeakerRequest, SpeechError, Transcription,
+    speech_pieces, AudioInput, Resume, SpeakerRequest, SpeechError, SpeechService, Transcription,
     MAX_SPEECH_INPUT_CHARS,
 };
+use headroom_services::transcription_fleet::ServerChoice;
 use headroom_services::voice_work::VoiceWorkError;
 use headroom_services::{LaneView, Services, ServicesError};
 use headroom_speech::asr::diarize::attribute;
@@ -471,18 +472,9 @@ impl Workstation {
         // The project's consent, or the settings' (`--allow-remote`, privacy.allow_remote), as
         // for its cloning server, for every server its lane sends to.
         let consent = self.text_consent(project);
-        let upstreams: Vec<Destination> = self
-            .services
-            .text_lane_urls(&self.server_urls_for(project))
-            .iter()
-            .map(|url| Destination::of(url))
-            .collect();
-        let mut origins: Vec<String> = Vec::new();
-        for upstream in upstreams.iter().filter(|u| !u.on_this_machine) {
-            if !origins.contains(&upstream.origin) {
-                origins.push(upstream.origin.clone());
-            }
-        }
+        let urls = self.services.text_lane_urls(&self.server_urls_for(project));
+        let upstreams: Vec<Destination> = urls.iter().map(|url| Destination::of(url)).collect();
+        let origins = origins_elsewhere(urls.iter().map(String::as_str));
         TextDestination {
             url: destination.url.redacted(),
             allowed: upstreams.iter().all(|u| consent.permits(u)),
@@ -694,6 +686,7 @@ impl Workstation {
             project_id,
             source,
             model,
+            None,
             Priority::Interactive,
             progress,
             stop.into(),
@@ -701,12 +694,16 @@ impl Workstation {
         .await
     }
 
-    /// [`Workstation::transcribe`] at `priority` (a batch of files is batch work).
+    /// [`Workstation::transcribe`] at `priority` (a batch of files is batch work), heard on
+    /// `servers` when given (with the speech made for them once for the whole batch): the
+    /// job records them, so a resumed job goes on there.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn transcribe_at(
         &self,
         project_id: &str,
         source: &Path,
         model: Option<&str>,
+        servers: Option<(&ServerChoice, Arc<SpeechService>)>,
         priority: Priority,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         stop: JobStop,
@@ -722,10 +719,18 @@ impl Workstation {
             Ok(store.import_audio(&project, &source)?)
         })
         .await?;
-        let model = models::spec(model.unwrap_or(models::DEFAULT_MODEL))
-            .map_err(SpeechError::from)?
-            .name
-            .to_string();
+        let (choice, speech) = match servers {
+            Some((choice, speech)) => (choice.clone(), Some(speech)),
+            None => (ServerChoice::embedded(), None),
+        };
+        let model = match model.unwrap_or(models::DEFAULT_MODEL) {
+            // Servers are asked for the model by the name they know it by.
+            named if !choice.is_embedded() => named.to_string(),
+            named => models::spec(named)
+                .map_err(SpeechError::from)?
+                .name
+                .to_string(),
+        };
         let job = self
             .start_job(
                 project_id,
@@ -733,11 +738,21 @@ impl Workstation {
                     audio,
                     model,
                     language: None,
+                    servers: choice,
                 },
             )
             .await?;
-        self.run_transcription(project_id, job, priority, progress, stop)
+        self.run_transcription(project_id, job, speech, priority, progress, stop)
             .await
+    }
+
+    /// What may leave the machine for a project's audio (its recording, sent to transcription
+    /// servers): the settings' consent and the project's own.
+    pub fn audio_consent(&self, project: &Project) -> RemoteConsent {
+        self.config()
+            .privacy
+            .consent()
+            .and(&project.settings.audio_consent())
     }
 
     /// Records a job in the project (off the async threads: the store's lock may be held by
@@ -755,11 +770,14 @@ impl Workstation {
     }
 
     /// Runs a transcription job from its checkpoint; each finished window is saved in the job
-    /// record as it finishes.
+    /// record as it finishes. `speech`: what hears it, made for its servers by the caller (a
+    /// batch); `None`: made here from the record (a resumed job goes on where it started, with
+    /// the project's consent as it is now).
     pub(crate) async fn run_transcription(
         &self,
         project_id: &str,
         job: RunningJob,
+        speech: Option<Arc<SpeechService>>,
         priority: Priority,
         progress: Arc<dyn Fn(f32) + Send + Sync>,
         stop: JobStop,
@@ -769,23 +787,42 @@ impl Workstation {
             audio,
             model,
             language,
+            servers,
         } = job.record().kind.clone()
         else {
             unreachable!("run_transcription runs transcription jobs")
         };
         let from_secs = job.record().progress.done_secs;
         // Speakers as the project asks for them now (a resumed job too).
-        let speakers = {
+        let project = {
             let (store, id) = (self.store.clone(), project_id.to_string());
-            blocking(move || Ok(store.open(&id)?.settings.speakers.count())).await
+            blocking(move || Ok(store.open(&id)?)).await
         };
-        let speakers = match speakers {
-            Ok(s) => s,
+        let project = match project {
+            Ok(project) => project,
             Err(e) => {
                 end_job(job).await;
                 return Err(e);
             }
         };
+        let speech = match speech {
+            Some(speech) => speech,
+            None => match self.services.speech_for_servers(
+                &servers,
+                &model,
+                &self.audio_consent(&project),
+            ) {
+                Ok(speech) => speech,
+                // Refused before anything was sent (consent taken back, a server the record
+                // names that no job may): the record stays with its finished pieces, listed
+                // as interrupted, to resume once it may go on.
+                Err(e) => {
+                    drop(job);
+                    return Err(e.into());
+                }
+            },
+        };
+        let speakers = project.settings.speakers.count();
         let input = {
             let (store, id, audio) = (self.store.clone(), project_id.to_string(), audio.clone());
             blocking(move || {
@@ -824,8 +861,7 @@ impl Workstation {
                     progress,
                     ..Transcription::new(input, &model, options)
                 };
-                self.services
-                    .speech()
+                speech
                     .transcribe_with(transcription, cancel)
                     .await
                     .map_err(WorkstationError::from)

@@ -173,6 +173,10 @@ pub const SCENARIOS: &[Scenario] = &[
     ),
     scenario!(
         First,
+        projects::several_files_are_heard_on_the_servers_the_form_names
+    ),
+    scenario!(
+        First,
         transcribe::a_transcription_is_paused_then_resumed_from_interrupted_jobs
     ),
     scenario!(

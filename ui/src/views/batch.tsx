@@ -1,7 +1,7 @@
 // Several recordings at once: dropped on the Projects view (or listed by path), one queued
 // job makes a project of each and transcribes it; a file that fails is named with why.
 import { listen } from "@tauri-apps/api/event";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import {
   api,
   asUiError,
@@ -12,6 +12,7 @@ import {
   type UiError,
 } from "../api";
 import { useEvent, useJob } from "../hooks";
+import { batchServers, MAX_PER_SERVER, piecesPerServer } from "./batch.state";
 import { JobTimeText } from "../jobtime";
 import { formatPercent, t, type MessageKey } from "../i18n";
 import { ErrorNotice } from "../rejection";
@@ -30,6 +31,16 @@ const FAILURE_REASONS: Record<FileFailureReason, MessageKey> = {
 
 export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Project) => void }) {
   const [text, setText] = useState("");
+  const [serverText, setServerText] = useState("");
+  const [serverModel, setServerModel] = useState("");
+  const [perServer, setPerServer] = useState("");
+  const [allowRemote, setAllowRemote] = useState(false);
+  // How many servers the running batch is heard on (0: this machine's engine).
+  const [onServers, setOnServers] = useState(0);
+  // The servers' fields as they are now: files dropped on the window start a batch from a
+  // listener made once, which would otherwise see the fields as they were then.
+  const serverFields = useRef({ serverText, serverModel, perServer, allowRemote });
+  serverFields.current = { serverText, serverModel, perServer, allowRemote };
   const [progress, setProgress] = useState(0);
   const [time, setTime] = useState<JobTime | null>(null);
   const [outcomes, setOutcomes] = useState<FileOutcome[] | null>(null);
@@ -45,13 +56,20 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
 
   const start = async (paths: string[]) => {
     const files = paths.map((p) => p.trim()).filter((p) => p !== "");
-    if (files.length === 0 || batch.running) return;
+    const fields = serverFields.current;
+    // Servers named with pieces per server out of range: the field says so; nothing starts
+    // (not even on this machine's engine, which is not what was asked for).
+    const badPieces = fields.serverText.trim() !== "" && piecesPerServer(fields.perServer) === undefined;
+    if (files.length === 0 || batch.running || badPieces) return;
     setError(null);
     setOutcomes(null);
     setProgress(0);
     setTime(null);
     try {
-      setOutcomes(await batch.run((id) => api.transcribeFiles(files, id)));
+      const servers = batchServers(fields.serverText, fields.perServer, fields.allowRemote);
+      const model = servers && fields.serverModel.trim() !== "" ? fields.serverModel.trim() : null;
+      setOnServers(servers?.urls.length ?? 0);
+      setOutcomes(await batch.run((id) => api.transcribeFiles(files, id, servers, model)));
     } catch (e) {
       setError(asUiError(e));
     } finally {
@@ -73,6 +91,8 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
     };
   }, []);
 
+  // Pieces per server typed but not a whole number 1 to 64 (with servers named): not started.
+  const perServerBad = serverText.trim() !== "" && piecesPerServer(perServer) === undefined;
   const made = outcomes?.filter((o) => o.project).length ?? 0;
   const failed = outcomes?.filter((o) => o.failure).length ?? 0;
   return (
@@ -94,8 +114,65 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
           value={text}
           onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
         />
+        <details data-testid="batch-servers-section">
+          <summary data-testid="batch-servers-toggle">{t("batch.servers.title")}</summary>
+          <p class="muted">{t("batch.servers.about")}</p>
+          <div class="column">
+            <label for="batch-servers">{t("batch.servers.urls")}</label>
+            <textarea
+              id="batch-servers"
+              data-testid="batch-servers"
+              rows={2}
+              placeholder={t("batch.servers.urlsPlaceholder")}
+              value={serverText}
+              onInput={(e) => setServerText((e.target as HTMLTextAreaElement).value)}
+            />
+            <div class="row">
+              <span class="labelled">
+                <label for="batch-server-model">{t("batch.servers.model")}</label>
+                <input
+                  id="batch-server-model"
+                  data-testid="batch-server-model"
+                  placeholder={t("batch.servers.modelPlaceholder")}
+                  value={serverModel}
+                  onInput={(e) => setServerModel((e.target as HTMLInputElement).value)}
+                />
+              </span>
+              <span class="labelled">
+                <label for="batch-per-server">{t("batch.servers.perServer")}</label>
+                <input
+                  id="batch-per-server"
+                  data-testid="batch-per-server"
+                  type="number"
+                  min={1}
+                  max={MAX_PER_SERVER}
+                  step={1}
+                  placeholder="1"
+                  value={perServer}
+                  aria-invalid={perServerBad}
+                  aria-describedby={perServerBad ? "batch-per-server-error" : undefined}
+                  onInput={(e) => setPerServer((e.target as HTMLInputElement).value)}
+                />
+              </span>
+              {perServerBad && (
+                <span id="batch-per-server-error" class="error-text" data-testid="batch-per-server-error">
+                  {t("batch.servers.perServerRange", { most: MAX_PER_SERVER })}
+                </span>
+              )}
+            </div>
+            <label class="toggle">
+              <input
+                type="checkbox"
+                data-testid="batch-servers-allow"
+                checked={allowRemote}
+                onChange={(e) => setAllowRemote((e.target as HTMLInputElement).checked)}
+              />
+              {t("batch.servers.allowRemote")}
+            </label>
+          </div>
+        </details>
         <div class="row">
-          <button type="submit" data-testid="batch-start" disabled={batch.running !== null || text.trim() === ""}>
+          <button type="submit" data-testid="batch-start" disabled={batch.running !== null || text.trim() === "" || perServerBad}>
             {t("batch.start")}
           </button>
           {batch.running && (
@@ -112,6 +189,9 @@ export function BatchTranscribe(props: { onChanged: () => void; onOpen: (p: Proj
       </form>
       {error && <ErrorNotice scope="batch" error={error} onDismiss={() => setError(null)} />}
       <div role="status" aria-live="polite">
+        {(batch.running || outcomes) && onServers > 0 && (
+          <p data-testid="batch-on-servers">{t("batch.servers.on", { count: onServers })}</p>
+        )}
         {outcomes && (
           <p data-testid="batch-summary">{t("batch.summary", { made, failed })}</p>
         )}

@@ -9,7 +9,6 @@ use super::{known_speakers, rendered, JobSettings, StderrLines, TranscribeArgs, 
 use crate::{cancel_on_ctrl_c, EXIT_CANCELLED};
 use anyhow::Context;
 use headroom_base::fsutil::{remove_stale_temporaries, sync_dir, write_atomic};
-use headroom_base::redact::SecretUrl;
 use headroom_core::admission::Priority;
 use headroom_services::batch::{
     expand_inputs, run_batch, BatchEnd, BatchError, BatchWork, FailureReason, FileFailure,
@@ -169,8 +168,8 @@ impl OutputOptions {
     pub(super) fn of(args: &TranscribeArgs) -> anyhow::Result<OutputOptions> {
         Ok(OutputOptions {
             model: args.model.clone(),
-            server_url: servers_shown(&args.server_url),
-            pieces: args.server_url.len() > 1 || args.per_server.is_some(),
+            server_url: args.servers().shown(),
+            pieces: args.servers().in_pieces(),
             language: args.language.clone(),
             format: args.format,
             words: args.words,
@@ -187,18 +186,6 @@ impl OutputOptions {
                 .collect(),
         })
     }
-}
-
-/// The servers as the manifest records them: `None` for the embedded engine.
-fn servers_shown(urls: &[String]) -> Option<String> {
-    // Spelled as the fleet tells them apart: a trailing `/` makes no other server.
-    let mut shown: Vec<String> = urls
-        .iter()
-        .map(|url| SecretUrl::new(url.trim().trim_end_matches('/')).redacted())
-        .collect();
-    shown.sort();
-    shown.dedup();
-    (!shown.is_empty()).then(|| shown.join(", "))
 }
 
 /// What a transcript in the out folder was made from.
