@@ -115,10 +115,12 @@ pub struct SpeakersBenchConfig {
     pub set: VoiceSet,
     /// Numbers of speakers, one group of conversations each.
     pub speakers: Vec<usize>,
-    /// Conversations per number of speakers.
+    /// Conversations per number of speakers and length.
     pub conversations: usize,
-    /// Length of each conversation, in seconds of audio.
-    pub seconds: f64,
+    /// Lengths of the conversations, in seconds of audio: each number of speakers gets its
+    /// conversations at each length, each conversation's voices the same at every length (an
+    /// hour's conversation drifts where a minute's does not).
+    pub lengths: Vec<f64>,
     /// Seed for the conversations (speakers, turns, pauses, noise).
     pub seed: u64,
     /// Where synthesized sentences are kept between runs (`None`: a private temporary folder
@@ -135,7 +137,7 @@ impl Default for SpeakersBenchConfig {
             set: VoiceSet::Test,
             speakers: vec![2, 3, 4, 5],
             conversations: 3,
-            seconds: 60.0,
+            lengths: vec![60.0],
             seed: 29,
             cache: None,
             keep: None,
@@ -318,6 +320,8 @@ impl Conversation {
 pub struct ConversationRow {
     pub speakers: usize,
     pub voices: Vec<String>,
+    /// The length asked for (its group), and the length made (a turn is not cut).
+    pub length_secs: f64,
     pub seconds: f64,
     pub snr_db: f64,
     pub backchannels: usize,
@@ -345,6 +349,8 @@ pub struct KnownRow {
 #[derive(Debug, Serialize)]
 pub struct SizeRow {
     pub speakers: usize,
+    /// The length the group's conversations were asked for.
+    pub length_secs: f64,
     pub conversations: usize,
     pub der: f64,
     pub missed: f64,
@@ -386,13 +392,24 @@ pub async fn run(
     let embedder = services.embedder()?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     let mut rows = Vec::new();
-    for &n in &args.speakers {
-        for c in 0..args.conversations {
-            let chosen = choose_voices(&voices, n, &mut rng);
+    // The same voices at every length (the turns drawn afresh), so a longer conversation's
+    // row differs from a shorter one's by its length alone; with one length, the draws are
+    // the ones a run before lengths made.
+    for (n, c) in args
+        .speakers
+        .iter()
+        .flat_map(|&n| (0..args.conversations).map(move |c| (n, c)))
+    {
+        let chosen = choose_voices(&voices, n, &mut rng);
+        for &seconds in &args.lengths {
             let conversation =
-                make_conversation(services, &cache, &chosen, args.seconds, &mut rng).await?;
+                make_conversation(services, &cache, &chosen, seconds, &mut rng).await?;
             if let Some(dir) = &args.keep {
-                keep(dir, &format!("{n}-speakers-{c}"), &conversation)?;
+                let name = match args.lengths.len() {
+                    1 => format!("{n}-speakers-{c}"),
+                    _ => format!("{n}-speakers-{}-{c}", length_text(seconds)),
+                };
+                keep(dir, &name, &conversation)?;
             }
             // Profiles: every other voice of the conversation, and two voices not in it.
             let mut profiled: Vec<&'static str> = chosen.iter().step_by(2).copied().collect();
@@ -411,9 +428,11 @@ pub async fn run(
                     embedding: embedder.embed(&clip)?,
                 });
             }
-            let row = score(&diarizer, &conversation, &known, &params, n)?;
+            let row = score(&diarizer, &conversation, &known, &params, n, seconds)?;
             progress(&format!(
-                "{n} speakers #{c}: DER {:.1}% (missed {:.1}%, false alarm {:.1}%, confusion {:.1}%), {} speakers found, given {n}: {:.1}%, names {}/{} right, {} wrong; {:.1} s",
+                "{n} speakers ({}), {} #{c}: DER {:.1}% (missed {:.1}%, false alarm {:.1}%, confusion {:.1}%), {} speakers found, given {n}: {:.1}%, names {}/{} right, {} wrong; {:.1} s",
+                chosen.join(", "),
+                length_text(seconds),
                 100.0 * row.der.der,
                 100.0 * row.der.missed,
                 100.0 * row.der.false_alarm,
@@ -704,6 +723,7 @@ fn score(
     known: &[KnownSpeaker],
     params: &DiarizeParams,
     n: usize,
+    length_secs: f64,
 ) -> Result<ConversationRow, SuiteError> {
     let reference = c.reference();
     let cancel = CancellationToken::new();
@@ -731,6 +751,7 @@ fn score(
     Ok(ConversationRow {
         speakers: n,
         voices: c.voices.iter().map(|v| v.to_string()).collect(),
+        length_secs,
         seconds: c.audio.duration_secs(),
         snr_db: c.snr_db,
         backchannels: c
@@ -808,16 +829,37 @@ fn majority_voice(found: &Diarization, s: usize, reference: &[Labelled]) -> Opti
         .map(|(v, _)| v)
 }
 
+/// Each group of conversations: a number of speakers at a length, in the order they are made.
+fn groups(args: &SpeakersBenchConfig) -> Vec<(usize, f64)> {
+    args.speakers
+        .iter()
+        .flat_map(|&n| args.lengths.iter().map(move |&seconds| (n, seconds)))
+        .collect()
+}
+
+/// `60 s`, `30 min`, `1 h 30 min`: a conversation's length as the table shows it.
+fn length_text(seconds: f64) -> String {
+    let minutes = (seconds / 60.0).round() as u64;
+    match (seconds < 120.0, minutes / 60, minutes % 60) {
+        (true, ..) => format!("{seconds:.0} s"),
+        (false, 0, m) => format!("{m} min"),
+        (false, h, 0) => format!("{h} h"),
+        (false, h, m) => format!("{h} h {m} min"),
+    }
+}
+
 fn summarize(
     args: &SpeakersBenchConfig,
     params: &DiarizeParams,
     rows: Vec<ConversationRow>,
 ) -> SpeakersBenchReport {
-    let sizes = args
-        .speakers
-        .iter()
-        .map(|&n| {
-            let of: Vec<&ConversationRow> = rows.iter().filter(|r| r.speakers == n).collect();
+    let sizes = groups(args)
+        .into_iter()
+        .map(|(n, seconds)| {
+            let of: Vec<&ConversationRow> = rows
+                .iter()
+                .filter(|r| r.speakers == n && r.length_secs == seconds)
+                .collect();
             // Rates over all the group's scored speech, as md-eval pools a corpus.
             let pooled = |f: fn(&DerReport) -> f64, g: fn(&ConversationRow) -> &DerReport| {
                 let scored: f64 = of.iter().map(|r| g(r).scored_secs).sum();
@@ -826,6 +868,7 @@ fn summarize(
             let errors = |d: &DerReport| d.missed_secs + d.false_alarm_secs + d.confusion_secs;
             SizeRow {
                 speakers: n,
+                length_secs: seconds,
                 conversations: of.len(),
                 der: pooled(errors, |r| &r.der),
                 missed: pooled(|d| d.missed_secs, |r| &r.der),
@@ -861,13 +904,14 @@ pub fn render_text(r: &SpeakersBenchReport) -> String {
         "voices: {:?} set · collar {} s · same-speaker {} · same-voice {} · change penalty {} · known {}",
         r.set, r.collar_secs, r.same_speaker, r.same_voice, r.change_penalty, r.known_threshold
     );
-    let _ = writeln!(out, "| speakers | conversations | DER | missed | false alarm | confusion | DER, count given | count right |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| speakers | length | conversations | DER | missed | false alarm | confusion | DER, count given | count right |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
     for s in &r.sizes {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {}/{} |",
+            "| {} | {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {}/{} |",
             s.speakers,
+            length_text(s.length_secs),
             s.conversations,
             100.0 * s.der,
             100.0 * s.missed,
@@ -899,4 +943,27 @@ pub fn render_text(r: &SpeakersBenchReport) -> String {
         other
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_number_of_speakers_gets_a_group_at_each_length_and_the_table_names_it() {
+        let args = SpeakersBenchConfig {
+            speakers: vec![2, 4],
+            lengths: vec![60.0, 5400.0],
+            ..SpeakersBenchConfig::default()
+        };
+        assert_eq!(
+            groups(&args),
+            [(2, 60.0), (2, 5400.0), (4, 60.0), (4, 5400.0)]
+        );
+        let shown: Vec<String> = [60.0, 1800.0, 5400.0, 10800.0]
+            .iter()
+            .map(|&s| length_text(s))
+            .collect();
+        assert_eq!(shown, ["60 s", "30 min", "1 h 30 min", "3 h"]);
+    }
 }

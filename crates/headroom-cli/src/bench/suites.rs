@@ -41,6 +41,24 @@ fn choice<T: Choice + Clone>() -> impl TypedValueParser<Value = T> {
     })
 }
 
+/// The longest conversation the speakers suite makes (three hours and more are what long
+/// recordings are measured at; it is held in memory, 230 MB an hour).
+const MAX_CONVERSATION_SECS: f64 = 4.0 * 3600.0;
+
+/// A conversation's length in seconds: 10 s (a few turns) to four hours.
+fn conversation_length(text: &str) -> Result<f64, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(10.0..=MAX_CONVERSATION_SECS).contains(&seconds) {
+        return Err(format!(
+            "a conversation is 10 to {MAX_CONVERSATION_SECS} seconds long, not {seconds}"
+        ));
+    }
+    Ok(seconds)
+}
+
 #[derive(Args, Debug)]
 pub struct IsolationBenchArgs {
     /// The interactive probes, comma-separated (default: all).
@@ -138,12 +156,14 @@ pub struct SpeakersBenchArgs {
     /// Numbers of speakers, one group of conversations each.
     #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 5])]
     speakers: Vec<usize>,
-    /// Conversations per number of speakers.
+    /// Conversations per number of speakers and length.
     #[arg(long, default_value_t = 3)]
     conversations: usize,
-    /// Length of each conversation, in seconds of audio.
-    #[arg(long, default_value_t = 60.0)]
-    seconds: f64,
+    /// Lengths of the conversations, in seconds of audio (e.g. 60,1800,5400,10800): each
+    /// number of speakers gets its conversations at each length, a row each; a conversation's
+    /// voices are the same at every length.
+    #[arg(long, value_delimiter = ',', default_values_t = [60.0], value_parser = conversation_length)]
+    seconds: Vec<f64>,
     /// Seed for the conversations (speakers, turns, pauses, noise).
     #[arg(long, default_value_t = 29)]
     seed: u64,
@@ -188,7 +208,7 @@ pub async fn speakers(args: SpeakersBenchArgs, services: &Services) -> anyhow::R
         set: args.set,
         speakers: args.speakers,
         conversations: args.conversations,
-        seconds: args.seconds,
+        lengths: args.seconds,
         seed: args.seed,
         cache: args.cache,
         keep: args.keep,
@@ -382,4 +402,22 @@ pub async fn voices(args: VoicesBenchArgs, services: &Services) -> anyhow::Resul
     let report = suites::voices::run(services, &config, &progress).await?;
     print!("{}", suites::voices::render_text(&report));
     save_json(args.json.as_deref(), &report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_is_ten_seconds_to_four_hours() {
+        assert_eq!(conversation_length(" 5400 "), Ok(5400.0));
+        assert!(conversation_length("9")
+            .unwrap_err()
+            .contains("10 to 14400"));
+        assert!(conversation_length("14401").is_err());
+        assert!(conversation_length("an hour")
+            .unwrap_err()
+            .contains("not a number"));
+        assert!(conversation_length("NaN").is_err());
+    }
 }
