@@ -52,7 +52,7 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     /// With [`Tool::watching_memory`]: the most memory the program held resident at once
     /// (its own `VmHWM`, read every 20 ms while it ran), in KiB; `None` when not watched, off
-    /// Linux, or when it ended before the first reading.
+    /// Linux, or when it ended before the first reading (20 ms after it started).
     pub peak_rss_kib: Option<u64>,
 }
 
@@ -332,19 +332,29 @@ impl Tool {
 /// every 20 ms until `stop` says it has exited. (The kernel's `ru_maxrss` will not do: it
 /// counts the memory of the process it was started from, before `exec`.)
 fn watch_peak_memory(pid: u32, stop: std::sync::mpsc::Receiver<()>) -> Option<u64> {
+    const EVERY: std::time::Duration = std::time::Duration::from_millis(20);
     let path = format!("/proc/{pid}/status");
     let read = || -> Option<u64> {
         let status = std::fs::read_to_string(&path).ok()?;
         let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
         line.split_whitespace().nth(1)?.parse().ok()
     };
+    // Not read at once: `spawn` returns when the kernel wakes the parent during `exec`,
+    // a moment before the child leaves the parent's memory for its own, and a reading then
+    // is the parent's high-water mark (seen: a 0.2 s `sh` read as 440 MiB, its parent's).
+    if !matches!(
+        stop.recv_timeout(EVERY),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+    ) {
+        return None;
+    }
     let mut peak = None;
     loop {
         // An exited program that is not reaped yet has no memory left to read.
         if let Some(now) = read() {
             peak = Some(peak.map_or(now, |p: u64| p.max(now)));
         }
-        match stop.recv_timeout(std::time::Duration::from_millis(20)) {
+        match stop.recv_timeout(EVERY) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
             _ => return peak,
         }
