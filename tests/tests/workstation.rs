@@ -9,7 +9,7 @@ use headroom_services::batch::FailureReason;
 use headroom_services::transcription_fleet::ServerChoice;
 use headroom_speech::asr::export::ExportFormat;
 use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
-use headroom_workstation::batch::BatchServers;
+use headroom_workstation::batch::{BatchServers, FileTranscription};
 use headroom_workstation::jobs::JobKind;
 use headroom_workstation::projects::{
     Decision, Project, ProjectEntry, ProjectError, ProjectStore, SuggestionSource,
@@ -1469,6 +1469,33 @@ async fn audio_worker() -> headroom_server::RunningServer {
     headroom_tests::serve(&headroom_tests::services_for("http://127.0.0.1:9/v1")).await
 }
 
+/// A batch heard on `urls` (none per server given), allowed elsewhere when `allow_remote`.
+fn on_servers(urls: Vec<String>, allow_remote: bool) -> BatchServers {
+    BatchServers {
+        choice: ServerChoice {
+            urls,
+            per_server: None,
+        },
+        allow_remote,
+    }
+}
+
+/// `files` as one batch on `servers`, the whole batch's progress unwatched.
+async fn batch_on(
+    ws: &Workstation,
+    files: &[PathBuf],
+    servers: &BatchServers,
+) -> Result<Vec<FileTranscription>, (Vec<FileTranscription>, WorkstationError)> {
+    ws.transcribe_files(
+        files,
+        None,
+        servers,
+        Arc::new(|_| {}),
+        CancellationToken::new(),
+    )
+    .await
+}
+
 /// A project's transcript, lower case.
 fn project_text(project: &Project) -> String {
     let texts: Vec<&str> = project.segments.iter().map(|s| s.text.as_str()).collect();
@@ -1499,23 +1526,8 @@ async fn a_batch_sent_to_two_servers_makes_a_project_of_each_file_from_their_tra
         })
         .collect();
     // Allowed to go elsewhere, but both servers are on this machine: no consent is recorded.
-    let servers = BatchServers {
-        choice: ServerChoice {
-            urls: urls.clone(),
-            per_server: None,
-        },
-        allow_remote: true,
-    };
-    let outcomes = ws
-        .transcribe_files(
-            &files,
-            None,
-            &servers,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let servers = on_servers(urls.clone(), true);
+    let outcomes = batch_on(&ws, &files, &servers).await.unwrap();
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     for outcome in &outcomes {
         let project = outcome.result.as_ref().unwrap();
@@ -1669,24 +1681,12 @@ async fn a_batch_allowed_elsewhere_records_the_consent_in_each_project() {
     let worker = audio_worker().await;
     let file = dir.join("take.flac");
     std::fs::copy(sample(), &file).unwrap();
-    let servers = BatchServers {
-        choice: ServerChoice {
-            // A reserved name: it resolves nowhere, so nothing leaves the machine.
-            urls: vec!["http://gpu.example:8000/v1".into(), worker.base_url()],
-            per_server: None,
-        },
-        allow_remote: true,
-    };
-    let outcomes = ws
-        .transcribe_files(
-            &[file],
-            None,
-            &servers,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    // A reserved name: it resolves nowhere, so nothing leaves the machine.
+    let servers = on_servers(
+        vec!["http://gpu.example:8000/v1".into(), worker.base_url()],
+        true,
+    );
+    let outcomes = batch_on(&ws, &[file], &servers).await.unwrap();
     let project = outcomes[0].result.as_ref().unwrap();
     assert_eq!(
         project.settings.remote_audio_allowed,
@@ -1706,23 +1706,8 @@ async fn a_batch_server_url_with_a_secret_is_refused() {
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let file = dir.join("take.flac");
     std::fs::copy(sample(), &file).unwrap();
-    let servers = BatchServers {
-        choice: ServerChoice {
-            urls: vec!["http://127.0.0.1:9/v1?api_key=hunter2".into()],
-            per_server: None,
-        },
-        allow_remote: false,
-    };
-    let (outcomes, error) = ws
-        .transcribe_files(
-            &[file],
-            None,
-            &servers,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+    let servers = on_servers(vec!["http://127.0.0.1:9/v1?api_key=hunter2".into()], false);
+    let (outcomes, error) = batch_on(&ws, &[file], &servers).await.unwrap_err();
     assert!(outcomes.is_empty());
     let message = error.to_string();
     assert!(message.contains("HEADROOM_AUDIO_API_KEY"), "{message}");
@@ -1738,23 +1723,8 @@ async fn a_batch_to_a_server_elsewhere_is_refused_before_a_project_is_made() {
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let file = dir.join("take.flac");
     std::fs::copy(sample(), &file).unwrap();
-    let servers = BatchServers {
-        choice: ServerChoice {
-            urls: vec!["http://gpu.example:8000/v1".into()],
-            per_server: None,
-        },
-        allow_remote: false,
-    };
-    let (outcomes, error) = ws
-        .transcribe_files(
-            &[file],
-            None,
-            &servers,
-            Arc::new(|_| {}),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+    let servers = on_servers(vec!["http://gpu.example:8000/v1".into()], false);
+    let (outcomes, error) = batch_on(&ws, &[file], &servers).await.unwrap_err();
     assert!(outcomes.is_empty());
     assert!(error.to_string().contains("gpu.example"), "{error}");
     assert!(listed_names(&ws).is_empty(), "no project was made");

@@ -40,6 +40,9 @@ const RECHECK: Duration = Duration::from_secs(1);
 pub const MAX_SERVERS: usize = 64;
 /// The most pieces one server is given at once.
 pub const MAX_PER_SERVER: u16 = 64;
+/// The longest server URL one job names (a browser's practical limit; a key goes in
+/// `HEADROOM_AUDIO_API_KEY`, not in the URL).
+pub const MAX_SERVER_URL_CHARS: usize = 2048;
 /// The longest model name sent to the servers (vLLM's names a repository: `openai/whisper-large-v3`).
 pub const MAX_MODEL_NAME_CHARS: usize = 256;
 
@@ -91,7 +94,8 @@ impl ServerChoice {
         self.urls.len() > 1 || (!self.urls.is_empty() && self.per_server.is_some())
     }
 
-    /// Refuses what no job may name: more than [`MAX_SERVERS`] servers, pieces per server
+    /// Refuses what no job may name: more than [`MAX_SERVERS`] servers, a URL over
+    /// [`MAX_SERVER_URL_CHARS`], pieces per server
     /// outside 1..=[`MAX_PER_SERVER`] or without servers, a model name that is empty, over
     /// [`MAX_MODEL_NAME_CHARS`] or holds control characters. The URLs themselves are checked
     /// (and allowed) when the servers are made.
@@ -101,6 +105,16 @@ impl ServerChoice {
             return refuse(format!(
                 "{} servers were named; one job uses at most {MAX_SERVERS}",
                 self.urls.len()
+            ));
+        }
+        if let Some(long) = self
+            .urls
+            .iter()
+            .find(|url| url.chars().count() > MAX_SERVER_URL_CHARS)
+        {
+            return refuse(format!(
+                "a server URL is {} characters; one is at most {MAX_SERVER_URL_CHARS}",
+                long.chars().count()
             ));
         }
         match self.per_server {
@@ -537,6 +551,8 @@ mod tests {
             per_server: None,
         };
         assert!(refusal(&too_many, "whisper-1").contains("at most 64"));
+        let long = format!("http://a:1/{}", "v".repeat(MAX_SERVER_URL_CHARS));
+        assert!(refusal(&on(&[&long], None), "whisper-1").contains("at most 2048"));
         assert!(refusal(&on(&[], Some(2)), "whisper-1").contains("name the servers"));
         assert!(refusal(&on(&["http://a:1/v1"], Some(0)), "whisper-1").contains("1 to 64"));
         assert!(refusal(&on(&["http://a:1/v1"], Some(65)), "whisper-1").contains("1 to 64"));

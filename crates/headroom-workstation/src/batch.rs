@@ -6,7 +6,6 @@
 
 use crate::projects::{Project, ProjectError, ProjectStore};
 use crate::workstation::{blocking, Workstation, WorkstationError};
-use headroom_base::consent::RemoteConsent;
 use headroom_core::admission::Priority;
 use headroom_services::batch::{
     audio_failure, expand_inputs, run_batch, BatchEnd, BatchError, BatchWork, FailureReason,
@@ -215,11 +214,7 @@ impl Workstation {
                     .choice
                     .check_kept()
                     .map_err(|e| (Vec::new(), SpeechError::from(AsrError::from(e)).into()))?;
-                let consent = self
-                    .config()
-                    .privacy
-                    .consent()
-                    .and(&RemoteConsent::allowing(&allowed));
+                let consent = self.audio_consent_allowing(&allowed);
                 let model = model.unwrap_or(models::DEFAULT_MODEL);
                 let speech = self
                     .services()

@@ -168,11 +168,6 @@ impl ProjectSettings {
         headroom_base::consent::RemoteConsent::allowing(self.remote_voice_allowed.iter())
     }
 
-    /// What this project allows off this machine for its recording: transcription servers.
-    pub fn audio_consent(&self) -> headroom_base::consent::RemoteConsent {
-        headroom_base::consent::RemoteConsent::allowing(self.remote_audio_allowed.iter())
-    }
-
     /// What this project allows off this machine for its transcript: its text lane's servers.
     pub fn text_consent(&self) -> headroom_base::consent::RemoteConsent {
         headroom_base::consent::RemoteConsent::allowing(self.remote_text_allowed.iter())

@@ -749,10 +749,16 @@ impl Workstation {
     /// What may leave the machine for a project's audio (its recording, sent to transcription
     /// servers): the settings' consent and the project's own.
     pub fn audio_consent(&self, project: &Project) -> RemoteConsent {
+        self.audio_consent_allowing(&project.settings.remote_audio_allowed)
+    }
+
+    /// The settings' consent for a recording, and `allowed` (a project's own origins, or
+    /// those a batch's box allows for the projects it makes).
+    pub(crate) fn audio_consent_allowing(&self, allowed: &[String]) -> RemoteConsent {
         self.config()
             .privacy
             .consent()
-            .and(&project.settings.audio_consent())
+            .and(&RemoteConsent::allowing(allowed))
     }
 
     /// Records a job in the project (off the async threads: the store's lock may be held by
