@@ -81,16 +81,44 @@ fn clean_line_in_context(line: &str, continues: bool) -> (String, bool) {
     (format!("{prefix}{body}"), open)
 }
 
+/// Why the cleanup drops a word: the same judgement cleans a line of text and picks the words
+/// to cut from a recording (see [`disfluent_words`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum Disfluency {
+    /// "um", "uh", "hmm" standing alone.
+    Filler,
+    /// "you know", "I mean", "like" between commas.
+    FillerPhrase,
+    /// A word said twice ("the the"); the second goes.
+    Repeat,
+    /// A word broken off and started again ("th- the", "I- I").
+    FalseStart,
+}
+
+/// The words of `words` (as a recognizer gave them, one word each, punctuation attached) that
+/// the cleanup drops, with why, in order. The rules are [`clean_line`]'s, so cutting these
+/// words from the recording removes what cleaning its text removes.
+pub fn disfluent_words<S: AsRef<str>>(words: &[S]) -> Vec<(usize, Disfluency)> {
+    let (_, dropped) = without_disfluencies(tokens_of(words.iter().map(AsRef::as_ref)));
+    dropped
+}
+
 /// A whitespace-separated word split into leading punctuation, the word, trailing punctuation.
 #[derive(Debug, Clone, PartialEq)]
 struct Token {
     lead: String,
     core: String,
     trail: String,
+    /// Its place among the words given.
+    index: usize,
+    /// The word was broken off: it ended in a hyphen ("th-").
+    broken_off: bool,
 }
 
 impl Token {
-    fn parse(raw: &str) -> Token {
+    fn parse(raw: &str, index: usize) -> Token {
         let is_word = |c: char| c.is_alphanumeric() || c == '\'' || c == '’' || c == '-';
         let start = raw.find(is_word).unwrap_or(raw.len());
         let end = raw
@@ -106,6 +134,8 @@ impl Token {
             lead: raw[..start].to_string(),
             core: core.trim_matches('-').to_string(),
             trail: trail.to_string(),
+            index,
+            broken_off: core.len() > 1 && core.ends_with('-') && trail.is_empty(),
         }
     }
 
@@ -124,12 +154,13 @@ impl Token {
     }
 }
 
-fn clean_body(body: &str, starts_sentence: bool) -> (String, bool) {
+/// The words of `raws` as tokens, stutters collapsed; bare punctuation ("so , then") goes to
+/// the word before.
+fn tokens_of<'a>(raws: impl Iterator<Item = &'a str>) -> Vec<Token> {
     let mut tokens: Vec<Token> = Vec::new();
-    for raw in body.split_whitespace() {
-        let mut tok = Token::parse(raw);
+    for (index, raw) in raws.enumerate() {
+        let mut tok = Token::parse(raw, index);
         if tok.core.is_empty() {
-            // Bare punctuation ("so , then"): attach it to the word before.
             if let Some(prev) = tokens.last_mut() {
                 prev.trail.push_str(&tok.lead);
                 prev.trail.push_str(&tok.trail);
@@ -139,9 +170,40 @@ fn clean_body(body: &str, starts_sentence: bool) -> (String, bool) {
         tok.core = collapse_stutter(&tok.core);
         tokens.push(tok);
     }
-    let tokens = drop_fillers(tokens);
-    let tokens = drop_comma_fillers(tokens);
-    let mut tokens = drop_repeats(tokens);
+    tokens
+}
+
+/// One pass of the cleanup: the tokens it keeps of those given.
+type Pass = fn(Vec<Token>) -> Vec<Token>;
+
+/// The tokens the cleanup keeps, and the words it drops (by index, with why, in order).
+fn without_disfluencies(tokens: Vec<Token>) -> (Vec<Token>, Vec<(usize, Disfluency)>) {
+    let passes: [(Pass, Disfluency); 4] = [
+        (drop_fillers, Disfluency::Filler),
+        (drop_comma_fillers, Disfluency::FillerPhrase),
+        (drop_false_starts, Disfluency::FalseStart),
+        (drop_repeats, Disfluency::Repeat),
+    ];
+    let mut dropped = Vec::new();
+    let mut tokens = tokens;
+    for (pass, why) in passes {
+        let before: Vec<usize> = tokens.iter().map(|t| t.index).collect();
+        tokens = pass(tokens);
+        let mut kept = tokens.iter().map(|t| t.index).peekable();
+        for index in before {
+            if kept.peek() == Some(&index) {
+                kept.next();
+            } else {
+                dropped.push((index, why));
+            }
+        }
+    }
+    dropped.sort_by_key(|&(index, _)| index);
+    (tokens, dropped)
+}
+
+fn clean_body(body: &str, starts_sentence: bool) -> (String, bool) {
+    let (mut tokens, _) = without_disfluencies(tokens_of(body.split_whitespace()));
     fix_capitals(&mut tokens, starts_sentence);
     let mut text = tokens
         .iter()
@@ -233,6 +295,21 @@ fn drop_comma_fillers(tokens: Vec<Token>) -> Vec<Token> {
         }
         out.push(tokens[i].clone());
         i += 1;
+    }
+    out
+}
+
+/// "th- the", "I- I think": a word broken off and started again loses the broken part.
+fn drop_false_starts(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut tokens = tokens.into_iter().peekable();
+    while let Some(tok) = tokens.next() {
+        let restarted = tokens.peek().is_some_and(|next| {
+            tok.broken_off && next.lead.is_empty() && next.lower().starts_with(&tok.lower())
+        });
+        if !restarted {
+            out.push(tok);
+        }
     }
     out
 }
@@ -393,6 +470,57 @@ mod tests {
     fn a_line_of_only_fillers_becomes_empty_body() {
         assert_eq!(clean_line("Maya: um uh"), "Maya:");
         assert_eq!(clean_line("um"), "");
+    }
+
+    #[test]
+    fn a_broken_off_word_started_again_goes() {
+        assert_eq!(
+            clean_line("th- the ferries were I- I think late"),
+            "The ferries were I think late."
+        );
+        // A broken-off word that is not started again stays.
+        assert!(disfluent_words(&["a", "well-", "known", "fact"]).is_empty());
+    }
+
+    #[test]
+    fn the_words_to_cut_are_those_cleaning_drops() {
+        let words = [
+            "So,", "um,", "I", "think", "the", "the", "answer", "is,", "you", "know,", "th-",
+            "this.", "Uh.",
+        ];
+        assert_eq!(
+            disfluent_words(&words),
+            vec![
+                (1, Disfluency::Filler),
+                (5, Disfluency::Repeat),
+                (8, Disfluency::FillerPhrase),
+                (9, Disfluency::FillerPhrase),
+                (10, Disfluency::FalseStart),
+                (12, Disfluency::Filler),
+            ]
+        );
+        let kept: Vec<&str> = words
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !disfluent_words(&words).iter().any(|(d, _)| d == i))
+            .map(|(_, w)| *w)
+            .collect();
+        let bare = |text: &str| {
+            text.split_whitespace()
+                .map(|w| Token::parse(w, 0).lower())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            bare(&clean_line(&kept.join(" "))),
+            bare(&clean_line(&words.join(" "))),
+            "cutting the words leaves the words cleaning the text leaves"
+        );
+        // A filler with its repeat around it: "the um the" loses both.
+        assert_eq!(
+            disfluent_words(&["the", "um", "the", "end"]),
+            vec![(1, Disfluency::Filler), (2, Disfluency::Repeat)]
+        );
+        assert!(disfluent_words(&["had", "had", "a", "plan"]).is_empty());
     }
 
     #[test]
