@@ -29,6 +29,7 @@
 pub mod asr;
 pub mod audio;
 pub mod cloning;
+pub mod edit;
 pub mod models;
 mod onnx;
 pub mod remote;
