@@ -11,6 +11,7 @@ use headroom_base::fsutil::write_atomic;
 use headroom_services::voice_work::both_similarities;
 use headroom_services::Services;
 use headroom_speech::asr::export::{render, ExportFormat};
+use headroom_workstation::editing::{word_by_id, EditIntent, EditSummary, EditedFormat, TimeSpan};
 use headroom_workstation::projects::{
     Project, ProjectEntry, ProjectStore, SpeakerSetting, SplitAt,
 };
@@ -184,18 +185,132 @@ pub enum ProjectCommand {
         #[command(flatten)]
         output: Output,
     },
-    /// Export the transcript (accepted cleanups included) to stdout, or to --out.
+    /// Edit the recording by its words: cut the fillers the cleanup rules find, struck words
+    /// and passages, shorten long pauses. Shows the fillers found (each by its SEGMENT:WORD id)
+    /// and what the edit keeps. The original is never changed, and each change keeps the edit
+    /// before it as a version (see `versions`). Without options, shows the edit.
+    Edit {
+        project: String,
+        /// Cut every filler, repeat and false start ("um", "the the", "th- the").
+        #[arg(long, conflicts_with = "keep_fillers")]
+        cut_fillers: bool,
+        /// Stop cutting the fillers.
+        #[arg(long)]
+        keep_fillers: bool,
+        /// Shorten pauses longer than this many seconds to it (0 stops shortening).
+        #[arg(long, value_name = "SECONDS")]
+        max_pause: Option<f64>,
+        /// Shortened pauses sound as the recording's room tone (its quietest stretch) instead
+        /// of their own audio: on or off.
+        #[arg(long, value_parser = parse_switch)]
+        room_tone: Option<bool>,
+        /// Cut a passage: START-END in seconds (e.g. 12.30-14.85); the words whose middle it
+        /// holds go. Repeatable.
+        #[arg(long, value_name = "START-END", value_parser = parse_span)]
+        cut: Vec<TimeSpan>,
+        /// Cut a word (SEGMENT:WORD, as listed). Repeatable.
+        #[arg(long, value_name = "WORD_ID")]
+        strike: Vec<String>,
+        /// Keep a word whatever else would cut it (a filler the rules found, say). Repeatable.
+        #[arg(long, value_name = "WORD_ID")]
+        keep: Vec<String>,
+        /// Start again from the whole recording (with no other option: remove the edit).
+        #[arg(long)]
+        clear: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Export the transcript (accepted cleanups included) to stdout, or to --out. With
+    /// --edited, the edited recording (wav, flac, mp3, opus), its transcript re-timed (txt,
+    /// srt, vtt, json) or its cut list for video editors (edl, xmeml, fcpxml, otio), to --out
+    /// or the project's exports/ folder.
     Export {
         project: String,
-        /// txt, srt, vtt or json.
+        /// txt, srt, vtt or json; with --edited also wav, flac, mp3, opus, edl, xmeml, fcpxml
+        /// or otio.
         #[arg(long, default_value = "txt")]
-        format: ExportFormat,
-        /// Write here (atomically) instead of to stdout.
+        format: String,
+        /// Export the edit (see `project edit`) rather than the whole recording's transcript.
+        #[arg(long)]
+        edited: bool,
+        /// The cut list's frame rate: 24, 25, 30, 50 or 60.
+        #[arg(long, default_value_t = 30)]
+        fps: u32,
+        /// Write here (atomically) instead of to stdout (or, with --edited, exports/).
         #[arg(long)]
         out: Option<PathBuf>,
         #[command(flatten)]
         output: Output,
     },
+}
+
+/// `START-END` in seconds.
+fn parse_span(value: &str) -> Result<TimeSpan, String> {
+    let (a, b) = value
+        .split_once('-')
+        .ok_or_else(|| format!("{value:?}: give START-END in seconds, e.g. 12.30-14.85"))?;
+    let number = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| format!("{t:?} in {value:?} is not a time in seconds"))
+    };
+    let (start, end) = (number(a)?, number(b)?);
+    if end <= start {
+        return Err(format!("{value:?}: the end must come after the start"));
+    }
+    Ok(TimeSpan { start, end })
+}
+
+fn clock(secs: f64) -> String {
+    let tenths = (secs.max(0.0) * 10.0).round() as u64;
+    format!("{}:{:02}.{}", tenths / 600, (tenths / 10) % 60, tenths % 10)
+}
+
+fn print_edit(name: &str, summary: &EditSummary, output: Output) -> anyhow::Result<()> {
+    if output.json {
+        println!("{}", serde_json::to_string_pretty(summary)?);
+        return Ok(());
+    }
+    match &summary.edit {
+        None => println!(
+            "{name}: no edit; the recording plays whole ({})",
+            clock(summary.original_secs)
+        ),
+        Some(edit) => {
+            let i = &edit.intent;
+            println!(
+                "{name}: {} edited to {} ({:.1} s removed, {} words cut, {} joins)",
+                clock(summary.original_secs),
+                clock(summary.edited_secs),
+                summary.original_secs - summary.edited_secs,
+                summary.words_cut,
+                summary.joins
+            );
+            println!(
+                "  fillers {}, pauses {}, room tone {}, {} passages cut, {} words kept by hand",
+                if i.cut_fillers { "cut" } else { "kept" },
+                i.max_pause
+                    .map_or("as they are".into(), |p| format!("at most {p} s")),
+                if i.room_tone { "on" } else { "off" },
+                i.cuts.len(),
+                i.kept_words.len()
+            );
+        }
+    }
+    println!("  {} fillers found:", summary.fillers.len());
+    for f in &summary.fillers {
+        println!(
+            "  {:>8} {:>9} {:<12} {:<13} {}",
+            f.word.id,
+            clock(f.word.start),
+            f.word.text,
+            serde_json::to_value(f.kind)?.as_str().unwrap_or_default(),
+            if f.cut { "cut" } else { "kept" }
+        );
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug, Clone, Copy)]
@@ -597,12 +712,105 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 }
             }
         }
+        ProjectCommand::Edit {
+            project,
+            cut_fillers,
+            keep_fillers,
+            max_pause,
+            room_tone,
+            cut,
+            strike,
+            keep,
+            clear,
+            output,
+        } => {
+            let id = resolve(&store, &project)?;
+            let opened = store.open(&id)?;
+            let asked = cut_fillers
+                || keep_fillers
+                || max_pause.is_some()
+                || room_tone.is_some()
+                || !cut.is_empty()
+                || !strike.is_empty()
+                || !keep.is_empty();
+            let summary = if clear && !asked {
+                ws.clear_edit(&id).await?
+            } else if asked {
+                let mut intent = match (&opened.edit, clear) {
+                    (Some(edit), false) => edit.intent.clone(),
+                    _ => EditIntent::default(),
+                };
+                if cut_fillers || keep_fillers {
+                    intent.cut_fillers = cut_fillers;
+                }
+                if let Some(pause) = max_pause {
+                    intent.max_pause = (pause > 0.0).then_some(pause);
+                }
+                if let Some(on) = room_tone {
+                    intent.room_tone = on;
+                }
+                intent.cuts.extend(cut);
+                for word in &strike {
+                    let w = word_by_id(&opened, word)?;
+                    intent.cuts.push(TimeSpan {
+                        start: w.start,
+                        end: w.end,
+                    });
+                }
+                for word in &keep {
+                    let w = word_by_id(&opened, word)?;
+                    intent.kept_words.push((w.start + w.end) / 2.0);
+                }
+                let cancel = CancellationToken::new();
+                cancel_on_ctrl_c(cancel.clone());
+                match ws.edit_recording(&id, intent, cancel).await {
+                    Err(WorkstationError::Cancelled) => {
+                        eprintln!("headroom: edit cancelled; the project is unchanged");
+                        return Ok(ExitCode::from(EXIT_CANCELLED));
+                    }
+                    other => other?,
+                }
+            } else {
+                ws.edit_summary(&id).await?
+            };
+            print_edit(&opened.name, &summary, output)?;
+        }
         ProjectCommand::Export {
             project,
             format,
+            edited: true,
+            fps,
             out,
             output,
         } => {
+            let id = resolve(&store, &project)?;
+            let format: EditedFormat = format.parse().map_err(anyhow::Error::msg)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(cancel.clone());
+            let written = match ws.export_edited(&id, format, fps, out, cancel).await {
+                Err(WorkstationError::Cancelled) => {
+                    eprintln!("headroom: export cancelled; nothing was written");
+                    return Ok(ExitCode::from(EXIT_CANCELLED));
+                }
+                other => other?,
+            };
+            if output.json {
+                println!("{}", json!({ "written": written }));
+            } else {
+                println!("{}", written.display());
+            }
+        }
+        ProjectCommand::Export {
+            project,
+            format,
+            edited: false,
+            fps: _,
+            out,
+            output,
+        } => {
+            let format: ExportFormat = format.parse().map_err(|e: String| {
+                anyhow::anyhow!("{e}; audio and cut lists are exported with --edited")
+            })?;
             let project = store.open(&resolve(&store, &project)?)?;
             if project.segments.is_empty() {
                 anyhow::bail!("{} has no transcript to export yet", project.name);

@@ -34,6 +34,7 @@
 //! | [`workstation`] | the workflows, with one typed [`workstation::WorkstationError`] |
 
 pub mod batch;
+pub mod editing;
 pub mod jobs;
 pub mod narration;
 pub mod projects;

@@ -23,6 +23,7 @@ mod edits;
 mod narrated;
 mod opened;
 mod speakers;
+pub use crate::editing::RecordingEdit;
 pub use narrated::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
@@ -369,6 +370,10 @@ pub struct Project {
     /// The project's narration (see `crate::narration`), once one was started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub narration: Option<Narration>,
+    /// The edit of the recording by its words (see `crate::editing`): what was asked and the
+    /// stretches of the original kept. The original is never changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<RecordingEdit>,
 }
 
 impl Project {
@@ -416,6 +421,8 @@ impl Project {
             })
             .collect();
         self.speakers = transcript.speakers.clone();
+        // The edit was of the words replaced (the version kept before has it).
+        self.edit = None;
     }
 
     /// The transcript as the user edited it, for exports.
@@ -523,6 +530,9 @@ pub struct TranscriptVersion {
     /// The speakers the segments name, as they were then.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub speakers: Vec<Speaker>,
+    /// The edit of the recording as it was then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<RecordingEdit>,
 }
 
 /// A kept version as listed.
@@ -743,6 +753,7 @@ impl ProjectStore {
             duration_secs: project.duration_secs,
             segments: project.segments.clone(),
             speakers: project.speakers.clone(),
+            edit: project.edit.clone(),
         };
         let json = serde_json::to_vec_pretty(&version).expect("a version serializes");
         beneath.write_atomic(format!("{VERSIONS}/{id}.json"), &json)?;
@@ -805,6 +816,7 @@ impl ProjectStore {
                 p.duration_secs = kept.duration_secs;
                 p.segments = kept.segments;
                 p.speakers = kept.speakers;
+                p.edit = kept.edit;
                 Ok::<_, ProjectError>(())
             })?;
         Ok(project)
@@ -923,6 +935,7 @@ impl ProjectStore {
             segments: Vec::new(),
             speech: Vec::new(),
             narration: None,
+            edit: None,
         };
         let json = serde_json::to_vec_pretty(&project).expect("a project serializes");
         Beneath::open(&building, "project")?.write_atomic(MANIFEST, &json)?;

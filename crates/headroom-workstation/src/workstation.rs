@@ -86,6 +86,14 @@ pub enum WorkstationError {
     EditedWhileCleaning { segment: usize },
     #[error("there is no transcript to export yet")]
     NothingToExport,
+    #[error("there is no recording with word times to edit: transcribe the project's audio first (a segment whose text was typed over has lost its words' times)")]
+    NothingToEdit,
+    #[error("the project's recording has no edit yet: make one first (Remove fillers, strike words, or `headroom project edit`)")]
+    NoEdit,
+    #[error("the edit is refused: {0}")]
+    BadEdit(String),
+    #[error("no word {0:?} in the transcript (words are named SEGMENT:WORD, from 1, as `headroom project edit` lists them)")]
+    NoSuchWord(String),
     #[error("there is no text to speak")]
     NothingToSpeak,
     #[error("there is no transcript to narrate yet: transcribe the project's audio first")]
@@ -161,6 +169,18 @@ impl WavOnDisk {
             file,
             wav: WavStream::new(writer, sample_rate, temp_dir)?,
         })
+    }
+
+    /// Completes the WAV: the file, read from its start.
+    pub(crate) fn into_file(self) -> Result<std::fs::File, AudioError> {
+        use std::io::Seek;
+        let WavOnDisk { mut file, wav } = self;
+        wav.finish()?;
+        file.rewind().map_err(|e| AudioError::Write {
+            path: "the edited recording".into(),
+            message: e.to_string(),
+        })?;
+        Ok(file)
     }
 
     /// Completes the WAV and copies it to `relative` in the project.
@@ -856,7 +876,11 @@ impl Workstation {
                         tracing::warn!(error = %e, "a transcription checkpoint was not saved");
                     }
                 });
-                let options = TranscribeOptions::in_language(language);
+                // Every word timed: a project's recording is edited by its words.
+                let options = TranscribeOptions {
+                    word_timestamps: true,
+                    ..TranscribeOptions::in_language(language)
+                };
                 let transcription = Transcription {
                     speakers: speakers.map(SpeakerRequest::new),
                     priority,
