@@ -25,6 +25,8 @@ const TONE_FRAME_SECS: f64 = 0.01;
 pub struct TimedWord {
     pub start: f64,
     pub end: f64,
+    /// The recognizer wrote punctuation after it ("leave," "it."): a pause likely follows.
+    pub punctuated: bool,
 }
 
 impl TimedWord {
@@ -47,6 +49,10 @@ pub struct EditRequest {
     pub max_pause: Option<f64>,
     /// Shortened pauses sound as the recording's room tone.
     pub room_tone: bool,
+    /// Where the recording is silent ([`Loudness::pauses`]): a pause is shortened only where
+    /// it is silent (a word's times may be off; its sound is never taken for pause). `None`:
+    /// the gaps between words are taken as silent.
+    pub pauses: Option<Vec<(f64, f64)>>,
 }
 
 /// How quiet the recording is around a point.
@@ -160,39 +166,65 @@ pub fn plan(
                 });
             inside.unwrap_or((a_end, a_end))
         };
-        // The pause heard across the join, and its share on each side.
+        // The pause heard across the join: its silent stretch (the recording's pause, where
+        // the pauses are known; else the gap between the words), and its share on each side.
         let cut_inside = q2 > q1;
-        let (left, right) = if cut_inside {
-            ((q1 - a_end).max(0.0), (b_start - q2).max(0.0))
+        let pause_at = |t: f64| {
+            request
+                .pauses
+                .as_deref()
+                .and_then(|p| p.iter().find(|&&(s, e)| s <= t + 1e-9 && t <= e + 1e-9))
+                .copied()
+        };
+        let (lo_edge, hi_edge, left, right) = if cut_inside {
+            let lo = match &request.pauses {
+                None => a_end,
+                Some(_) => pause_at(q1).map_or(q1, |(s, _)| s.max(a_end).min(q1)),
+            };
+            let hi = match &request.pauses {
+                None => b_start,
+                Some(_) => pause_at(q2).map_or(q2, |(_, e)| e.min(b_start).max(q2)),
+            };
+            (lo, hi, q1 - lo, hi - q2)
         } else {
-            let gap = (b_start - a_end).max(0.0);
-            match (a, b) {
+            let (lo, hi) = match &request.pauses {
+                None => (a_end, b_start.max(a_end)),
+                Some(pauses) => pauses
+                    .iter()
+                    .map(|&(s, e)| (s.max(a_end), e.min(b_start)))
+                    .filter(|(s, e)| e > s)
+                    .max_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)))
+                    .unwrap_or((a_end, a_end)),
+            };
+            let gap = hi - lo;
+            let (l, r) = match (a, b) {
                 (None, _) => (0.0, gap),
                 (_, None) => (gap, 0.0),
                 _ => (gap / 2.0, gap / 2.0),
-            }
+            };
+            (lo, hi, l, r)
         };
         let mut shortened = None;
         if let Some(most) = request.max_pause.filter(|m| left + right > m + 1e-6) {
             let mut l = left.min(most / 2.0);
             let r = right.min(most - l);
             l = left.min(most - r);
-            q1 = a_end + l;
-            q2 = b_start - r;
+            q1 = lo_edge + l;
+            q2 = hi_edge - r;
             shortened = Some((l, r));
         }
         if q2 - q1 > 1e-4 {
             match (shortened, tone) {
                 (Some((l, r)), Some(_)) if l + r > 2.0 * TONE_EDGE_SECS => {
                     let (e1, e2) = (l.min(TONE_EDGE_SECS), r.min(TONE_EDGE_SECS));
-                    let toned = a_end + e1;
+                    let toned = lo_edge + e1;
                     push(&mut list, island_start, toned);
                     list.kept.push(KeptRange {
                         start: toned,
                         end: toned + (l + r - e1 - e2),
                         room_tone: true,
                     });
-                    island_start = b_start - e2;
+                    island_start = hi_edge - e2;
                 }
                 _ => {
                     push(&mut list, island_start, q1);
@@ -230,13 +262,21 @@ fn push(list: &mut EditList, start: f64, end: f64) {
     }
 }
 
+/// How far under the loud speech a recording is silent.
+const SILENT_BELOW_DB: f32 = 40.0;
 /// Shortest silence counted as a pause between words.
 const MIN_PAUSE_SECS: f64 = 0.08;
 /// What leaving a pause unmatched to any word boundary costs, in seconds of distance: a pause
 /// inside a word (a long stop) is rare, so a pause is matched unless no boundary is near.
 const UNMATCHED_PAUSE_COST: f64 = 1.0;
-/// Farthest a word boundary moves to a pause: a recognizer's times are not off by more.
-const MAX_SHIFT_SECS: f64 = 0.5;
+/// Farthest a word boundary moves to a pause before it, and after it: a recognizer's times
+/// are not off by more (Whisper's run late, so earlier reaches further).
+const MAX_EARLIER_SECS: f64 = 0.6;
+const MAX_LATER_SECS: f64 = 0.4;
+/// The same before a boundary that follows punctuation.
+const MAX_EARLIER_PUNCTUATED_SECS: f64 = 1.0;
+/// What a pause before a boundary costs per second apart, against 1 for a pause after it.
+const EARLIER_WEIGHT: f64 = 0.5;
 /// Words matched to pauses at once (a stretch between long pauses, or this many).
 const MATCH_CHUNK_WORDS: usize = 200;
 
@@ -272,12 +312,23 @@ impl SampleSink for Loudness {
 }
 
 impl Loudness {
-    /// The pauses: stretches at least [`MIN_PAUSE_SECS`] long that are 30 dB below the
-    /// recording's loud speech (the rule word times are trimmed to sound by), in order.
+    /// The pauses: stretches at least [`MIN_PAUSE_SECS`] long that are silent, in order.
+    /// Silent is [`SILENT_BELOW_DB`] under the recording's loud speech (its 90th percentile
+    /// 10 ms), where a speaker's soft word ends are still heard, or just above the recording's
+    /// own floor of noise (its 10th percentile) where that is higher.
     pub fn pauses(&self) -> Vec<(f64, f64)> {
-        let Some(floor) = crate::asr::whisper::pause_floor(&self.levels) else {
+        let mut sorted = self.levels.clone();
+        sorted.sort_by(f32::total_cmp);
+        let (Some(&loud), Some(&noise)) = (
+            sorted.get(sorted.len() * 9 / 10),
+            sorted.get(sorted.len() / 10),
+        ) else {
             return Vec::new();
         };
+        if loud <= 0.0 {
+            return Vec::new();
+        }
+        let floor = (loud * 10f32.powf(-SILENT_BELOW_DB / 20.0)).max(noise * 2.0);
         let secs = |f: usize| f as f64 * TONE_FRAME_SECS;
         let mut pauses = Vec::new();
         let mut from = None;
@@ -364,7 +415,11 @@ pub fn snap_to_pauses(words: &[TimedWord], pauses: &[(f64, f64)]) -> Vec<TimedWo
             pause_to += 1;
         }
         let near = &pauses[pause_from..pause_to];
-        let matched = match_pauses(near, &hints);
+        // Boundary k follows punctuation when word k - 1 ends with it.
+        let punctuated: Vec<bool> = (0..=chunk.len())
+            .map(|k| k > 0 && chunk[k - 1].punctuated)
+            .collect();
+        let matched = match_pauses(near, &hints, &punctuated);
         for (k, pause) in matched.iter().enumerate() {
             let Some(&(p_start, p_end)) = pause.map(|j| &near[j]) else {
                 continue;
@@ -397,19 +452,30 @@ pub fn snap_to_pauses(words: &[TimedWord], pauses: &[(f64, f64)]) -> Vec<TimedWo
 /// boundaries, in order, that is nearest in all (a pause unmatched costs
 /// [`UNMATCHED_PAUSE_COST`]; a boundary unmatched costs nothing). `hints` has the boundary
 /// before the first word and the one after the last.
-fn match_pauses(pauses: &[(f64, f64)], hints: &[f64]) -> Vec<Option<usize>> {
+fn match_pauses(pauses: &[(f64, f64)], hints: &[f64], punctuated: &[bool]) -> Vec<Option<usize>> {
     let (m, b) = (pauses.len(), hints.len());
     let distance = |j: usize, k: usize| {
         let (s, e) = pauses[j];
-        let apart = (s - hints[k]).max(hints[k] - e).max(0.0);
+        let (earlier, later) = ((hints[k] - e).max(0.0), (s - hints[k]).max(0.0));
         // The first word's start and the last word's end move only out of a pause they are
         // in (or at its edge): a pause beyond them has sound on its far side that no word of
         // theirs says.
-        if apart > MAX_SHIFT_SECS || ((k == 0 || k == b - 1) && apart > REACH_SECS) {
-            f64::INFINITY
-        } else {
-            apart
+        if (k == 0 || k == b - 1) && earlier.max(later) > REACH_SECS {
+            return f64::INFINITY;
         }
+        // Whisper's times run late far more often than early (a word's time is where the
+        // alignment reaches its token, after the sound began), so a pause before a boundary is
+        // the likelier one; and likelier still after a comma or a full stop, where Whisper
+        // heard one (a filler's commas), even well before its time.
+        let (reach, weight) = if punctuated[k] {
+            (MAX_EARLIER_PUNCTUATED_SECS, EARLIER_WEIGHT / 2.0)
+        } else {
+            (MAX_EARLIER_SECS, EARLIER_WEIGHT)
+        };
+        if earlier > reach || later > MAX_LATER_SECS {
+            return f64::INFINITY;
+        }
+        weight * earlier + later
     };
     // cost[j][k]: the pauses before j against the boundaries before k.
     let at = |j: usize, k: usize| j * (b + 1) + k;
@@ -528,7 +594,11 @@ mod tests {
     fn words(spans: &[(f64, f64)]) -> Vec<TimedWord> {
         spans
             .iter()
-            .map(|&(start, end)| TimedWord { start, end })
+            .map(|&(start, end)| TimedWord {
+                start,
+                end,
+                punctuated: false,
+            })
             .collect()
     }
 
@@ -636,6 +706,20 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_is_shortened_only_where_the_recording_is_silent() {
+        // The words say 1.5–3.5 is a pause; the recording is silent only from 2.6 (the first
+        // word's sound runs on, its recognized end early).
+        let w = words(&[(1.0, 1.5), (3.5, 4.0)]);
+        let request = EditRequest {
+            max_pause: Some(0.4),
+            pauses: Some(vec![(2.6, 3.5)]),
+            ..EditRequest::default()
+        };
+        let list = plan(&w, 4.5, &request, &Middles, None);
+        assert_eq!(kept(&list), vec![(0.0, 2.8), (3.3, 4.5)]);
+    }
+
+    #[test]
     fn a_shortened_pause_may_sound_as_room_tone() {
         let w = words(&[(0.0, 0.5), (2.5, 3.0)]);
         let request = EditRequest {
@@ -706,6 +790,24 @@ mod tests {
         // The last word's end at a pause's edge moves to it; the word before keeps its end.
         let end = snap_to_pauses(&words(&[(5.68, 5.88), (5.88, 6.16)]), &[(6.17, 6.46)]);
         assert_eq!(end, words(&[(5.68, 5.88), (5.88, 6.17)]));
+        // As Whisper heard "leave, um, before" (the filler at 2.01–2.40): its "um," 0.6 s
+        // late, after a comma that says a pause is there.
+        let mut heard = words(&[(1.18, 1.38), (1.38, 2.64), (2.64, 2.78), (2.78, 2.98)]);
+        heard[1].punctuated = true;
+        heard[2].punctuated = true;
+        let snapped = snap_to_pauses(&heard, &[(1.72, 2.01), (2.4, 2.6)]);
+        assert_eq!((snapped[2].start, snapped[2].end), (2.01, 2.4));
+        // As Whisper heard "to Thursday, uh, if" (the filler at 10.13–10.38): the pause before
+        // "uh" is 0.47 s before its time, and still the one matched to it.
+        let heard = words(&[
+            (9.28, 9.52),
+            (9.52, 10.6),
+            (10.6, 10.7),
+            (10.7, 10.82),
+            (10.82, 11.18),
+        ]);
+        let snapped = snap_to_pauses(&heard, &[(9.95, 10.13), (10.38, 10.56)]);
+        assert_eq!((snapped[2].start, snapped[2].end), (10.13, 10.38));
         // Words run together keep their times; no pause, no change.
         assert_eq!(snap_to_pauses(&heard, &[]), heard);
     }

@@ -379,7 +379,7 @@ fn frame_levels(audio: &[f32]) -> Vec<f32> {
 
 /// The level below which a frame is a pause: [`PAUSE_BELOW_DB`] under the loud speech (the
 /// 90th percentile frame, so a click does not set the scale). `None` for silence.
-pub(crate) fn pause_floor(levels: &[f32]) -> Option<f32> {
+fn pause_floor(levels: &[f32]) -> Option<f32> {
     let mut sorted = levels.to_vec();
     sorted.sort_by(f32::total_cmp);
     let loud = *sorted.get(sorted.len() * 9 / 10)?;

@@ -1,7 +1,6 @@
 //! Whisper speech recognition on the CPU, from CTranslate2 model files.
 
 mod align;
-pub(crate) use align::pause_floor;
 mod ct2;
 mod decode;
 mod gemm;
