@@ -265,6 +265,7 @@ fn request(words: &[WordRef], intent: &EditIntent) -> EditRequest {
             .collect(),
         max_pause: intent.max_pause,
         room_tone: intent.room_tone,
+        pauses: None,
     }
 }
 
@@ -373,9 +374,10 @@ impl Workstation {
                 .map(|w| TimedWord {
                     start: w.start,
                     end: w.end,
+                    punctuated: w.text.ends_with(|c: char| c.is_ascii_punctuation()),
                 })
                 .collect();
-            let request = request(&words, &intent);
+            let mut request = request(&words, &intent);
             let decode = Decode {
                 cancel: cancel.clone(),
                 ..Decode::streamed()
@@ -391,6 +393,7 @@ impl Workstation {
             let source_secs = decoded.duration_secs();
             let pauses = loudness.pauses();
             let timed = snap_to_pauses(&timed, &pauses);
+            request.pauses = Some(pauses.clone());
             let tone = intent
                 .room_tone
                 .then(|| loudness.room_tone(&pauses))

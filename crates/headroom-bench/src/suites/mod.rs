@@ -6,6 +6,7 @@
 //! | module | measures |
 //! |---|---|
 //! | [`batch`] | a folder transcribed over 1, 2 and 3 `headroom serve` workers; one killed |
+//! | [`edit`] | editing by text on recordings with planted fillers and pauses; auto-editor's way |
 //! | [`isolation`] | interactive probes idle and under each kind of batch work |
 //! | [`long`] | the `headroom` program on conversations of minutes to hours: time, memory, speakers |
 //! | [`narration`] | interactive audio while a project is narrated; the narration's overlap |
@@ -14,6 +15,7 @@
 //! | [`voices`] | the embedded voices' speed and intelligibility; the approximate voice match |
 
 pub mod batch;
+pub mod edit;
 pub mod isolation;
 pub mod long;
 pub mod narration;

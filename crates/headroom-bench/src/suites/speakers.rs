@@ -533,7 +533,7 @@ fn installed_program(program: &str) -> bool {
 }
 
 /// `text` in `voice`, 16 kHz, silence trimmed at both ends; made once and kept in `cache`.
-async fn speak(
+pub(crate) async fn speak(
     services: &Services,
     cache: &Path,
     voice: &str,

@@ -62,6 +62,10 @@ pub enum BenchCommand {
     /// alone and with `--speakers auto`) on conversations made at each length: time, times
     /// real time, peak memory, the speakers found and the diarization error.
     Long(suites::LongBenchArgs),
+    /// Editing by text on recordings with fillers and pauses put in on purpose (held-out
+    /// voices): fillers found, clean speech cut, clicks, timing, render time, fillers heard
+    /// after; and pause shortening against auto-editor's default silence cutting.
+    Edit(suites::EditBenchArgs),
     /// A folder transcribed over 1, 2 and 3 local `headroom serve` workers
     /// (`headroom transcribe --server-url …`, whole processes): time, hours of audio an hour,
     /// the speed-up over one worker, word errors; and a worker killed a third of the way
@@ -190,6 +194,7 @@ pub async fn run(cmd: BenchCommand, shared: Arc<Services>) -> anyhow::Result<Exi
         BenchCommand::Fleet(args) => return fleet::run(args, services).await,
         BenchCommand::Speakers(args) => suites::speakers(args, services).await?,
         BenchCommand::Long(args) => suites::long(args, services).await?,
+        BenchCommand::Edit(args) => suites::edit(args, shared.clone()).await?,
         BenchCommand::Batch(args) => suites::batch(args, services).await?,
         BenchCommand::Speech(args) => suites::speech(args, services).await?,
         BenchCommand::Wer {

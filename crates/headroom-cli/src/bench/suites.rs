@@ -279,6 +279,58 @@ pub async fn long(args: LongBenchArgs, services: &Services) -> anyhow::Result<()
 }
 
 #[derive(Args, Debug)]
+pub struct EditBenchArgs {
+    /// Which voices the recordings are spoken in, drawn by the seed.
+    #[arg(long, value_parser = choice::<VoiceSet>(), default_value = "test")]
+    set: VoiceSet,
+    /// These voices instead (the speakers suite's names, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    voices: Option<Vec<String>>,
+    /// Recordings (one voice each) when no voices are named.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=16))]
+    recordings: u16,
+    /// Sentences in each recording (every other with a filler, every third followed by a
+    /// long pause).
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u16).range(2..=2000))]
+    sentences: u16,
+    /// The pause limit the edit asks for, in seconds.
+    #[arg(long, default_value_t = 0.7)]
+    max_pause: f64,
+    /// Speech model.
+    #[arg(long, default_value = headroom_speech::models::DEFAULT_MODEL)]
+    model: String,
+    /// Seed for the voices and the pauses.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Synthesized phrases are kept here between runs.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Writes each recording here.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub async fn edit(args: EditBenchArgs, services: Arc<Services>) -> anyhow::Result<()> {
+    let config = suites::edit::EditBenchConfig {
+        set: args.set,
+        voices: args.voices,
+        voice_count: args.recordings.into(),
+        sentences: args.sentences.into(),
+        max_pause: args.max_pause,
+        model: args.model,
+        seed: args.seed,
+        cache: args.cache,
+        keep: args.keep,
+    };
+    let report = suites::edit::run(services, &config, &progress).await?;
+    print!("{}", suites::edit::render_text(&report));
+    save_json(args.json.as_deref(), &report)
+}
+
+#[derive(Args, Debug)]
 pub struct BatchBenchArgs {
     /// Recordings in the batch.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=100))]
