@@ -1744,3 +1744,244 @@ fn listed_names(ws: &Workstation) -> Vec<String> {
     names.sort();
     names
 }
+
+/// A held-out voice (Kokoro's jf_tebukuro, in the editing bench's test set) speaks sentences
+/// with an "um" or "uh" put between two phrases and long pauses after some, over a faint noise
+/// floor; where each filler and each phrase sounds is known to the sample.
+async fn planted(dir: &std::path::Path, ws: &Workstation) -> headroom_bench::suites::edit::Planted {
+    use rand::SeedableRng;
+    let clips = dir.join("clips");
+    std::fs::create_dir_all(&clips).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    headroom_bench::suites::edit::planted_recording(
+        ws.services(),
+        &clips,
+        "kokoro-jf_tebukuro",
+        8,
+        &mut rng,
+    )
+    .await
+    .expect("the recording is made")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recording_edited_by_its_words_loses_its_fillers_and_long_pauses_and_nothing_else() {
+    use headroom_speech::audio::{decode_file, write_wav, DecodeLimits, SpeechFormat};
+    use headroom_speech::edit::render::step_ratio;
+    use headroom_workstation::editing::{EditIntent, EditedFormat};
+    let dir = scratch("edit");
+    let ws = workstation(&dir, &headroom_tests::closed_port_url());
+    let planted = planted(&dir, &ws).await;
+    let wav = dir.join("planted.wav");
+    write_wav(&wav, &planted.audio).unwrap();
+    let project = ws.store().create("Planted").unwrap();
+    let project = ws
+        .transcribe(
+            &project.id,
+            &wav,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let source = dir
+        .join("projects/planted")
+        .join(project.source_audio.as_deref().unwrap());
+    let original_bytes = std::fs::read(&source).unwrap();
+    let original = decode_file(&source, DecodeLimits::default()).unwrap();
+
+    let summary = ws
+        .edit_recording(
+            &project.id,
+            EditIntent {
+                cut_fillers: true,
+                max_pause: Some(0.6),
+                room_tone: true,
+                ..EditIntent::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let edit = summary.edit.clone().unwrap();
+    let list = &edit.list;
+    list.check(edit.source_secs).unwrap();
+    // The transcript has fillers (Whisper writes two of the four put in), each cut, each one
+    // put in (not a word of the sentences).
+    assert!(summary.fillers.len() >= 2, "{:?}", summary.fillers);
+    for found in &summary.fillers {
+        assert!(found.cut, "{found:?}");
+        assert!(
+            planted
+                .fillers
+                .iter()
+                .any(|p| found.word.start < p.end && found.word.end > p.start),
+            "{found:?} is no filler put in: {:?}",
+            planted.fillers
+        );
+    }
+    // No sound of the sentences is cut; each long pause is shortened to the limit.
+    for sound in &planted.sound {
+        let kept: f64 = list
+            .kept
+            .iter()
+            .filter(|r| !r.room_tone)
+            .map(|r| (r.end.min(sound.end) - r.start.max(sound.start)).max(0.0))
+            .sum();
+        assert!(
+            kept >= sound.end - sound.start - 0.011,
+            "{sound:?} is cut: {:?}",
+            list.kept
+        );
+    }
+    for pause in &planted.long_pauses {
+        let heard: f64 = list
+            .kept
+            .iter()
+            .map(|r| (r.end.min(pause.end) - r.start.max(pause.start)).max(0.0))
+            .sum();
+        assert!(heard <= 0.6 + 0.05, "a pause {pause:?} keeps {heard} s");
+    }
+    assert!(
+        list.kept.iter().any(|r| r.room_tone),
+        "room tone fills a shortened pause"
+    );
+
+    // The render: exactly as long as the kept ranges, no click at any join.
+    let rendered = ws
+        .export_edited(
+            &project.id,
+            EditedFormat::Audio(SpeechFormat::Wav),
+            30,
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let edited = decode_file(&rendered, DecodeLimits::default()).unwrap();
+    let rate = f64::from(edited.sample_rate);
+    assert_eq!(
+        edited.samples.len(),
+        list.kept
+            .iter()
+            .map(|r| ((r.end * rate).round() - (r.start * rate).round()) as usize)
+            .sum::<usize>()
+    );
+    let mut at = 0.0;
+    let mut joins = Vec::new();
+    for pair in list.kept.windows(2) {
+        at += pair[0].len();
+        if pair[1].room_tone || pair[0].room_tone || pair[1].start > pair[0].end {
+            joins.push(at);
+            let ratio = step_ratio(
+                &edited.samples,
+                (at * rate).round() as usize,
+                edited.sample_rate,
+            );
+            assert!(ratio <= 3.0, "a click at {at:.3} s: step ratio {ratio}");
+        }
+    }
+
+    // Each kept word sounds in the edit where its re-timed transcript says: the samples around
+    // its middle are the original's (away from the joins' fades).
+    let placed = &edit.word_times;
+    let retimed = dir.join("edited.json");
+    ws.export_edited(
+        &project.id,
+        EditedFormat::Transcript(ExportFormat::Json),
+        30,
+        Some(retimed.clone()),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let retimed: headroom_speech::asr::Transcript =
+        serde_json::from_slice(&std::fs::read(&retimed).unwrap()).unwrap();
+    let retimed_words: Vec<_> = retimed.segments.iter().flat_map(|s| &s.words).collect();
+    let kept_words: Vec<_> = placed
+        .iter()
+        .filter_map(|w| list.edited_time((w.start + w.end) / 2.0).map(|t| (w, t)))
+        .collect();
+    assert_eq!(retimed_words.len(), kept_words.len());
+    let mut compared = 0;
+    for (word, (placed, edited_middle)) in retimed_words.iter().zip(&kept_words) {
+        let middle = (word.start + word.end) / 2.0;
+        assert!(
+            (middle - edited_middle).abs() < 0.02,
+            "{word:?} at {middle}, sounds at {edited_middle}"
+        );
+        if joins.iter().any(|j| (j - edited_middle).abs() < 0.02) {
+            continue;
+        }
+        let from_edit = (edited_middle * rate).round() as usize;
+        let from_original = (((placed.start + placed.end) / 2.0) * rate).round() as usize;
+        let window = (0.005 * rate) as usize;
+        for k in 0..window {
+            let (a, b) = (
+                edited.samples[from_edit + k],
+                original.samples[from_original + k],
+            );
+            assert!((a - b).abs() < 2.0 / 32768.0, "{word:?}: {a} against {b}");
+        }
+        compared += 1;
+    }
+    assert!(
+        compared >= retimed_words.len() / 2,
+        "{compared} of {}",
+        retimed_words.len()
+    );
+
+    // Heard again, the edited recording has no filler; the original is as it was.
+    let again = ws.store().create("Edited").unwrap();
+    let again = ws
+        .transcribe(
+            &again.id,
+            &rendered,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let heard: Vec<String> = again
+        .segments
+        .iter()
+        .flat_map(|s| s.text.split_whitespace().map(str::to_string))
+        .collect();
+    let fillers: Vec<_> = headroom_core::cleanup::rules::disfluent_words(&heard)
+        .into_iter()
+        .filter(|(_, kind)| *kind == headroom_core::cleanup::rules::Disfluency::Filler)
+        .map(|(i, _)| heard[i].clone())
+        .collect();
+    assert!(
+        fillers.is_empty(),
+        "fillers heard in the edit: {fillers:?} in {heard:?}"
+    );
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        original_bytes,
+        "the original is never changed"
+    );
+
+    // Changing the edit keeps the one before, which comes back.
+    let shorter = ws
+        .edit_recording(
+            &project.id,
+            EditIntent {
+                max_pause: Some(0.3),
+                ..EditIntent::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(shorter.edit.as_ref().unwrap().list, *list);
+    let versions = ws.versions(&project.id).unwrap();
+    assert_eq!(versions[0].reason, "before changing the edit");
+    let restored = ws
+        .restore_version(&project.id, &versions[0].id)
+        .await
+        .unwrap();
+    assert_eq!(restored.edit.unwrap().list, *list);
+}

@@ -1941,3 +1941,270 @@ fn transcribing_an_hour_holds_no_more_memory_than_transcribing_a_minute() {
         );
     }
 }
+
+/// The Python with OpenTimelineIO and its adapters (scripts/install-test-deps).
+fn otio_python() -> PathBuf {
+    let python = std::env::var_os("HEADROOM_OTIO_PYTHON").unwrap_or_else(|| {
+        panic!(
+            "HEADROOM_OTIO_PYTHON is not set: run the tests with scripts/test, which installs \
+             OpenTimelineIO (or eval \"$(scripts/install-test-deps)\" first)"
+        )
+    });
+    PathBuf::from(python)
+}
+
+#[tokio::test]
+async fn a_recording_is_edited_by_its_words_and_its_cut_list_reads_back_in_opentimelineio() {
+    headroom_tests::models_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let projects_env = projects.to_str().unwrap().to_string();
+    let env = [("HEADROOM_PROJECTS_DIR", projects_env.as_str())];
+    let run = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        headroom(&args, &env).await
+    };
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let json = |out: &Output| -> serde_json::Value {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
+    // A recording with two fillers and a long pause (espeak-ng reads the text on stdin).
+    let wav = dir.path().join("take.wav");
+    let mut speak = std::process::Command::new("espeak-ng")
+        .args(["--stdin", "-w"])
+        .arg(&wav)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("espeak-ng runs");
+    use std::io::Write;
+    speak
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"So, um, I think that the answer is, uh, yes. [[_:]] [[_:]] [[_:]] Well, we went \
+              to the harbour and we saw the ferries.",
+        )
+        .unwrap();
+    assert!(speak.wait().unwrap().success());
+
+    json(&run(args(&["project", "create", "Take", "--json"])).await);
+    json(
+        &run(args(&[
+            "project",
+            "transcribe",
+            "take",
+            wav.to_str().unwrap(),
+            "--json",
+        ]))
+        .await,
+    );
+    let source = projects.join("take/audio/take.wav");
+    let original = std::fs::read(&source).unwrap();
+
+    // Before an edit: the fillers are listed, none cut.
+    let shown = json(&run(args(&["project", "edit", "take", "--json"])).await);
+    let fillers = shown["fillers"].as_array().unwrap().clone();
+    let texts: Vec<&str> = fillers
+        .iter()
+        .map(|f| f["word"]["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts.len() >= 2 && texts.iter().any(|t| t.starts_with("um")),
+        "{shown}"
+    );
+    assert!(fillers.iter().all(|f| f["cut"] == false));
+    assert!(shown["edit"].is_null());
+
+    let edited = json(
+        &run(args(&[
+            "project",
+            "edit",
+            "take",
+            "--cut-fillers",
+            "--max-pause",
+            "0.4",
+            "--json",
+        ]))
+        .await,
+    );
+    assert!(
+        edited["fillers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["cut"] == true),
+        "{edited}"
+    );
+    let original_secs = edited["original_secs"].as_f64().unwrap();
+    let edited_secs = edited["edited_secs"].as_f64().unwrap();
+    assert!(
+        edited_secs < original_secs - 0.8,
+        "fillers and a pause go: {edited}"
+    );
+    let kept: Vec<(f64, f64)> = edited["edit"]["list"]["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["start"].as_f64().unwrap(), r["end"].as_f64().unwrap()))
+        .collect();
+
+    // A filler kept by hand stays; the edit before is a version.
+    let first = fillers[0]["word"]["id"].as_str().unwrap().to_string();
+    let kept_one = json(
+        &run(args(&[
+            "project", "edit", "take", "--keep", &first, "--json",
+        ]))
+        .await,
+    );
+    assert_eq!(kept_one["fillers"][0]["cut"], false, "{kept_one}");
+    let versions = json(&run(args(&["project", "versions", "take", "--json"])).await);
+    assert_eq!(versions[0]["reason"], "before changing the edit");
+    let again = json(
+        &run(args(&[
+            "project",
+            "edit",
+            "take",
+            "--clear",
+            "--cut-fillers",
+            "--max-pause",
+            "0.4",
+            "--json",
+        ]))
+        .await,
+    );
+    assert_eq!(
+        again["edit"]["list"], edited["edit"]["list"],
+        "the same ask, the same edit"
+    );
+
+    // Bad asks are refused with what to do, and change nothing.
+    let out = run(args(&["project", "edit", "take", "--strike", "99:1"])).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no word \"99:1\""),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(args(&["project", "edit", "take", "--max-pause", "0.01"])).await;
+    assert!(
+        text(&out.stderr).contains("pause limit"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(args(&[
+        "project", "export", "take", "--edited", "--format", "aac",
+    ]))
+    .await;
+    assert!(
+        text(&out.stderr).contains("unknown format"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The edited recording: as long as its kept ranges (to the sample at its rate), and heard
+    // again without a filler.
+    let out_wav = dir.path().join("edited.wav");
+    let out = run(args(&[
+        "project",
+        "export",
+        "take",
+        "--edited",
+        "--format",
+        "wav",
+        "--out",
+        out_wav.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let length = wav_seconds(&out_wav);
+    let joins = kept.len().saturating_sub(1) as f64;
+    assert!(
+        (length - edited_secs).abs() <= 0.001 * joins.max(1.0),
+        "{length} s against {edited_secs} s"
+    );
+    let heard = run(args(&["transcribe", out_wav.to_str().unwrap()])).await;
+    let heard = text(&heard.stdout).to_lowercase();
+    assert!(
+        heard.contains("answer") && heard.contains("harbo"),
+        "{heard}"
+    );
+    for filler in ["um", "uh"] {
+        assert!(
+            !heard
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == filler),
+            "{filler} heard in {heard}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        original,
+        "the original is never changed"
+    );
+
+    // The cut list in each format, read back by OpenTimelineIO, keeps what Headroom keeps to
+    // within a frame, one clip after another on the timeline.
+    let fps = 25.0;
+    let framed: Vec<(f64, f64)> = kept
+        .iter()
+        .map(|&(s, e)| ((s * fps).round(), (e * fps).round()))
+        .filter(|(s, e)| e > s)
+        .collect();
+    for (format, adapter) in [
+        ("edl", "cmx_3600"),
+        ("xmeml", "fcp_xml"),
+        ("fcpxml", "fcpx_xml"),
+        ("otio", "otio_json"),
+    ] {
+        let file = dir.path().join(format!("cuts.{format}"));
+        let out = run(args(&[
+            "project",
+            "export",
+            "take",
+            "--edited",
+            "--format",
+            format,
+            "--fps",
+            "25",
+            "--out",
+            file.to_str().unwrap(),
+        ]))
+        .await;
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        let read = std::process::Command::new(otio_python())
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otio_read.py"))
+            .arg(&file)
+            .args([adapter, "25"])
+            .output()
+            .expect("python runs");
+        assert!(read.status.success(), "{format}: {}", text(&read.stderr));
+        let read: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+        let clips = read["clips"].as_array().unwrap();
+        assert_eq!(clips.len(), framed.len(), "{format}: {read}");
+        let mut record = 0.0;
+        for (clip, &(start, end)) in clips.iter().zip(&framed) {
+            let source_in = clip["source_in"].as_f64().unwrap();
+            let frames = clip["frames"].as_f64().unwrap();
+            assert!(
+                (source_in - start).abs() <= 1.0,
+                "{format}: {clip} against {start}"
+            );
+            assert!(
+                (source_in + frames - end).abs() <= 1.0,
+                "{format}: {clip} against {end}"
+            );
+            assert!(
+                (clip["record_in"].as_f64().unwrap() - record).abs() < 1e-6,
+                "{format}: {clip}"
+            );
+            record += frames;
+        }
+        assert!(
+            clips[0]["media"].as_str().unwrap().contains("take.wav"),
+            "{format}: {read}"
+        );
+    }
+}
