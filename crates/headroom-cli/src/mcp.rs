@@ -26,6 +26,7 @@ use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::asr::{AsrError, TranscribeOptions};
 use headroom_speech::audio::{encode, Audio, SpeechFormat};
 use headroom_speech::models::DEFAULT_MODEL;
+use headroom_workstation::editing::{EditChange, TimeSpan};
 use headroom_workstation::narration::{NarrationEvent, NarrationMode, NarrationOptions};
 use headroom_workstation::projects::ProjectStore;
 use headroom_workstation::workstation::{
@@ -254,6 +255,34 @@ pub struct NarrateProjectParams {
     /// Also mix the narration over the original audio.
     #[serde(default)]
     pub mix: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditProjectParams {
+    /// The project's id or name (see list_projects).
+    pub project: String,
+    /// Cut every filler, repeat and false start the cleanup rules find (true), or stop
+    /// cutting them (false).
+    #[serde(default)]
+    pub cut_fillers: Option<bool>,
+    /// Shorten pauses longer than this many seconds to it (0.05 to 60); 0 stops shortening.
+    #[serde(default)]
+    pub max_pause: Option<f64>,
+    /// Shortened pauses sound as the recording's room tone instead of their own audio.
+    #[serde(default)]
+    pub room_tone: Option<bool>,
+    /// Passages to cut, each START-END in seconds ("12.30-14.85").
+    #[serde(default)]
+    pub cut: Vec<String>,
+    /// Words to cut, by id (SEGMENT:WORD, from 1, as this tool's fillers list them).
+    #[serde(default)]
+    pub strike: Vec<String>,
+    /// Words to keep whatever else would cut them, by id.
+    #[serde(default)]
+    pub keep: Vec<String>,
+    /// Start again from the whole recording (alone: remove the edit).
+    #[serde(default)]
+    pub clear: bool,
 }
 
 /// A tool's failure, as the client sees it (a tool error whose text is this message).
@@ -610,12 +639,56 @@ impl HeadroomMcp {
             "files": files,
         }))
     }
+
+    /// Edits a project's recording by its words, non-destructively: cut the fillers the
+    /// cleanup rules find, struck words and passages, shorten long pauses. With no change
+    /// asked, shows the edit. Returns the edit (the stretches of the original kept), the
+    /// fillers found (each with its id and whether it is cut) and the lengths before and after.
+    #[tool]
+    async fn edit_project(
+        &self,
+        Parameters(p): Parameters<EditProjectParams>,
+        context: RequestContext<RoleServer>,
+    ) -> ToolResult {
+        let id = resolve(self.store(), &p.project).map_err(|e| format!("{e:#}"))?;
+        if p.cut.len() > headroom_workstation::editing::MAX_CUTS {
+            return Err(format!(
+                "{} passages cut at once; at most {}",
+                p.cut.len(),
+                headroom_workstation::editing::MAX_CUTS
+            ));
+        }
+        let cuts = p
+            .cut
+            .iter()
+            .map(|c| c.parse::<TimeSpan>())
+            .collect::<Result<Vec<_>, _>>()?;
+        let change = EditChange {
+            cut_fillers: p.cut_fillers,
+            max_pause: p.max_pause,
+            room_tone: p.room_tone,
+            cuts,
+            strike: p.strike,
+            keep: p.keep,
+            clear: p.clear,
+        };
+        match self
+            .workstation
+            .change_edit(&id, change, context.ct.clone())
+            .await
+        {
+            Ok(summary) => structured(json!({ "project": id, "edit": summary })),
+            Err(WorkstationError::Cancelled) => Err(cancelled("edit_project")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
 }
 
 #[tool_handler(
     name = "headroom",
     instructions = "Headroom, the local voice workstation: transcribe audio files, speak text \
-                    to files, list voices, and read, clean up or narrate the app's projects. \
+                    to files, list voices, and read, clean up, narrate or edit (cut fillers, \
+                    words and pauses from the recording) the app's projects. \
                     Work runs on the machine's shared audio and text lanes; it is batch \
                     priority unless a call sets priority to interactive."
 )]

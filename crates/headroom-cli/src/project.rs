@@ -11,7 +11,7 @@ use headroom_base::fsutil::write_atomic;
 use headroom_services::voice_work::both_similarities;
 use headroom_services::Services;
 use headroom_speech::asr::export::{render, ExportFormat};
-use headroom_workstation::editing::{word_by_id, EditIntent, EditSummary, EditedFormat, TimeSpan};
+use headroom_workstation::editing::{EditChange, EditSummary, EditedFormat, TimeSpan};
 use headroom_workstation::projects::{
     Project, ProjectEntry, ProjectStore, SpeakerSetting, SplitAt,
 };
@@ -206,7 +206,7 @@ pub enum ProjectCommand {
         room_tone: Option<bool>,
         /// Cut a passage: START-END in seconds (e.g. 12.30-14.85); the words whose middle it
         /// holds go. Repeatable.
-        #[arg(long, value_name = "START-END", value_parser = parse_span)]
+        #[arg(long, value_name = "START-END")]
         cut: Vec<TimeSpan>,
         /// Cut a word (SEGMENT:WORD, as listed). Repeatable.
         #[arg(long, value_name = "WORD_ID")]
@@ -244,25 +244,6 @@ pub enum ProjectCommand {
     },
 }
 
-/// `START-END` in seconds.
-fn parse_span(value: &str) -> Result<TimeSpan, String> {
-    let (a, b) = value
-        .split_once('-')
-        .ok_or_else(|| format!("{value:?}: give START-END in seconds, e.g. 12.30-14.85"))?;
-    let number = |t: &str| {
-        t.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| format!("{t:?} in {value:?} is not a time in seconds"))
-    };
-    let (start, end) = (number(a)?, number(b)?);
-    if end <= start {
-        return Err(format!("{value:?}: the end must come after the start"));
-    }
-    Ok(TimeSpan { start, end })
-}
-
 fn clock(secs: f64) -> String {
     let tenths = (secs.max(0.0) * 10.0).round() as u64;
     format!("{}:{:02}.{}", tenths / 600, (tenths / 10) % 60, tenths % 10)
@@ -289,12 +270,13 @@ fn print_edit(name: &str, summary: &EditSummary, output: Output) -> anyhow::Resu
                 summary.joins
             );
             println!(
-                "  fillers {}, pauses {}, room tone {}, {} passages cut, {} words kept by hand",
+                "  fillers {}, pauses {}, room tone {}, {} passages and {} words cut, {} words kept by hand",
                 if i.cut_fillers { "cut" } else { "kept" },
                 i.max_pause
                     .map_or("as they are".into(), |p| format!("at most {p} s")),
                 if i.room_tone { "on" } else { "off" },
                 i.cuts.len(),
+                i.struck_words.len(),
                 i.kept_words.len()
             );
         }
@@ -725,55 +707,30 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             output,
         } => {
             let id = resolve(&store, &project)?;
-            let opened = store.open(&id)?;
-            let asked = cut_fillers
-                || keep_fillers
-                || max_pause.is_some()
-                || room_tone.is_some()
-                || !cut.is_empty()
-                || !strike.is_empty()
-                || !keep.is_empty();
-            let summary = if clear && !asked {
-                ws.clear_edit(&id).await?
-            } else if asked {
-                let mut intent = match (&opened.edit, clear) {
-                    (Some(edit), false) => edit.intent.clone(),
-                    _ => EditIntent::default(),
-                };
-                if cut_fillers || keep_fillers {
-                    intent.cut_fillers = cut_fillers;
-                }
-                if let Some(pause) = max_pause {
-                    intent.max_pause = (pause > 0.0).then_some(pause);
-                }
-                if let Some(on) = room_tone {
-                    intent.room_tone = on;
-                }
-                intent.cuts.extend(cut);
-                for word in &strike {
-                    let w = word_by_id(&opened, word)?;
-                    intent.cuts.push(TimeSpan {
-                        start: w.start,
-                        end: w.end,
-                    });
-                }
-                for word in &keep {
-                    let w = word_by_id(&opened, word)?;
-                    intent.kept_words.push((w.start + w.end) / 2.0);
-                }
-                let cancel = CancellationToken::new();
-                cancel_on_ctrl_c(cancel.clone());
-                match ws.edit_recording(&id, intent, cancel).await {
-                    Err(WorkstationError::Cancelled) => {
-                        eprintln!("headroom: edit cancelled; the project is unchanged");
-                        return Ok(ExitCode::from(EXIT_CANCELLED));
-                    }
-                    other => other?,
-                }
-            } else {
-                ws.edit_summary(&id).await?
+            let name = store.open(&id)?.name;
+            let change = EditChange {
+                cut_fillers: if cut_fillers {
+                    Some(true)
+                } else {
+                    keep_fillers.then_some(false)
+                },
+                max_pause,
+                room_tone,
+                cuts: cut,
+                strike,
+                keep,
+                clear,
             };
-            print_edit(&opened.name, &summary, output)?;
+            let cancel = CancellationToken::new();
+            cancel_on_ctrl_c(cancel.clone());
+            let summary = match ws.change_edit(&id, change, cancel).await {
+                Err(WorkstationError::Cancelled) => {
+                    eprintln!("headroom: edit cancelled; the project is unchanged");
+                    return Ok(ExitCode::from(EXIT_CANCELLED));
+                }
+                other => other?,
+            };
+            print_edit(&name, &summary, output)?;
         }
         ProjectCommand::Export {
             project,

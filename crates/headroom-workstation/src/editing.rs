@@ -35,6 +35,100 @@ pub struct TimeSpan {
     pub end: f64,
 }
 
+impl std::str::FromStr for TimeSpan {
+    type Err = String;
+    /// `START-END` in seconds (`12.30-14.85`).
+    fn from_str(value: &str) -> Result<TimeSpan, String> {
+        let (a, b) = value
+            .split_once('-')
+            .ok_or_else(|| format!("{value:?}: give START-END in seconds, e.g. 12.30-14.85"))?;
+        let number = |t: &str| {
+            t.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .ok_or_else(|| format!("{t:?} in {value:?} is not a time in seconds"))
+        };
+        let (start, end) = (number(a)?, number(b)?);
+        if end <= start {
+            return Err(format!("{value:?}: the end must come after the start"));
+        }
+        Ok(TimeSpan { start, end })
+    }
+}
+
+/// A change to a project's edit, as every front end asks it (the window, the CLI, MCP).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+#[serde(default)]
+pub struct EditChange {
+    /// Cut the fillers (true) or stop cutting them (false).
+    pub cut_fillers: Option<bool>,
+    /// Shorten pauses to this many seconds; 0 stops shortening.
+    pub max_pause: Option<f64>,
+    pub room_tone: Option<bool>,
+    /// Passages to cut.
+    pub cuts: Vec<TimeSpan>,
+    /// Words to cut, by id (`SEGMENT:WORD`).
+    pub strike: Vec<String>,
+    /// Words to keep whatever else would cut them, by id.
+    pub keep: Vec<String>,
+    /// Start again from the whole recording (alone: remove the edit).
+    pub clear: bool,
+}
+
+impl EditChange {
+    fn asks_anything(&self) -> bool {
+        self.cut_fillers.is_some()
+            || self.max_pause.is_some()
+            || self.room_tone.is_some()
+            || !self.cuts.is_empty()
+            || !self.strike.is_empty()
+            || !self.keep.is_empty()
+    }
+
+    /// The intent after this change to `project`'s; words are named by id.
+    fn applied_to(&self, project: &Project) -> Result<EditIntent, WorkstationError> {
+        if self.strike.len() > MAX_CUTS || self.keep.len() > MAX_KEPT_WORDS {
+            return Err(WorkstationError::BadEdit(format!(
+                "{} words struck and {} kept at once; at most {MAX_CUTS} and {MAX_KEPT_WORDS}",
+                self.strike.len(),
+                self.keep.len()
+            )));
+        }
+        let mut intent = match (&project.edit, self.clear) {
+            (Some(edit), false) => edit.intent.clone(),
+            _ => EditIntent::default(),
+        };
+        if let Some(on) = self.cut_fillers {
+            intent.cut_fillers = on;
+        }
+        if let Some(pause) = self.max_pause {
+            intent.max_pause = (pause > 0.0).then_some(pause);
+        }
+        if let Some(on) = self.room_tone {
+            intent.room_tone = on;
+        }
+        intent.cuts.extend(&self.cuts);
+        let words: std::collections::HashMap<String, WordRef> = words_of(project)
+            .into_iter()
+            .map(|w| (w.id.clone(), w))
+            .collect();
+        let word = |id: &String| {
+            words
+                .get(id.trim())
+                .ok_or_else(|| WorkstationError::NoSuchWord(id.clone()))
+        };
+        for id in &self.strike {
+            intent.struck_words.push(word(id)?.middle());
+        }
+        for id in &self.keep {
+            intent.kept_words.push(word(id)?.middle());
+        }
+        Ok(intent)
+    }
+}
+
 /// What the user asked of the edit; the kept stretches are made from it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
@@ -46,10 +140,13 @@ pub struct EditIntent {
     pub max_pause: Option<f64>,
     /// Shortened pauses sound as the recording's room tone instead of their own audio.
     pub room_tone: bool,
-    /// Stretches cut by hand: struck words (their times) and passages. A word goes when its
-    /// middle is inside one.
+    /// Passages cut by hand. A word goes when its middle (where the edit places it, in the
+    /// recording's pauses) is inside one.
     pub cuts: Vec<TimeSpan>,
-    /// Words kept whatever else would cut them, each by a time inside it.
+    /// Words cut by hand, each by a time inside it as transcribed (the transcript's own word
+    /// times, which splitting a segment or placing the words does not move).
+    pub struck_words: Vec<f64>,
+    /// Words kept whatever else would cut them, each by a time inside it as transcribed.
     pub kept_words: Vec<f64>,
 }
 
@@ -61,6 +158,12 @@ impl EditIntent {
             return refuse(format!(
                 "{} stretches cut; at most {MAX_CUTS}",
                 self.cuts.len()
+            ));
+        }
+        if self.struck_words.len() > MAX_CUTS {
+            return refuse(format!(
+                "{} words struck; at most {MAX_CUTS}",
+                self.struck_words.len()
             ));
         }
         if self.kept_words.len() > MAX_KEPT_WORDS {
@@ -84,8 +187,13 @@ impl EditIntent {
                 c.start, c.end
             ));
         }
-        if let Some(t) = self.kept_words.iter().find(|&&t| !within(t)) {
-            return refuse(format!("a kept word at {t} s is not in the recording"));
+        if let Some(t) = self
+            .kept_words
+            .iter()
+            .chain(&self.struck_words)
+            .find(|&&t| !within(t))
+        {
+            return refuse(format!("a word at {t} s is not in the recording"));
         }
         Ok(())
     }
@@ -219,14 +327,6 @@ pub fn words_of(project: &Project) -> Vec<WordRef> {
         .collect()
 }
 
-/// The word `id` (`SEGMENT:WORD`, from 1) of the project's transcript.
-pub fn word_by_id(project: &Project, id: &str) -> Result<WordRef, WorkstationError> {
-    words_of(project)
-        .into_iter()
-        .find(|w| w.id == id.trim())
-        .ok_or_else(|| WorkstationError::NoSuchWord(id.to_string()))
-}
-
 /// The fillers the rules find among `words`, and whether `list` cuts each.
 fn fillers(words: &[WordRef], list: Option<&EditList>) -> Vec<FoundFiller> {
     let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
@@ -240,15 +340,23 @@ fn fillers(words: &[WordRef], list: Option<&EditList>) -> Vec<FoundFiller> {
         .collect()
 }
 
-/// What `intent` asks of the words, for the planner (which cuts the words a stretch holds).
+/// The words (by place) that hold one of `times`, a word's span as transcribed.
+fn words_at(words: &[WordRef], times: &[f64]) -> Vec<usize> {
+    let mut times = times.to_vec();
+    times.sort_by(f64::total_cmp);
+    (0..words.len())
+        .filter(|&i| {
+            let w = &words[i];
+            let at = times.partition_point(|&t| t < w.start - 1e-6);
+            times.get(at).is_some_and(|&t| t <= w.end + 1e-6)
+        })
+        .collect()
+}
+
+/// What `intent` asks of the words (as transcribed), for the planner (which also cuts the
+/// words a passage holds).
 fn request(words: &[WordRef], intent: &EditIntent) -> EditRequest {
-    let mut kept_times = intent.kept_words.clone();
-    kept_times.sort_by(f64::total_cmp);
-    let kept_by_hand = |w: &WordRef| {
-        let at = kept_times.partition_point(|&t| t < w.start - 1e-6);
-        kept_times.get(at).is_some_and(|&t| t <= w.end + 1e-6)
-    };
-    let cut_words = if intent.cut_fillers {
+    let mut cut_words: Vec<usize> = if intent.cut_fillers {
         let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
         disfluent_words(&texts)
             .into_iter()
@@ -257,12 +365,11 @@ fn request(words: &[WordRef], intent: &EditIntent) -> EditRequest {
     } else {
         Vec::new()
     };
+    cut_words.extend(words_at(words, &intent.struck_words));
     EditRequest {
         cut_words,
         cut_times: intent.cuts.iter().map(|c| (c.start, c.end)).collect(),
-        keep_words: (0..words.len())
-            .filter(|&i| kept_by_hand(&words[i]))
-            .collect(),
+        keep_words: words_at(words, &intent.kept_words),
         max_pause: intent.max_pause,
         room_tone: intent.room_tone,
         pauses: None,
@@ -346,6 +453,26 @@ fn editable(
 }
 
 impl Workstation {
+    /// Applies `change` to the project's edit (nothing asked: shows it; `clear` alone: removes
+    /// it) and returns the edit as it then stands.
+    pub async fn change_edit(
+        &self,
+        project_id: &str,
+        change: EditChange,
+        cancel: CancellationToken,
+    ) -> Result<EditSummary, WorkstationError> {
+        let project = self.open_project(project_id).await?;
+        if !change.asks_anything() {
+            return if change.clear {
+                self.clear_edit(project_id).await
+            } else {
+                Ok(summary(&project))
+            };
+        }
+        let intent = change.applied_to(&project)?;
+        self.edit_recording(project_id, intent, cancel).await
+    }
+
     /// The project's edit and the fillers its transcript has.
     pub async fn edit_summary(&self, project_id: &str) -> Result<EditSummary, WorkstationError> {
         let project = self.open_project(project_id).await?;
