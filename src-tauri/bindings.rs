@@ -32,12 +32,16 @@ use headroom_services::voices::{ReferenceClip, VoiceMatch, VoiceProfile};
 use headroom_services::LaneView;
 use headroom_speech::asr::Speaker;
 use headroom_speech::cloning::{CloningKind, Health};
+use headroom_speech::edit::{EditList, KeptRange};
 use headroom_speech::models::ModelStatus;
 use headroom_speech::tts::Style;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::{EspeakSetting, MatchOutcome, MatchProgress, Score};
 use headroom_speech::voice::{ClipReport, Finding, Severity};
 use headroom_workstation::batch::BatchServers;
+use headroom_workstation::editing::{
+    EditChange, EditIntent, EditSummary, FoundFiller, RecordingEdit, TimeSpan, WordRef,
+};
 use headroom_workstation::jobs::{JobInfo, RefusedSegment};
 use headroom_workstation::narration::{
     LanguageView, NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
@@ -80,6 +84,8 @@ pub fn typescript() -> String {
         // Projects.
         Decision, SuggestionSource, TextNote, Suggestion, ProjectWord, ProjectSegment, Speaker, SpeechTake,
         ProjectSettings, Project, ProjectEntry, TextDestination, VersionInfo, SplitAt, SegmentSaved,
+        // Editing the recording by its words.
+        KeptRange, EditList, TimeSpan, EditIntent, RecordingEdit, WordRef, FoundFiller, EditSummary, EditChange,
         // Narration.
         NarrationMode, NarrationOptions, NarrationSettings, NarrationStage, SegmentRefusal,
         NarrationTake, NarratedSegment, SegmentState, NarrationOutput, Narration,

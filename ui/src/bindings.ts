@@ -285,7 +285,12 @@ speakers?: Array<Speaker>, speech: Array<SpeechTake>,
 /**
  * The project's narration (see `crate::narration`), once one was started.
  */
-narration?: Narration | null, };
+narration?: Narration | null, 
+/**
+ * The edit of the recording by its words (see `crate::editing`): what was asked and the
+ * stretches of the original kept. The original is never changed.
+ */
+edit?: RecordingEdit | null, };
 export type ProjectEntry = { "state": "ok", id: string, name: string, modified_unix_ms: number, segments: number, } | { "state": "unreadable", id: string, error: string, };
 export type TextDestination = { 
 /**
@@ -312,6 +317,92 @@ allowed: boolean, };
 export type VersionInfo = { id: string, saved_unix_ms: number, reason: string, segments: number, };
 export type SplitAt = { "at": "word", index: number, } | { "at": "time", secs: number, };
 export type SegmentSaved = { index: number, segment: ProjectSegment, modified_unix_ms: number, };
+export type KeptRange = { start: number, end: number, 
+/**
+ * A shortened pause that sounds as the recording's room tone (its quietest stretch)
+ * instead of its own audio; its times are still the pause's, which a video editor shows.
+ */
+room_tone?: boolean, };
+export type EditList = { kept: Array<KeptRange>, 
+/**
+ * Where the room tone comes from (the recording's quietest stretch), when a kept range
+ * asks for it.
+ */
+room_tone?: KeptRange | null, };
+export type TimeSpan = { start: number, end: number, };
+export type EditIntent = { 
+/**
+ * Cut every filler, repeat and false start the cleanup rules find.
+ */
+cut_fillers: boolean, 
+/**
+ * Shorten pauses longer than this many seconds to it.
+ */
+max_pause: number | null, 
+/**
+ * Shortened pauses sound as the recording's room tone instead of their own audio.
+ */
+room_tone: boolean, 
+/**
+ * Passages cut by hand. A word goes when its middle (where the edit places it, in the
+ * recording's pauses) is inside one.
+ */
+cuts: Array<TimeSpan>, 
+/**
+ * Words cut by hand, each by a time inside it as transcribed (the transcript's own word
+ * times, which splitting a segment or placing the words does not move).
+ */
+struck_words: Array<number>, 
+/**
+ * Words kept whatever else would cut them, each by a time inside it as transcribed.
+ */
+kept_words: Array<number>, };
+export type RecordingEdit = { intent: EditIntent, list: EditList, 
+/**
+ * The transcript's words (in order) as the edit placed them: their recognized times
+ * moved to the pauses heard in the recording.
+ */
+word_times: Array<TimeSpan>, 
+/**
+ * The original as it was decoded for the edit: its length and rate.
+ */
+source_secs: number, sample_rate: number, made_unix_ms: number, };
+export type WordRef = { id: string, segment: number, word: number, text: string, start: number, end: number, };
+export type FoundFiller = { word: WordRef, kind: string, cut: boolean, };
+export type EditSummary = { edit: RecordingEdit | null, fillers: Array<FoundFiller>, original_secs: number, edited_secs: number, 
+/**
+ * Words the edit leaves out.
+ */
+words_cut: number, 
+/**
+ * Joins between stretches kept.
+ */
+joins: number, };
+export type EditChange = { 
+/**
+ * Cut the fillers (true) or stop cutting them (false).
+ */
+cut_fillers: boolean | null, 
+/**
+ * Shorten pauses to this many seconds; 0 stops shortening.
+ */
+max_pause: number | null, room_tone: boolean | null, 
+/**
+ * Passages to cut.
+ */
+cuts: Array<TimeSpan>, 
+/**
+ * Words to cut, by id (`SEGMENT:WORD`).
+ */
+strike: Array<string>, 
+/**
+ * Words to keep whatever else would cut them, by id.
+ */
+keep: Array<string>, 
+/**
+ * Start again from the whole recording (alone: remove the edit).
+ */
+clear: boolean, };
 export type NarrationMode = "cleanup" | "rewrite" | "translate";
 export type NarrationOptions = { mode: NarrationMode | null, 
 /**

@@ -2080,6 +2080,37 @@ async fn a_recording_is_edited_by_its_words_and_its_cut_list_reads_back_in_opent
         "the same ask, the same edit"
     );
 
+    // A word struck by its id goes (the first word, "So,").
+    let struck = json(
+        &run(args(&[
+            "project", "edit", "take", "--strike", "1:1", "--json",
+        ]))
+        .await,
+    );
+    assert_eq!(
+        struck["words_cut"],
+        again["words_cut"].as_u64().unwrap() + 1,
+        "{struck}"
+    );
+    assert!(
+        struck["edit"]["list"]["kept"][0]["start"].as_f64().unwrap() > 0.2,
+        "{struck}"
+    );
+    let out = run(args(&[
+        "project",
+        "versions",
+        "take",
+        "--restore",
+        versions[0]["id"].as_str().unwrap(),
+    ]))
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let restored = json(&run(args(&["project", "edit", "take", "--json"])).await);
+    assert_eq!(
+        restored["edit"]["list"], edited["edit"]["list"],
+        "{restored}"
+    );
+
     // Bad asks are refused with what to do, and change nothing.
     let out = run(args(&["project", "edit", "take", "--strike", "99:1"])).await;
     assert!(!out.status.success());

@@ -128,6 +128,7 @@ async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project
         report["tools"],
         serde_json::json!([
             "cleanup_project",
+            "edit_project",
             "list_projects",
             "list_voices",
             "narrate_project",
@@ -338,6 +339,34 @@ async fn an_mcp_client_lists_the_tools_transcribes_speaks_and_works_on_a_project
     let reader = hound::WavReader::open(narration).unwrap();
     assert!(reader.duration() > 0);
     assert!(!report["narrate_progress"].as_array().unwrap().is_empty());
+
+    // The recording edited by its words: pauses shortened, the edit returned; a word that is
+    // not there and a passage that ends before it starts are refused, naming them.
+    let edited = &report["edit_project"];
+    assert_eq!(edited["is_error"], false, "{edited}\n{stderr}");
+    let edit = &edited["structured"]["edit"];
+    assert_eq!(edit["edit"]["intent"]["max_pause"], 0.3, "{edit}");
+    assert!(!edit["edit"]["list"]["kept"].as_array().unwrap().is_empty());
+    assert!(edit["edited_secs"].as_f64().unwrap() <= edit["original_secs"].as_f64().unwrap());
+    assert!(edit["fillers"].is_array());
+    let missing = &report["edit_missing_word"];
+    assert_eq!(missing["is_error"], true);
+    assert!(
+        missing["text"]
+            .as_str()
+            .unwrap()
+            .contains("no word \"99:1\""),
+        "{missing}"
+    );
+    let backwards = &report["edit_backwards"];
+    assert_eq!(backwards["is_error"], true);
+    assert!(
+        backwards["text"]
+            .as_str()
+            .unwrap()
+            .contains("the end must come after"),
+        "{backwards}"
+    );
 }
 
 #[tokio::test]

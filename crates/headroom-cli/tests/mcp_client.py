@@ -156,6 +156,17 @@ async def main():
             )
             report["narrate_project"] = answer(result)
             report["narrate_progress"] = list(progress)
+
+            result = await session.call_tool(
+                "edit_project", {"project": project, "cut_fillers": True, "max_pause": 0.3}
+            )
+            report["edit_project"] = answer(result)
+            result = await session.call_tool(
+                "edit_project", {"project": project, "strike": ["99:1"]}
+            )
+            report["edit_missing_word"] = answer(result)
+            result = await session.call_tool("edit_project", {"project": project, "cut": ["5-2"]})
+            report["edit_backwards"] = answer(result)
     json.dump(report, sys.stdout)
 
 
