@@ -17,6 +17,7 @@ mod wav;
 pub use decode::{
     decode_bytes, decode_file, Decode, DecodeLimits, Decoded, SampleSink, Stretch, AUDIO_EXTENSIONS,
 };
+pub(crate) use decode::{part_in, sample_range};
 pub use device::{input_devices, play, play_file, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
 pub use pauses::{pieces_at_pauses, PiecePlan};

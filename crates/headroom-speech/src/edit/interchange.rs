@@ -1,9 +1,9 @@
 //! The cut list of an edit for video editors, so the same cuts apply to a recording's video:
 //! CMX 3600 EDL, Final Cut Pro 7 XML (xmeml: Premiere, Resolve), FCPXML (Final Cut Pro) and
 //! OpenTimelineIO JSON. Every format lists the same events: each kept range of the original,
-//! in frames at one rate (the range's start and end rounded to the nearest frame), one after
-//! another on the edited timeline. A range shorter than half a frame has no frame of its own
-//! and is left out. Room tone is the audio's: its range stands for the pause it fills.
+//! in frames at one rate, one after another on the edited timeline (see [`CutList::events`]).
+//! A range with no frame of its own is left out. Room tone is the audio's: its range stands for
+//! the pause it fills.
 
 use super::EditList;
 use serde_json::json;
@@ -92,23 +92,25 @@ impl Event {
 }
 
 impl CutList<'_> {
-    /// The events, in order on the timeline.
+    /// The events, in order on the timeline. Each event's place on the timeline is where its
+    /// range starts in the edited audio, rounded to the nearest frame (so the timeline never
+    /// drifts from the audio by more than half a frame, however many events); its source starts
+    /// at its range's start, rounded, and runs as long as its place on the timeline.
     pub fn events(&self) -> Vec<Event> {
         let frame = |secs: f64| (secs.max(0.0) * f64::from(self.fps)).round() as u64;
-        let mut record = 0;
+        let mut edited = 0.0;
         self.edit
             .kept
             .iter()
             .filter_map(|r| {
-                let (source_in, source_out) = (frame(r.start), frame(r.end));
-                (source_out > source_in).then(|| {
-                    let event = Event {
-                        source_in,
-                        source_out,
-                        record_in: record,
-                    };
-                    record += event.frames();
-                    event
+                let record_in = frame(edited);
+                edited += r.len();
+                let frames = frame(edited).saturating_sub(record_in);
+                let source_in = frame(r.start);
+                (frames > 0).then_some(Event {
+                    source_in,
+                    source_out: source_in + frames,
+                    record_in,
                 })
             })
             .collect()
@@ -148,10 +150,12 @@ impl CutList<'_> {
         // A file-based source's reel is AX; the clip's name says which file.
         let channels = if self.has_video { "B" } else { "A" };
         for (n, e) in self.events().iter().enumerate() {
+            // Event numbers have three digits: past 999 they start again at 1, as editors
+            // that write long lists do.
             let _ = writeln!(
                 out,
                 "{:03}  AX       {channels:<5} C        {} {} {} {}",
-                n + 1,
+                n % 999 + 1,
                 self.timecode(e.source_in),
                 self.timecode(e.source_out),
                 self.timecode(e.record_in),
@@ -426,6 +430,36 @@ mod tests {
         assert_eq!(clips.as_array().unwrap().len(), 2);
         assert_eq!(clips[1]["source_range"]["start_time"]["value"], 76.0);
         assert_eq!(clips[1]["source_range"]["duration"]["value"], 37.0);
+    }
+
+    #[test]
+    fn the_timeline_never_drifts_from_the_audio_by_half_a_frame() {
+        // 1,200 ranges of 0.33 s: each rounded alone, the timeline would lose a quarter of a
+        // frame each time.
+        let kept: Vec<KeptRange> = (0..1200)
+            .map(|i| KeptRange::new(i as f64, i as f64 + 0.33))
+            .collect();
+        let edit = EditList {
+            kept,
+            room_tone: None,
+        };
+        let mut list = cut_list(&edit);
+        list.source_secs = 1200.0;
+        let events = list.events();
+        let mut audio = 0.0;
+        for (e, r) in events.iter().zip(&edit.kept) {
+            assert!((e.record_in as f64 / 25.0 - audio).abs() <= 0.5 / 25.0 + 1e-9);
+            assert_eq!(e.source_in, (r.start * 25.0).round() as u64);
+            audio += r.len();
+        }
+        let edl = list.render(CutListFormat::Edl);
+        assert!(edl.contains("\n999  AX"));
+        assert_eq!(
+            edl.matches("\n001  AX").count(),
+            2,
+            "numbers start again after 999"
+        );
+        assert!(!edl.contains("1000  AX"));
     }
 
     #[test]

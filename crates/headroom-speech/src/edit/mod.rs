@@ -84,44 +84,66 @@ impl EditList {
         (duration_secs - self.duration_secs()).max(0.0)
     }
 
+    /// Where each kept range starts in the edited recording.
+    fn starts(&self) -> Vec<f64> {
+        let mut at = 0.0;
+        self.kept
+            .iter()
+            .map(|r| {
+                let start = at;
+                at += r.len();
+                start
+            })
+            .collect()
+    }
+
+    /// The range playing `secs` of the original (not room tone), with the edited time its
+    /// start sounds at; `starts` from [`EditList::starts`]. A binary search: the ranges are in
+    /// order.
+    fn range_at(&self, starts: &[f64], secs: f64) -> Option<(KeptRange, f64)> {
+        let i = self.kept.partition_point(|r| r.end < secs);
+        self.kept[i..]
+            .iter()
+            .zip(&starts[i..])
+            .take_while(|(r, _)| r.start <= secs)
+            .find(|(r, _)| !r.room_tone && (r.start..=r.end).contains(&secs))
+            .map(|(r, &at)| (*r, at))
+    }
+
     /// Where `secs` of the original sounds in the edited recording, if it is kept (in a range
     /// that plays the original, not room tone).
     pub fn edited_time(&self, secs: f64) -> Option<f64> {
-        let mut before = 0.0;
-        for range in &self.kept {
-            if !range.room_tone && (range.start..=range.end).contains(&secs) {
-                return Some(before + secs - range.start);
-            }
-            before += range.len();
-        }
-        None
+        self.edited_times(&[secs])[0]
     }
 
-    /// The range playing `secs` of the original, with the edited time its start sounds at.
-    fn range_of(&self, secs: f64) -> Option<(KeptRange, f64)> {
-        let mut before = 0.0;
-        for range in &self.kept {
-            if !range.room_tone && (range.start..=range.end).contains(&secs) {
-                return Some((*range, before));
-            }
-            before += range.len();
-        }
-        None
+    /// [`EditList::edited_time`] of each of `secs`, the ranges' places found once.
+    pub fn edited_times(&self, secs: &[f64]) -> Vec<Option<f64>> {
+        let starts = self.starts();
+        secs.iter()
+            .map(|&t| self.range_at(&starts, t).map(|(r, at)| at + t - r.start))
+            .collect()
     }
 
     /// The transcript of the edited recording: the original's words that are kept, at the
     /// times they now sound (nothing is transcribed again). A word is kept when its middle is;
     /// a segment without word times is kept when its middle is, and loses none of its text.
     pub fn retime(&self, transcript: &Transcript) -> Transcript {
+        let starts = self.starts();
         let moved = |range: &KeptRange, at: f64, secs: f64| {
             at + secs.clamp(range.start, range.end) - range.start
         };
+        // Languages written without spaces between words join them so.
+        let spaced = !matches!(
+            transcript.language.as_deref(),
+            Some("ja" | "zh" | "th" | "lo" | "my" | "km")
+        );
         let segments = transcript
             .segments
             .iter()
             .filter_map(|segment| {
                 if segment.words.is_empty() {
-                    let (range, at) = self.range_of((segment.start + segment.end) / 2.0)?;
+                    let (range, at) =
+                        self.range_at(&starts, (segment.start + segment.end) / 2.0)?;
                     let mut kept = segment.clone();
                     kept.start = moved(&range, at, segment.start);
                     kept.end = moved(&range, at, segment.end);
@@ -131,7 +153,7 @@ impl EditList {
                     .words
                     .iter()
                     .filter_map(|word| {
-                        let (range, at) = self.range_of((word.start + word.end) / 2.0)?;
+                        let (range, at) = self.range_at(&starts, (word.start + word.end) / 2.0)?;
                         Some(Word {
                             start: moved(&range, at, word.start),
                             end: moved(&range, at, word.end),
@@ -140,14 +162,17 @@ impl EditList {
                     })
                     .collect();
                 let (first, last) = (words.first()?, words.last()?);
+                // A segment none of whose words is cut keeps its text as written.
+                let text = if words.len() == segment.words.len() {
+                    segment.text.clone()
+                } else {
+                    let texts: Vec<&str> = words.iter().map(|w| w.text.trim()).collect();
+                    texts.join(if spaced { " " } else { "" })
+                };
                 Some(Segment {
                     start: first.start,
                     end: last.end,
-                    text: words
-                        .iter()
-                        .map(|w| w.text.trim())
-                        .collect::<Vec<_>>()
-                        .join(" "),
+                    text,
                     speaker: segment.speaker.clone(),
                     words,
                 })

@@ -5,11 +5,13 @@
 //! quiet is read from the recording itself ([`QuietSamples`], from one pass of decoding).
 
 use super::{EditList, KeptRange};
-use crate::audio::{AudioError, SampleSink, Stretch};
+use crate::audio::{part_in, sample_range, AudioError, SampleSink};
 use std::ops::ControlFlow;
 
 /// How far past a word's recognized edge the quietest point is looked for.
 const REACH_SECS: f64 = 0.05;
+/// The longest stretch searched for a cut's quiet point (its samples are held).
+const MAX_WINDOW_SECS: f64 = 1.0;
 /// The window whose energy says how quiet a point is.
 const QUIET_WINDOW_SECS: f64 = 0.004;
 /// Of a pause filled with room tone, this much of its own audio stays at each edge (a word's
@@ -83,7 +85,14 @@ fn gap_window(before: Option<&TimedWord>, after: Option<&TimedWord>, duration: f
     let lo = (edge_before.min(edge_after) - REACH_SECS).max(before.map_or(0.0, TimedWord::middle));
     let hi =
         (edge_before.max(edge_after) + REACH_SECS).min(after.map_or(duration, TimedWord::middle));
-    if lo < hi {
+    if hi - lo > MAX_WINDOW_SECS {
+        // A long gap (a wordless minute): its middle second is as good a place as any.
+        let middle = (edge_before + edge_after) / 2.0;
+        (
+            middle - MAX_WINDOW_SECS / 2.0,
+            middle + MAX_WINDOW_SECS / 2.0,
+        )
+    } else if lo < hi {
         (lo, hi)
     } else {
         let at = ((edge_before + edge_after) / 2.0).clamp(0.0, duration);
@@ -157,7 +166,7 @@ pub fn plan(
             (q1, q2.max(q1))
         } else {
             // A pause between two kept words: a stretch cut by time inside it goes.
-            let inside = by_time
+            let inside = overlapping(&by_time, a_end, b_start)
                 .iter()
                 .map(|&(s, e)| (s.max(a_end), e.min(b_start)))
                 .filter(|(s, e)| e > s)
@@ -173,7 +182,7 @@ pub fn plan(
             request
                 .pauses
                 .as_deref()
-                .and_then(|p| p.iter().find(|&&(s, e)| s <= t + 1e-9 && t <= e + 1e-9))
+                .and_then(|p| overlapping(p, t - 1e-9, t + 1e-9).first())
                 .copied()
         };
         let (lo_edge, hi_edge, left, right) = if cut_inside {
@@ -189,7 +198,7 @@ pub fn plan(
         } else {
             let (lo, hi) = match &request.pauses {
                 None => (a_end, b_start.max(a_end)),
-                Some(pauses) => pauses
+                Some(pauses) => overlapping(pauses, a_end, b_start)
                     .iter()
                     .map(|&(s, e)| (s.max(a_end), e.min(b_start)))
                     .filter(|(s, e)| e > s)
@@ -216,14 +225,19 @@ pub fn plan(
         if q2 - q1 > 1e-4 {
             match (shortened, tone) {
                 (Some((l, r)), Some(_)) if l + r > 2.0 * TONE_EDGE_SECS => {
+                    // Each side's share of the pause sounds as room tone, its range the side's
+                    // own pause (what a video editor shows there), never a word cut between.
                     let (e1, e2) = (l.min(TONE_EDGE_SECS), r.min(TONE_EDGE_SECS));
-                    let toned = lo_edge + e1;
-                    push(&mut list, island_start, toned);
-                    list.kept.push(KeptRange {
-                        start: toned,
-                        end: toned + (l + r - e1 - e2),
-                        room_tone: true,
-                    });
+                    push(&mut list, island_start, lo_edge + e1);
+                    for (start, end) in [(lo_edge + e1, lo_edge + l), (hi_edge - r, hi_edge - e2)] {
+                        if end - start > 1e-4 {
+                            list.kept.push(KeptRange {
+                                start,
+                                end,
+                                room_tone: true,
+                            });
+                        }
+                    }
                     island_start = hi_edge - e2;
                 }
                 _ => {
@@ -239,6 +253,13 @@ pub fn plan(
         list.room_tone = tone;
     }
     list
+}
+
+/// The stretches of `sorted` (in order, none overlapping) that reach into `[lo, hi]`.
+fn overlapping(sorted: &[(f64, f64)], lo: f64, hi: f64) -> &[(f64, f64)] {
+    let from = sorted.partition_point(|&(_, e)| e < lo);
+    let to = sorted.partition_point(|&(s, _)| s <= hi).max(from);
+    &sorted[from..to]
 }
 
 /// Stretches sorted and joined where they overlap.
@@ -285,6 +306,8 @@ const MATCH_CHUNK_WORDS: usize = 200;
 #[derive(Debug, Default)]
 pub struct Loudness {
     frame: usize,
+    /// A frame's length in seconds, exactly (220 samples at 22.05 kHz are 9.98 ms).
+    frame_secs: f64,
     energy: f64,
     filled: usize,
     /// Each 10 ms frame's level (RMS).
@@ -294,6 +317,7 @@ pub struct Loudness {
 impl SampleSink for Loudness {
     fn begin(&mut self, sample_rate: u32) {
         self.frame = ((f64::from(sample_rate) * TONE_FRAME_SECS) as usize).max(1);
+        self.frame_secs = self.frame as f64 / f64::from(sample_rate.max(1));
     }
 
     fn take(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError> {
@@ -329,7 +353,7 @@ impl Loudness {
             return Vec::new();
         }
         let floor = (loud * 10f32.powf(-SILENT_BELOW_DB / 20.0)).max(noise * 2.0);
-        let secs = |f: usize| f as f64 * TONE_FRAME_SECS;
+        let secs = |f: usize| f as f64 * self.frame_secs;
         let mut pauses = Vec::new();
         let mut from = None;
         for (i, &level) in self.levels.iter().chain([&f32::INFINITY]).enumerate() {
@@ -350,12 +374,15 @@ impl Loudness {
     /// The quietest [`ROOM_TONE_SECS`] inside one of `pauses` (a little in from its edges, so
     /// no word's breath is in it), if a pause is long enough.
     pub fn room_tone(&self, pauses: &[(f64, f64)]) -> Option<KeptRange> {
-        let per = (ROOM_TONE_SECS / TONE_FRAME_SECS).round() as usize;
+        if self.frame_secs <= 0.0 {
+            return None;
+        }
+        let frame_secs = self.frame_secs;
+        let per = (ROOM_TONE_SECS / frame_secs).round() as usize;
         let mut best: Option<(f64, usize)> = None;
         for &(start, end) in pauses {
-            let first = ((start + REACH_SECS) / TONE_FRAME_SECS).ceil() as usize;
-            let last =
-                (((end - REACH_SECS) / TONE_FRAME_SECS).floor() as usize).min(self.levels.len());
+            let first = ((start + REACH_SECS) / frame_secs).ceil() as usize;
+            let last = (((end - REACH_SECS) / frame_secs).floor() as usize).min(self.levels.len());
             if last < first + per {
                 continue;
             }
@@ -371,8 +398,8 @@ impl Loudness {
             }
         }
         best.map(|(_, at)| {
-            let start = at as f64 * TONE_FRAME_SECS;
-            KeptRange::new(start, start + ROOM_TONE_SECS)
+            let start = at as f64 * frame_secs;
+            KeptRange::new(start, start + per as f64 * frame_secs)
         })
     }
 }
@@ -506,59 +533,86 @@ fn match_pauses(pauses: &[(f64, f64)], hints: &[f64], punctuated: &[bool]) -> Ve
     out
 }
 
-/// The samples of the gaps a plan searches for quiet (a fraction of a second each, gathered by
-/// one decode that stops after the last).
+/// The samples of the gaps a plan searches for quiet (a second at most each), gathered by one
+/// decode that stops after the last; each block of the decode visits only the gaps it reaches.
 pub struct QuietSamples {
-    stretches: Stretch,
+    /// The gaps, by start.
     windows: Vec<(f64, f64)>,
-    sample_rate: u32,
+    ranges: Vec<std::ops::Range<usize>>,
     pieces: Vec<Vec<f32>>,
+    /// The first gap not yet past.
+    first_open: usize,
+    /// Samples of the file seen so far.
+    at: usize,
+    last_end: usize,
+    sample_rate: u32,
 }
 
 impl QuietSamples {
     /// For a plan that searches `windows`.
-    pub fn new(windows: Vec<(f64, f64)>) -> QuietSamples {
+    pub fn new(mut windows: Vec<(f64, f64)>) -> QuietSamples {
+        windows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        windows.dedup();
         QuietSamples {
-            stretches: Stretch::several(&windows),
+            pieces: vec![Vec::new(); windows.len()],
             windows,
+            ranges: Vec::new(),
+            first_open: 0,
+            at: 0,
+            last_end: 0,
             sample_rate: 0,
-            pieces: Vec::new(),
         }
     }
 
-    /// Done decoding: the gaps' samples are kept for [`Quietness`].
-    pub fn finish(&mut self) {
-        let stretches = std::mem::replace(&mut self.stretches, Stretch::several(&[]));
-        self.pieces = stretches
-            .into_pieces()
-            .into_iter()
-            .map(|a| a.samples)
-            .collect();
-    }
+    /// Done decoding.
+    pub fn finish(&mut self) {}
 }
 
 impl SampleSink for QuietSamples {
     fn begin(&mut self, sample_rate: u32) {
         self.sample_rate = sample_rate;
-        self.stretches.begin(sample_rate);
+        self.ranges = self
+            .windows
+            .iter()
+            .map(|&(s, e)| sample_range(s, e, sample_rate))
+            .collect();
+        self.last_end = self.ranges.iter().map(|r| r.end).max().unwrap_or(0);
     }
 
     fn take(&mut self, block: &[f32]) -> Result<ControlFlow<()>, AudioError> {
-        self.stretches.take(block)
+        let until = self.at + block.len();
+        while self.first_open < self.ranges.len() && self.ranges[self.first_open].end <= self.at {
+            self.first_open += 1;
+        }
+        for i in self.first_open..self.ranges.len() {
+            if self.ranges[i].start >= until {
+                break;
+            }
+            let part = part_in(block, self.at, &self.ranges[i]);
+            self.pieces[i].extend_from_slice(part);
+        }
+        self.at = until;
+        Ok(if self.at >= self.last_end {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
     }
 }
 
 impl Quietness for QuietSamples {
     fn quietest(&self, lo: f64, hi: f64) -> f64 {
         let rate = f64::from(self.sample_rate);
-        let Some((piece, &(start, _))) = self
-            .pieces
-            .iter()
-            .zip(&self.windows)
-            .find(|(_, &(s, e))| s <= lo + 1e-9 && e >= hi - 1e-9)
-        else {
+        // The gaps that start at or before `lo` and end at or after `hi`, among the few that
+        // start within a window's length before it.
+        let upto = self.windows.partition_point(|&(s, _)| s <= lo + 1e-9);
+        let from = self
+            .windows
+            .partition_point(|&(s, _)| s < lo - MAX_WINDOW_SECS - 2.0 * REACH_SECS);
+        let Some(i) = (from..upto).find(|&i| self.windows[i].1 >= hi - 1e-9) else {
             return (lo + hi) / 2.0;
         };
+        let (piece, start) = (&self.pieces[i], self.windows[i].0);
         let from = (((lo - start) * rate).max(0.0) as usize).min(piece.len());
         let to = (((hi - start) * rate).ceil() as usize).min(piece.len());
         let samples = &piece[from..to];
@@ -720,6 +774,33 @@ mod tests {
     }
 
     #[test]
+    fn room_tone_never_stands_for_a_word_cut_between_its_pauses() {
+        // "leave, um, before": "um" cut, the long pause after it shortened with room tone.
+        let w = words(&[(0.0, 1.0), (1.2, 1.5), (3.5, 4.0)]);
+        let pauses = vec![(1.0, 1.2), (1.5, 3.5)];
+        let request = EditRequest {
+            cut_words: vec![1],
+            max_pause: Some(0.6),
+            room_tone: true,
+            pauses: Some(pauses.clone()),
+            ..EditRequest::default()
+        };
+        let list = plan(&w, 4.0, &request, &Middles, Some(KeptRange::new(2.0, 2.5)));
+        let toned: Vec<&KeptRange> = list.kept.iter().filter(|r| r.room_tone).collect();
+        assert!(!toned.is_empty(), "{list:?}");
+        for r in toned {
+            assert!(
+                pauses
+                    .iter()
+                    .any(|&(s, e)| r.start >= s - 1e-9 && r.end <= e + 1e-9),
+                "{r:?} is not inside a pause"
+            );
+        }
+        assert!(list.edited_time(1.35).is_none());
+        list.check(4.0).unwrap();
+    }
+
+    #[test]
     fn a_shortened_pause_may_sound_as_room_tone() {
         let w = words(&[(0.0, 0.5), (2.5, 3.0)]);
         let request = EditRequest {
@@ -729,8 +810,11 @@ mod tests {
         };
         let tone = KeptRange::new(1.0, 1.5);
         let list = plan(&w, 3.0, &request, &Middles, Some(tone));
-        assert_eq!(kept(&list), vec![(0.0, 0.54), (0.54, 1.06), (2.46, 3.0)]);
-        assert!(list.kept[1].room_tone);
+        assert_eq!(
+            kept(&list),
+            vec![(0.0, 0.54), (0.54, 0.8), (2.2, 2.46), (2.46, 3.0)]
+        );
+        assert!(list.kept[1].room_tone && list.kept[2].room_tone);
         assert_eq!(list.room_tone, Some(tone));
         assert!((list.duration_secs() - 1.6).abs() < 1e-9);
         list.check(3.0).unwrap();
