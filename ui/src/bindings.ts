@@ -287,7 +287,7 @@ speakers?: Array<Speaker>, speech: Array<SpeechTake>,
  */
 narration?: Narration | null, 
 /**
- * The edit of the recording by its words (see `crate::editing`): what was asked and the
+ * The edit of the recording by its words (see the `editing` module): what was asked and the
  * stretches of the original kept. The original is never changed.
  */
 edit?: RecordingEdit | null, };

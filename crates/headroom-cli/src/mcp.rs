@@ -651,13 +651,6 @@ impl HeadroomMcp {
         context: RequestContext<RoleServer>,
     ) -> ToolResult {
         let id = resolve(self.store(), &p.project).map_err(|e| format!("{e:#}"))?;
-        if p.cut.len() > headroom_workstation::editing::MAX_CUTS {
-            return Err(format!(
-                "{} passages cut at once; at most {}",
-                p.cut.len(),
-                headroom_workstation::editing::MAX_CUTS
-            ));
-        }
         let cuts = p
             .cut
             .iter()

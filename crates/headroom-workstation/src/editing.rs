@@ -4,6 +4,9 @@
 //! ([`EditIntent`]) and the stretches of the original kept ([`EditList`]); the original is
 //! never changed, and each change keeps the one before as a version (undo).
 
+pub use crate::projects::recording_edit::{
+    EditIntent, RecordingEdit, TimeSpan, MAX_CUTS, MAX_KEPT_WORDS, PAUSE_LIMITS,
+};
 use crate::projects::{Project, ProjectError, ProjectStore};
 use crate::workstation::{blocking, project_file_in, WavOnDisk, Workstation, WorkstationError};
 use headroom_base::clock::unix_ms;
@@ -19,43 +22,6 @@ use serde::{Deserialize, Serialize};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
-
-/// Most stretches one edit cuts by hand (struck words and passages).
-pub const MAX_CUTS: usize = 10_000;
-/// Most words kept by hand against the edit's other cuts.
-pub const MAX_KEPT_WORDS: usize = 100_000;
-/// The pause limits an edit may ask for, in seconds.
-pub const PAUSE_LIMITS: (f64, f64) = (0.05, 60.0);
-
-/// A stretch of the original, in seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
-pub struct TimeSpan {
-    pub start: f64,
-    pub end: f64,
-}
-
-impl std::str::FromStr for TimeSpan {
-    type Err = String;
-    /// `START-END` in seconds (`12.30-14.85`).
-    fn from_str(value: &str) -> Result<TimeSpan, String> {
-        let (a, b) = value
-            .split_once('-')
-            .ok_or_else(|| format!("{value:?}: give START-END in seconds, e.g. 12.30-14.85"))?;
-        let number = |t: &str| {
-            t.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|t| t.is_finite() && *t >= 0.0)
-                .ok_or_else(|| format!("{t:?} in {value:?} is not a time in seconds"))
-        };
-        let (start, end) = (number(a)?, number(b)?);
-        if end <= start {
-            return Err(format!("{value:?}: the end must come after the start"));
-        }
-        Ok(TimeSpan { start, end })
-    }
-}
 
 /// A change to a project's edit, as every front end asks it (the window, the CLI, MCP).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -104,7 +70,8 @@ impl EditChange {
             intent.cut_fillers = on;
         }
         if let Some(pause) = self.max_pause {
-            intent.max_pause = (pause > 0.0).then_some(pause);
+            // Exactly 0 stops shortening; anything else is checked against the limits.
+            intent.max_pause = (pause != 0.0).then_some(pause);
         }
         if let Some(on) = self.room_tone {
             intent.room_tone = on;
@@ -125,94 +92,17 @@ impl EditChange {
         for id in &self.keep {
             intent.kept_words.push(word(id)?.middle());
         }
+        // Asked twice is asked once.
+        intent
+            .cuts
+            .sort_by(|a, b| a.start.total_cmp(&b.start).then(a.end.total_cmp(&b.end)));
+        intent.cuts.dedup();
+        for times in [&mut intent.struck_words, &mut intent.kept_words] {
+            times.sort_by(f64::total_cmp);
+            times.dedup();
+        }
         Ok(intent)
     }
-}
-
-/// What the user asked of the edit; the kept stretches are made from it.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
-#[serde(default)]
-pub struct EditIntent {
-    /// Cut every filler, repeat and false start the cleanup rules find.
-    pub cut_fillers: bool,
-    /// Shorten pauses longer than this many seconds to it.
-    pub max_pause: Option<f64>,
-    /// Shortened pauses sound as the recording's room tone instead of their own audio.
-    pub room_tone: bool,
-    /// Passages cut by hand. A word goes when its middle (where the edit places it, in the
-    /// recording's pauses) is inside one.
-    pub cuts: Vec<TimeSpan>,
-    /// Words cut by hand, each by a time inside it as transcribed (the transcript's own word
-    /// times, which splitting a segment or placing the words does not move).
-    pub struck_words: Vec<f64>,
-    /// Words kept whatever else would cut them, each by a time inside it as transcribed.
-    pub kept_words: Vec<f64>,
-}
-
-impl EditIntent {
-    /// The bounds every front end's edit is held to, for a recording of `duration` seconds.
-    pub fn check(&self, duration: f64) -> Result<(), WorkstationError> {
-        let refuse = |why: String| Err(WorkstationError::BadEdit(why));
-        if self.cuts.len() > MAX_CUTS {
-            return refuse(format!(
-                "{} stretches cut; at most {MAX_CUTS}",
-                self.cuts.len()
-            ));
-        }
-        if self.struck_words.len() > MAX_CUTS {
-            return refuse(format!(
-                "{} words struck; at most {MAX_CUTS}",
-                self.struck_words.len()
-            ));
-        }
-        if self.kept_words.len() > MAX_KEPT_WORDS {
-            return refuse(format!(
-                "{} words kept by hand; at most {MAX_KEPT_WORDS}",
-                self.kept_words.len()
-            ));
-        }
-        let (least, most) = PAUSE_LIMITS;
-        if let Some(p) = self.max_pause.filter(|p| !(least..=most).contains(p)) {
-            return refuse(format!("a pause limit of {p} s; it is {least}–{most} s"));
-        }
-        let within = |t: f64| t.is_finite() && (0.0..=duration + 1e-6).contains(&t);
-        if let Some(c) = self
-            .cuts
-            .iter()
-            .find(|c| !within(c.start) || !within(c.end) || c.end <= c.start)
-        {
-            return refuse(format!(
-                "a cut {}–{} s is not a stretch of the recording's {duration:.2} s",
-                c.start, c.end
-            ));
-        }
-        if let Some(t) = self
-            .kept_words
-            .iter()
-            .chain(&self.struck_words)
-            .find(|&&t| !within(t))
-        {
-            return refuse(format!("a word at {t} s is not in the recording"));
-        }
-        Ok(())
-    }
-}
-
-/// A project's edit of its recording: what was asked, and what it keeps of the original.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
-pub struct RecordingEdit {
-    pub intent: EditIntent,
-    pub list: EditList,
-    /// The transcript's words (in order) as the edit placed them: their recognized times
-    /// moved to the pauses heard in the recording.
-    #[serde(default)]
-    pub word_times: Vec<TimeSpan>,
-    /// The original as it was decoded for the edit: its length and rate.
-    pub source_secs: f64,
-    pub sample_rate: u32,
-    pub made_unix_ms: u64,
 }
 
 /// A word of the transcript, by its place: `id` is `SEGMENT:WORD`, both from 1.
@@ -282,15 +172,11 @@ impl std::str::FromStr for EditedFormat {
     type Err = String;
     fn from_str(name: &str) -> Result<Self, String> {
         let lower = name.to_ascii_lowercase();
-        let audio = match lower.as_str() {
-            "wav" => Some(SpeechFormat::Wav),
-            "flac" => Some(SpeechFormat::Flac),
-            "mp3" => Some(SpeechFormat::Mp3),
-            "opus" | "ogg" => Some(SpeechFormat::Opus),
-            _ => None,
-        };
-        if let Some(f) = audio {
-            return Ok(EditedFormat::Audio(f));
+        // The audio formats a file is written in (not raw PCM, nor AAC, which has no encoder).
+        if let Ok(f) = lower.parse::<SpeechFormat>() {
+            if !matches!(f, SpeechFormat::Pcm | SpeechFormat::Aac) {
+                return Ok(EditedFormat::Audio(f));
+            }
         }
         if let Some(f) = CutListFormat::parse(&lower) {
             return Ok(EditedFormat::CutList(f));
@@ -327,41 +213,78 @@ pub fn words_of(project: &Project) -> Vec<WordRef> {
         .collect()
 }
 
+/// The words (by place) the cleanup rules drop, with why: segment by segment, as the text
+/// cleanup cleans a segment's line, so the recording loses what its text would.
+fn disfluent(words: &[WordRef]) -> Vec<(usize, Disfluency)> {
+    let mut found = Vec::new();
+    let mut first = 0;
+    while first < words.len() {
+        let last = first
+            + words[first..]
+                .iter()
+                .take_while(|w| w.segment == words[first].segment)
+                .count();
+        let texts: Vec<&str> = words[first..last].iter().map(|w| w.text.as_str()).collect();
+        found.extend(
+            disfluent_words(&texts)
+                .into_iter()
+                .map(|(i, kind)| (first + i, kind)),
+        );
+        first = last;
+    }
+    found
+}
+
+/// Which of `words` `list` leaves out.
+fn cut_by(words: &[WordRef], list: &EditList) -> Vec<bool> {
+    let middles: Vec<f64> = words.iter().map(WordRef::middle).collect();
+    list.edited_times(&middles)
+        .into_iter()
+        .map(|t| t.is_none())
+        .collect()
+}
+
 /// The fillers the rules find among `words`, and whether `list` cuts each.
 fn fillers(words: &[WordRef], list: Option<&EditList>) -> Vec<FoundFiller> {
-    let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-    disfluent_words(&texts)
+    let cut = list.map(|l| cut_by(words, l));
+    disfluent(words)
         .into_iter()
         .map(|(i, kind)| FoundFiller {
             word: words[i].clone(),
             kind,
-            cut: list.is_some_and(|l| l.edited_time(words[i].middle()).is_none()),
+            cut: cut.as_ref().is_some_and(|c| c[i]),
         })
         .collect()
 }
 
-/// The words (by place) that hold one of `times`, a word's span as transcribed.
+/// For each of `times`, the one word (by place) whose span as transcribed holds it, the
+/// nearest by its middle where spans touch or overlap.
 fn words_at(words: &[WordRef], times: &[f64]) -> Vec<usize> {
-    let mut times = times.to_vec();
-    times.sort_by(f64::total_cmp);
-    (0..words.len())
-        .filter(|&i| {
-            let w = &words[i];
-            let at = times.partition_point(|&t| t < w.start - 1e-6);
-            times.get(at).is_some_and(|&t| t <= w.end + 1e-6)
+    let mut found: Vec<usize> = times
+        .iter()
+        .filter_map(|&t| {
+            // Words are in order of start; those starting after `t` cannot hold it.
+            let upto = words.partition_point(|w| w.start <= t + 1e-6);
+            words[..upto]
+                .iter()
+                .enumerate()
+                .rev()
+                .take_while(|(_, w)| w.end >= t - 10.0)
+                .filter(|(_, w)| w.end >= t - 1e-6)
+                .min_by(|(_, a), (_, b)| (a.middle() - t).abs().total_cmp(&(b.middle() - t).abs()))
+                .map(|(i, _)| i)
         })
-        .collect()
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
 }
 
 /// What `intent` asks of the words (as transcribed), for the planner (which also cuts the
 /// words a passage holds).
 fn request(words: &[WordRef], intent: &EditIntent) -> EditRequest {
     let mut cut_words: Vec<usize> = if intent.cut_fillers {
-        let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-        disfluent_words(&texts)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect()
+        disfluent(words).into_iter().map(|(i, _)| i).collect()
     } else {
         Vec::new()
     };
@@ -417,7 +340,11 @@ fn placed_transcript(project: &Project) -> headroom_speech::asr::Transcript {
 pub fn summary(project: &Project) -> EditSummary {
     let words = placed_words(project);
     let edit = project.edit.clone();
-    let list = edit.as_ref().map(|e| &e.list);
+    // A stored edit that is not whole (a hand-edited manifest) is shown, never used.
+    let list = edit
+        .as_ref()
+        .filter(|e| e.list.check(e.source_secs).is_ok())
+        .map(|e| &e.list);
     let original_secs = edit
         .as_ref()
         .map_or(project.duration_secs, |e| e.source_secs);
@@ -425,12 +352,7 @@ pub fn summary(project: &Project) -> EditSummary {
         fillers: fillers(&words, list),
         original_secs,
         edited_secs: list.map_or(original_secs, EditList::duration_secs),
-        words_cut: list.map_or(0, |l| {
-            words
-                .iter()
-                .filter(|w| l.edited_time(w.middle()).is_none())
-                .count()
-        }),
+        words_cut: list.map_or(0, |l| cut_by(&words, l).iter().filter(|&&c| c).count()),
         joins: list.map_or(0, EditList::joins),
         edit,
     }
@@ -491,11 +413,13 @@ impl Workstation {
         blocking(move || {
             let project = store.open(&id)?;
             let (path, words) = editable(&store, &project)?;
-            intent.check(
-                project
-                    .duration_secs
-                    .max(words.last().map_or(0.0, |w| w.end)),
-            )?;
+            intent
+                .check(
+                    project
+                        .duration_secs
+                        .max(words.last().map_or(0.0, |w| w.end)),
+                )
+                .map_err(WorkstationError::BadEdit)?;
             let timed: Vec<TimedWord> = words
                 .iter()
                 .map(|w| TimedWord {
@@ -508,10 +432,6 @@ impl Workstation {
             let decode = Decode {
                 cancel: cancel.clone(),
                 ..Decode::streamed()
-            };
-            let cancelled = |e: AudioError| match e {
-                AudioError::Cancelled { .. } => WorkstationError::Cancelled,
-                e => e.into(),
             };
             // One decode for the recording's loudness: its pauses, where the words really
             // are, and its room tone.
@@ -598,6 +518,9 @@ impl Workstation {
         blocking(move || {
             let project = store.open(&id)?;
             let edit = project.edit.clone().ok_or(WorkstationError::NoEdit)?;
+            edit.list
+                .check(edit.source_secs)
+                .map_err(WorkstationError::BadEdit)?;
             let (path, _) = editable(&store, &project)?;
             let relative = format!("exports/{}-edited.{}", project.id, format.extension());
             let text = match format {
@@ -649,6 +572,14 @@ impl Workstation {
     }
 }
 
+/// A decode's failure, a cancelled one as the cancellation it is.
+fn cancelled(e: AudioError) -> WorkstationError {
+    match e {
+        AudioError::Cancelled { .. } => WorkstationError::Cancelled,
+        e => e.into(),
+    }
+}
+
 /// Containers whose recordings have a picture the cut list should cut too.
 const VIDEO_EXTENSIONS: [&str; 4] = ["mp4", "mov", "mkv", "webm"];
 
@@ -660,10 +591,6 @@ fn render_audio(
     format: SpeechFormat,
     temp_dir: &Path,
 ) -> Result<std::fs::File, WorkstationError> {
-    let cancelled = |e: AudioError| match e {
-        AudioError::Cancelled { .. } => WorkstationError::Cancelled,
-        e => e.into(),
-    };
     let failed = |e: std::io::Error| AudioError::Write {
         path: temp_dir.to_path_buf(),
         message: e.to_string(),

@@ -22,13 +22,14 @@ use std::path::{Path, PathBuf};
 mod edits;
 mod narrated;
 mod opened;
+pub mod recording_edit;
 mod speakers;
-pub use crate::editing::RecordingEdit;
 pub use narrated::{
     NarratedSegment, Narration, NarrationMode, NarrationOptions, NarrationOutput,
     NarrationSettings, NarrationStage, NarrationTake, SegmentRefusal, SegmentState, SpeakerVoice,
     SpeakerVoiceSource, VoiceNote,
 };
+pub use recording_edit::RecordingEdit;
 pub use speakers::{SpeakerEditError, SpeakerSetting, SplitAt, NEW_SPEAKER};
 
 const MANIFEST: &str = "project.json";
@@ -370,7 +371,7 @@ pub struct Project {
     /// The project's narration (see `crate::narration`), once one was started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub narration: Option<Narration>,
-    /// The edit of the recording by its words (see `crate::editing`): what was asked and the
+    /// The edit of the recording by its words (see the `editing` module): what was asked and the
     /// stretches of the original kept. The original is never changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit: Option<RecordingEdit>,

@@ -88,7 +88,7 @@ pub enum WorkstationError {
     NothingToExport,
     #[error("there is no recording with word times to edit: transcribe the project's audio first (a segment whose text was typed over has lost its words' times)")]
     NothingToEdit,
-    #[error("the project's recording has no edit yet: make one first (Remove fillers, strike words, or `headroom project edit`)")]
+    #[error("the project's recording has no edit yet: make one first (`headroom project edit PROJECT --cut-fillers`, or the MCP tool edit_project)")]
     NoEdit,
     #[error("the edit is refused: {0}")]
     BadEdit(String),
@@ -146,6 +146,15 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(WorkstationError::TaskFailed)?
+}
+
+/// How a project's recording is transcribed: every word timed, as a project's recording is
+/// edited by its words.
+pub fn project_transcribe_options(language: Option<String>) -> TranscribeOptions {
+    TranscribeOptions {
+        word_timestamps: true,
+        ..TranscribeOptions::in_language(language)
+    }
 }
 
 /// A WAV written to an unnamed temporary file piece by piece, then copied into a project
@@ -876,11 +885,7 @@ impl Workstation {
                         tracing::warn!(error = %e, "a transcription checkpoint was not saved");
                     }
                 });
-                // Every word timed: a project's recording is edited by its words.
-                let options = TranscribeOptions {
-                    word_timestamps: true,
-                    ..TranscribeOptions::in_language(language)
-                };
+                let options = project_transcribe_options(language);
                 let transcription = Transcription {
                     speakers: speakers.map(SpeakerRequest::new),
                     priority,

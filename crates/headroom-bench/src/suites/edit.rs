@@ -15,7 +15,7 @@
 
 use super::speakers::{available_voices, choose_voices, sentence_cache, speak, VoiceSet};
 use super::{Progress, SuiteError};
-use headroom_core::cleanup::rules::disfluent_words;
+use headroom_core::cleanup::rules::{disfluent_words, Disfluency};
 use headroom_services::Services;
 use headroom_speech::asr::normalized_word_error_rate;
 use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
@@ -317,7 +317,7 @@ pub struct EditRow {
     pub render_secs: f64,
     /// Render time per hour of the original, in seconds.
     pub render_secs_per_hour: f64,
-    /// Fillers the rules find in the edited recording's transcript.
+    /// Fillers ("um", "uh", ...) the rules find in the edited recording's transcript.
     pub fillers_heard_after: usize,
     pub wer_before: f64,
     pub wer_after: f64,
@@ -518,7 +518,10 @@ async fn measure(
         .iter()
         .flat_map(|s| s.text.split_whitespace().map(str::to_string))
         .collect();
-    let fillers_heard_after = disfluent_words(&words_after).len();
+    let fillers_heard_after = disfluent_words(&words_after)
+        .into_iter()
+        .filter(|(_, kind)| *kind == Disfluency::Filler)
+        .count();
 
     // Pause shortening alone against auto-editor's defaults, at the same seconds removed.
     let auto = auto_editor_defaults(&planted.audio);
