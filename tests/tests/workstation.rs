@@ -749,7 +749,7 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
         .transcribe_from(
             AudioInput::from_file(&long).unwrap(),
             headroom_speech::models::DEFAULT_MODEL,
-            Default::default(),
+            headroom_workstation::workstation::project_transcribe_options(None),
             Priority::Interactive,
             Resume {
                 from_secs: 0.0,
@@ -1914,7 +1914,8 @@ async fn a_recording_edited_by_its_words_loses_its_fillers_and_long_pauses_and_n
         if joins.iter().any(|j| (j - edited_middle).abs() < 0.02) {
             continue;
         }
-        let from_edit = (edited_middle * rate).round() as usize;
+        // Where the re-timed transcript says the word is, not where the edit list says.
+        let from_edit = (middle * rate).round() as usize;
         let from_original = (((placed.start + placed.end) / 2.0) * rate).round() as usize;
         let window = (0.005 * rate) as usize;
         for k in 0..window {
