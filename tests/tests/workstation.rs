@@ -1868,19 +1868,14 @@ async fn a_recording_edited_by_its_words_loses_its_fillers_and_long_pauses_and_n
             .map(|r| ((r.end * rate).round() - (r.start * rate).round()) as usize)
             .sum::<usize>()
     );
-    let mut at = 0.0;
-    let mut joins = Vec::new();
-    for pair in list.kept.windows(2) {
-        at += pair[0].len();
-        if pair[1].room_tone || pair[0].room_tone || pair[1].start > pair[0].end {
-            joins.push(at);
-            let ratio = step_ratio(
-                &edited.samples,
-                (at * rate).round() as usize,
-                edited.sample_rate,
-            );
-            assert!(ratio <= 3.0, "a click at {at:.3} s: step ratio {ratio}");
-        }
+    let joins = list.join_times();
+    for at in &joins {
+        let ratio = step_ratio(
+            &edited.samples,
+            (at * rate).round() as usize,
+            edited.sample_rate,
+        );
+        assert!(ratio <= 3.0, "a click at {at:.3} s: step ratio {ratio}");
     }
 
     // Each kept word sounds in the edit where its re-timed transcript says: the samples around

@@ -81,10 +81,11 @@ impl EditChange {
             .into_iter()
             .map(|w| (w.id.clone(), w))
             .collect();
+        // An id is a few digits; a longer one is named by its start.
         let word = |id: &String| {
             words
                 .get(id.trim())
-                .ok_or_else(|| WorkstationError::NoSuchWord(id.clone()))
+                .ok_or_else(|| WorkstationError::NoSuchWord(id.chars().take(24).collect()))
         };
         for id in &self.strike {
             intent.struck_words.push(word(id)?.middle());
@@ -395,12 +396,6 @@ impl Workstation {
         self.edit_recording(project_id, intent, cancel).await
     }
 
-    /// The project's edit and the fillers its transcript has.
-    pub async fn edit_summary(&self, project_id: &str) -> Result<EditSummary, WorkstationError> {
-        let project = self.open_project(project_id).await?;
-        Ok(summary(&project))
-    }
-
     /// Makes the project's edit what `intent` asks (the edit before it is kept as a version):
     /// the recording is decoded once to find where each cut is quietest, and the room tone.
     pub async fn edit_recording(
@@ -451,7 +446,6 @@ impl Workstation {
             plan(&timed, source_secs, &request, &wanted, tone);
             let mut quiet = QuietSamples::new(wanted.into_inner().windows);
             decode.file_into(&path, &mut quiet).map_err(cancelled)?;
-            quiet.finish();
             let list = plan(&timed, source_secs, &request, &quiet, tone);
             list.check(source_secs).map_err(WorkstationError::BadEdit)?;
             let edit = RecordingEdit {
@@ -485,7 +479,7 @@ impl Workstation {
     }
 
     /// Removes the project's edit (kept as a version): the recording plays whole again.
-    pub async fn clear_edit(&self, project_id: &str) -> Result<EditSummary, WorkstationError> {
+    async fn clear_edit(&self, project_id: &str) -> Result<EditSummary, WorkstationError> {
         let (store, id) = (self.store().clone(), project_id.to_string());
         blocking(move || {
             let (project, ()) =

@@ -86,7 +86,7 @@ pub enum WorkstationError {
     EditedWhileCleaning { segment: usize },
     #[error("there is no transcript to export yet")]
     NothingToExport,
-    #[error("there is no recording with word times to edit: transcribe the project's audio first (a segment whose text was typed over has lost its words' times)")]
+    #[error("there is no recording with word times to edit: transcribe the project's audio here first (a transcription server gives no word times, and a segment whose text was typed over has lost its words')")]
     NothingToEdit,
     #[error("the project's recording has no edit yet: make one first (`headroom project edit PROJECT --cut-fillers`, or the MCP tool edit_project)")]
     NoEdit,

@@ -499,18 +499,17 @@ async fn measure(
         .collect();
     // Joins: where one kept range does not run on into the next.
     let rate = f64::from(edited.sample_rate);
-    let mut at = 0.0;
-    let mut ratios = Vec::new();
-    for pair in list.kept.windows(2) {
-        at += pair[0].len();
-        if pair[1].room_tone || pair[0].room_tone || pair[1].start > pair[0].end + 1e-9 {
-            ratios.push(step_ratio(
+    let ratios: Vec<f32> = list
+        .join_times()
+        .iter()
+        .map(|at| {
+            step_ratio(
                 &edited.samples,
                 (at * rate).round() as usize,
                 edited.sample_rate,
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     let after = transcribe(format!("{voice} edited"), rendered.clone()).await?;
     let heard_after = project_text(&after);
     let words_after: Vec<String> = after

@@ -71,12 +71,22 @@ impl EditList {
         self.kept.iter().map(KeptRange::len).sum()
     }
 
-    /// Where the cuts are (joins between kept ranges that are not contiguous).
-    pub fn joins(&self) -> usize {
+    /// Where the joins are in the edited recording, in seconds: between kept ranges that do
+    /// not run on one into the other (room tone joins whatever is beside it).
+    pub fn join_times(&self) -> Vec<f64> {
+        let mut at = 0.0;
         self.kept
             .windows(2)
-            .filter(|w| w[1].room_tone || w[0].room_tone || w[1].start > w[0].end)
-            .count()
+            .filter_map(|w| {
+                at += w[0].len();
+                (w[1].room_tone || w[0].room_tone || w[1].start > w[0].end).then_some(at)
+            })
+            .collect()
+    }
+
+    /// How many joins there are (see [`EditList::join_times`]).
+    pub fn joins(&self) -> usize {
+        self.join_times().len()
     }
 
     /// Seconds of the original left out.

@@ -563,9 +563,6 @@ impl QuietSamples {
             sample_rate: 0,
         }
     }
-
-    /// Done decoding.
-    pub fn finish(&mut self) {}
 }
 
 impl SampleSink for QuietSamples {
@@ -846,7 +843,6 @@ mod tests {
             let _ = quiet.take(block).unwrap();
             let _ = loudness.take(block).unwrap();
         }
-        quiet.finish();
         let at = quiet.quietest(0.45, 0.75);
         assert!((at - 0.62).abs() < 0.002, "quietest at {at}");
         let pauses = loudness.pauses();

@@ -24,6 +24,13 @@ impl std::str::FromStr for TimeSpan {
     type Err = String;
     /// `START-END` in seconds (`12.30-14.85`).
     fn from_str(value: &str) -> Result<TimeSpan, String> {
+        // Two times in seconds are a few dozen characters; a longer one is not echoed whole.
+        if value.len() > 64 {
+            return Err(format!(
+                "{:?}…: give START-END in seconds, e.g. 12.30-14.85",
+                value.chars().take(24).collect::<String>()
+            ));
+        }
         let (a, b) = value
             .split_once('-')
             .ok_or_else(|| format!("{value:?}: give START-END in seconds, e.g. 12.30-14.85"))?;
@@ -66,28 +73,27 @@ pub struct EditIntent {
 impl EditIntent {
     /// The bounds every front end's edit is held to, for a recording of `duration` seconds.
     pub fn check(&self, duration: f64) -> Result<(), String> {
-        let refuse = |why: String| Err(why);
         if self.cuts.len() > MAX_CUTS {
-            return refuse(format!(
+            return Err(format!(
                 "{} stretches cut; at most {MAX_CUTS}",
                 self.cuts.len()
             ));
         }
         if self.struck_words.len() > MAX_CUTS {
-            return refuse(format!(
+            return Err(format!(
                 "{} words struck; at most {MAX_CUTS}",
                 self.struck_words.len()
             ));
         }
         if self.kept_words.len() > MAX_KEPT_WORDS {
-            return refuse(format!(
+            return Err(format!(
                 "{} words kept by hand; at most {MAX_KEPT_WORDS}",
                 self.kept_words.len()
             ));
         }
         let (least, most) = PAUSE_LIMITS;
         if let Some(p) = self.max_pause.filter(|p| !(least..=most).contains(p)) {
-            return refuse(format!("a pause limit of {p} s; it is {least}–{most} s"));
+            return Err(format!("a pause limit of {p} s; it is {least}–{most} s"));
         }
         let within = |t: f64| t.is_finite() && (0.0..=duration + 1e-6).contains(&t);
         if let Some(c) = self
@@ -95,7 +101,7 @@ impl EditIntent {
             .iter()
             .find(|c| !within(c.start) || !within(c.end) || c.end <= c.start)
         {
-            return refuse(format!(
+            return Err(format!(
                 "a cut {}–{} s is not a stretch of the recording's {duration:.2} s",
                 c.start, c.end
             ));
@@ -106,7 +112,7 @@ impl EditIntent {
             .chain(&self.struck_words)
             .find(|&&t| !within(t))
         {
-            return refuse(format!("a word at {t} s is not in the recording"));
+            return Err(format!("a word at {t} s is not in the recording"));
         }
         Ok(())
     }
