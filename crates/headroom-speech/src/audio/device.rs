@@ -274,7 +274,7 @@ const QUEUED_BLOCKS: usize = 64;
 /// device's), as it hands them, until it has handed all and they have sounded or `cancel`
 /// fires. `produce` runs on a thread of its own; its feed says `Break` once playback has
 /// stopped, and its error, if any, is returned.
-fn play_fed<P, T>(cancel: &CancellationToken, produce: P) -> Result<T, AudioError>
+pub(crate) fn play_fed<P, T>(cancel: &CancellationToken, produce: P) -> Result<T, AudioError>
 where
     P: FnOnce(u32, &mut dyn FnMut(Vec<f32>) -> ControlFlow<()>) -> Result<T, AudioError> + Send,
     T: Send,

@@ -18,6 +18,7 @@ pub use decode::{
     decode_bytes, decode_file, Decode, DecodeLimits, Decoded, SampleSink, Stretch, AUDIO_EXTENSIONS,
 };
 pub(crate) use decode::{part_in, sample_range};
+pub(crate) use device::play_fed;
 pub use device::{input_devices, play, play_file, record, record_to};
 pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
 pub use pauses::{pieces_at_pauses, PiecePlan};

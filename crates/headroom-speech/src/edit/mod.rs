@@ -10,7 +10,7 @@ pub mod plan;
 pub mod render;
 
 pub use plan::{plan, snap_to_pauses, EditRequest, Loudness, Quietness, TimedWord};
-pub use render::{render_edit, EditRender};
+pub use render::{play_edit, render_edit, EditRender};
 
 use crate::asr::{Segment, Transcript, Word};
 use serde::{Deserialize, Serialize};
@@ -118,6 +118,20 @@ impl EditList {
             .take_while(|(r, _)| r.start <= secs)
             .find(|(r, _)| !r.room_tone && (r.start..=r.end).contains(&secs))
             .map(|(r, &at)| (*r, at))
+    }
+
+    /// What plays from `secs` of the original on: the kept ranges from there, the one holding
+    /// it cut to start there (a point cut away plays from the next range kept).
+    pub fn from_original(&self, secs: f64) -> EditList {
+        let first = self.kept.partition_point(|r| r.end <= secs);
+        let mut kept = self.kept[first..].to_vec();
+        if let Some(r) = kept.first_mut() {
+            r.start = r.start.max(secs);
+        }
+        EditList {
+            kept,
+            room_tone: self.room_tone,
+        }
     }
 
     /// Where `secs` of the original sounds in the edited recording, if it is kept (in a range
@@ -295,6 +309,30 @@ mod tests {
         assert!((edited.duration - 3.2).abs() < 1e-9);
         assert!((list.edited_time(5.0).unwrap() - 2.2).abs() < 1e-9);
         assert_eq!(list.edited_time(1.0), None);
+    }
+
+    #[test]
+    fn playing_from_a_point_keeps_what_follows_it() {
+        let mut list = edit(&[(0.0, 0.6), (1.2, 1.25), (1.55, 3.0), (4.9, 6.0)]);
+        list.kept[2].room_tone = true;
+        list.room_tone = Some(KeptRange::new(3.2, 3.6));
+        // Inside a range: it starts there; the rest follow.
+        let from = list.from_original(2.0);
+        let kept: Vec<(f64, f64, bool)> = from
+            .kept
+            .iter()
+            .map(|r| (r.start, r.end, r.room_tone))
+            .collect();
+        assert_eq!(kept, [(2.0, 3.0, true), (4.9, 6.0, false)]);
+        assert_eq!(from.room_tone, list.room_tone);
+        // In a cut: from the next range kept.
+        let from = list.from_original(4.0);
+        assert_eq!(from.kept, [KeptRange::new(4.9, 6.0)]);
+        assert!((from.duration_secs() - 1.1).abs() < 1e-9);
+        // At a range's end, or past the last: what follows, or nothing.
+        assert_eq!(list.from_original(0.6).kept[0], KeptRange::new(1.2, 1.25));
+        assert!(list.from_original(6.0).kept.is_empty());
+        assert_eq!(list.from_original(0.0), list);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::audio::{Audio, AudioError, Decode, SampleSink, Stretch};
 use std::f32::consts::FRAC_PI_2;
 use std::ops::ControlFlow;
 use std::path::Path;
+use tokio_util::sync::CancellationToken;
 
 /// Half a join's crossfade.
 const HALF_FADE_SECS: f64 = 0.005;
@@ -290,18 +291,14 @@ impl SampleSink for EditRender<'_> {
     }
 }
 
-/// Renders the edit `list` of the recording at `path` (decoded as `decode` says, at its own
-/// rate), handing the edited audio to `out` a block at a time.
+/// Renders the edit `list` of the recording at `path` (decoded as `decode` says, at its rate
+/// or the file's own), handing the edited audio to `out` a block at a time.
 pub fn render_edit(
     path: &Path,
     list: &EditList,
     decode: &Decode,
     out: &mut dyn FnMut(&Audio) -> Result<(), AudioError>,
 ) -> Result<Rendered, AudioError> {
-    let decode = Decode {
-        to_rate: None,
-        ..decode.clone()
-    };
     let tone = match list
         .room_tone
         .filter(|_| list.kept.iter().any(|r| r.room_tone))
@@ -316,6 +313,41 @@ pub fn render_edit(
     let mut render = EditRender::new(list.clone(), tone, out);
     decode.file_into(path, &mut render)?;
     render.finish()
+}
+
+/// Plays the edit `list` of the recording at `path` on the default output device as it
+/// renders (the memory of a second or two, whatever the length), from `from_secs` of the
+/// original (a point cut away: from the next stretch kept), until its end or `cancel`.
+/// Returns the seconds played.
+pub fn play_edit(
+    path: &Path,
+    list: &EditList,
+    from_secs: f64,
+    cancel: &CancellationToken,
+) -> Result<f64, AudioError> {
+    let list = list.from_original(from_secs);
+    crate::audio::play_fed(cancel, |rate, feed| {
+        let decode = Decode {
+            to_rate: Some(rate),
+            cancel: cancel.clone(),
+            ..Decode::streamed()
+        };
+        let mut fed = 0usize;
+        let mut out = |audio: &Audio| {
+            fed += audio.samples.len();
+            match feed(audio.samples.clone()) {
+                ControlFlow::Continue(()) => Ok(()),
+                // The player stopped: the render stops as a cancelled decode does.
+                ControlFlow::Break(()) => Err(AudioError::Cancelled {
+                    path: path.to_path_buf(),
+                }),
+            }
+        };
+        match render_edit(path, &list, &decode, &mut out) {
+            Ok(_) | Err(AudioError::Cancelled { .. }) => Ok(fed as f64 / f64::from(rate)),
+            Err(e) => Err(e),
+        }
+    })
 }
 
 /// How far the largest step between samples at a join stands above the steps around it: the
