@@ -1981,3 +1981,169 @@ async fn a_recording_edited_by_its_words_loses_its_fillers_and_long_pauses_and_n
         .unwrap();
     assert_eq!(restored.edit.unwrap().list, *list);
 }
+
+/// A project whose recording is eight tone bursts (0.3 s, 0.2 s apart) with a transcript of
+/// one segment saying them, each word timed on its burst: the window's edits need no model.
+async fn bursts_project(ws: &Workstation, dir: &std::path::Path) -> String {
+    use headroom_speech::asr::{Segment, Transcript, Word};
+    use headroom_speech::audio::{write_wav, Audio};
+    const WORDS: [&str; 8] = ["So", "the", "answer", "is", "yes", "and", "then", "no."];
+    let rate = 16_000u32;
+    let mut samples = vec![0.0f32; (rate as f64 * 0.3) as usize];
+    let mut words = Vec::new();
+    for (i, text) in WORDS.iter().enumerate() {
+        let start = samples.len() as f64 / f64::from(rate);
+        let burst = (0..(rate as usize * 3 / 10)).map(|n| {
+            0.3 * (2.0 * std::f32::consts::PI * (220.0 + 40.0 * i as f32) * n as f32 / rate as f32)
+                .sin()
+        });
+        samples.extend(burst);
+        words.push(Word {
+            start,
+            end: start + 0.3,
+            text: text.to_string(),
+            probability: 1.0,
+            speaker: None,
+        });
+        samples.extend(std::iter::repeat_n(0.0, (rate / 5) as usize));
+    }
+    let duration = samples.len() as f64 / f64::from(rate);
+    let wav = dir.join("bursts.wav");
+    write_wav(
+        &wav,
+        &Audio {
+            samples,
+            sample_rate: rate,
+        },
+    )
+    .unwrap();
+    let project = ws.store().create("Bursts").unwrap();
+    let audio = ws.store().import_audio(&project, &wav).unwrap();
+    let transcript = Transcript {
+        speakers: Vec::new(),
+        language: Some("en".into()),
+        duration,
+        segments: vec![Segment {
+            start: words[0].start,
+            end: words[7].end,
+            text: WORDS.join(" "),
+            speaker: None,
+            words,
+        }],
+    };
+    ws.update_project(&project.id, move |p| {
+        p.set_transcript(&transcript);
+        p.source_audio = Some(audio);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    project.id
+}
+
+/// The window's edits: a run of words struck at once, one of them brought back, struck again;
+/// undo and redo as whole intents; a missing word refused with nothing changed.
+#[tokio::test]
+async fn words_are_struck_by_runs_brought_back_and_the_edit_undone_and_redone() {
+    use headroom_workstation::editing::EditChange;
+    let dir = scratch("edit-runs");
+    let ws = workstation(&dir, &headroom_tests::closed_port_url());
+    let id = bursts_project(&ws, &dir).await;
+    let change = |c: EditChange| {
+        let ws = ws.clone();
+        let id = id.clone();
+        async move { ws.change_edit(&id, c, CancellationToken::new()).await }
+    };
+    let shown = change(EditChange::default()).await.unwrap();
+    assert!(shown.edit.is_none() && shown.cut_ids.is_empty());
+
+    // A run, named backwards: both ends and the words between go.
+    let struck = change(EditChange {
+        strike: vec!["1:4-1:2".into()],
+        ..EditChange::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(struck.cut_ids, ["1:2", "1:3", "1:4"]);
+    // Three words (0.9 s), the two gaps between them and some of the gaps beside them.
+    let removed = struck.original_secs - struck.edited_secs;
+    assert!(
+        (1.3..=1.7).contains(&removed),
+        "three words and their gaps cut: {} of {}",
+        struck.edited_secs,
+        struck.original_secs
+    );
+    let first_intent = struck.edit.clone().unwrap().intent;
+
+    // Kept, a struck word is no longer struck (and comes back); struck again, no longer kept.
+    let kept = change(EditChange {
+        keep: vec!["1:3".into()],
+        ..EditChange::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(kept.cut_ids, ["1:2", "1:4"]);
+    let intent = &kept.edit.as_ref().unwrap().intent;
+    assert_eq!((intent.struck_words.len(), intent.kept_words.len()), (2, 1));
+    let again = change(EditChange {
+        strike: vec!["1:3".into()],
+        ..EditChange::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(again.cut_ids, ["1:2", "1:3", "1:4"]);
+    let intent = &again.edit.as_ref().unwrap().intent;
+    assert_eq!((intent.struck_words.len(), intent.kept_words.len()), (3, 0));
+
+    // Undo to an earlier intent, then to no edit; redo the first.
+    let undone = change(EditChange {
+        from: Some(kept.edit.clone().unwrap().intent),
+        ..EditChange::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(undone.cut_ids, ["1:2", "1:4"]);
+    let cleared = change(EditChange {
+        clear: true,
+        ..EditChange::default()
+    })
+    .await
+    .unwrap();
+    assert!(cleared.edit.is_none() && cleared.cut_ids.is_empty());
+    let redone = change(EditChange {
+        from: Some(first_intent),
+        ..EditChange::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(redone.cut_ids, struck.cut_ids);
+    assert_eq!(
+        redone.edit.as_ref().unwrap().list,
+        struck.edit.as_ref().unwrap().list
+    );
+
+    // A run to a word that is not there changes nothing; nor does an intent out of bounds.
+    let refused = change(EditChange {
+        strike: vec!["1:5-1:99".into()],
+        ..EditChange::default()
+    })
+    .await;
+    assert!(
+        matches!(refused, Err(WorkstationError::NoSuchWord(ref w)) if w == "1:99"),
+        "{refused:?}"
+    );
+    let mut outside = redone.edit.clone().unwrap().intent;
+    outside.struck_words.push(1.0e6);
+    let refused = change(EditChange {
+        from: Some(outside),
+        ..EditChange::default()
+    })
+    .await;
+    assert!(
+        matches!(refused, Err(WorkstationError::BadEdit(_))),
+        "{refused:?}"
+    );
+    let now = change(EditChange::default()).await.unwrap();
+    assert_eq!(now.cut_ids, redone.cut_ids);
+    assert_eq!(now.modified_unix_ms, redone.modified_unix_ms);
+}

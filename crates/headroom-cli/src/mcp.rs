@@ -274,10 +274,11 @@ pub struct EditProjectParams {
     /// Passages to cut, each START-END in seconds ("12.30-14.85").
     #[serde(default)]
     pub cut: Vec<String>,
-    /// Words to cut, by id (SEGMENT:WORD, from 1, as this tool's fillers list them).
+    /// Words to cut, by id (SEGMENT:WORD, from 1, as this tool's fillers list them) or run
+    /// (FIRST-LAST).
     #[serde(default)]
     pub strike: Vec<String>,
-    /// Words to keep whatever else would cut them, by id.
+    /// Words to keep whatever else would cut them, by id or run.
     #[serde(default)]
     pub keep: Vec<String>,
     /// Start again from the whole recording (alone: remove the edit).
@@ -664,6 +665,7 @@ impl HeadroomMcp {
             strike: p.strike,
             keep: p.keep,
             clear: p.clear,
+            from: None,
         };
         match self
             .workstation

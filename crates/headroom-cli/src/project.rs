@@ -208,10 +208,12 @@ pub enum ProjectCommand {
         /// holds go. Repeatable.
         #[arg(long, value_name = "START-END")]
         cut: Vec<TimeSpan>,
-        /// Cut a word (SEGMENT:WORD, as listed). Repeatable.
+        /// Cut a word (SEGMENT:WORD, as listed) or a run of them (FIRST-LAST, e.g. 3:4-5:2).
+        /// Repeatable.
         #[arg(long, value_name = "WORD_ID")]
         strike: Vec<String>,
-        /// Keep a word whatever else would cut it (a filler the rules found, say). Repeatable.
+        /// Keep a word (or a run) whatever else would cut it (a filler the rules found, say).
+        /// Repeatable.
         #[arg(long, value_name = "WORD_ID")]
         keep: Vec<String>,
         /// Start again from the whole recording (with no other option: remove the edit).
@@ -720,6 +722,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 strike,
                 keep,
                 clear,
+                from: None,
             };
             let cancel = CancellationToken::new();
             cancel_on_ctrl_c(cancel.clone());

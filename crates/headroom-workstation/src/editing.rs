@@ -10,13 +10,14 @@ pub use crate::projects::recording_edit::{
 use crate::projects::{Project, ProjectError, ProjectStore};
 use crate::workstation::{blocking, project_file_in, WavOnDisk, Workstation, WorkstationError};
 use headroom_base::clock::unix_ms;
+use headroom_core::admission::Priority;
 use headroom_core::cleanup::rules::{disfluent_words, Disfluency};
 use headroom_speech::asr::export::{render, ExportFormat};
 use headroom_speech::audio::{Audio, AudioError, Decode, SpeechFormat, StreamEncoder};
 use headroom_speech::edit::interchange::{CutList, CutListFormat, FRAME_RATES};
 use headroom_speech::edit::plan::{QuietSamples, Wanted};
 use headroom_speech::edit::{
-    plan, render_edit, snap_to_pauses, EditList, EditRequest, Loudness, TimedWord,
+    plan, play_edit, render_edit, snap_to_pauses, EditList, EditRequest, Loudness, TimedWord,
 };
 use serde::{Deserialize, Serialize};
 use std::io::{Seek, Write};
@@ -35,13 +36,22 @@ pub struct EditChange {
     pub room_tone: Option<bool>,
     /// Passages to cut.
     pub cuts: Vec<TimeSpan>,
-    /// Words to cut, by id (`SEGMENT:WORD`).
+    /// Words to cut, by id (`SEGMENT:WORD`) or a run of them (`FIRST-LAST`, both ends cut).
+    /// A word struck is no longer kept.
     pub strike: Vec<String>,
-    /// Words to keep whatever else would cut them, by id.
+    /// Words to keep whatever else would cut them, by id or run as `strike`; a word struck
+    /// by hand is no longer struck.
     pub keep: Vec<String>,
     /// Start again from the whole recording (alone: remove the edit).
     pub clear: bool,
+    /// Start from this intent instead of the project's (the window's undo and redo); it is
+    /// held to the same bounds as any other.
+    #[cfg_attr(feature = "typescript", ts(optional))]
+    pub from: Option<EditIntent>,
 }
+
+/// Most words one change strikes or keeps, runs counted word by word.
+const MAX_WORDS_PER_CHANGE: usize = MAX_KEPT_WORDS;
 
 impl EditChange {
     fn asks_anything(&self) -> bool {
@@ -51,6 +61,7 @@ impl EditChange {
             || !self.cuts.is_empty()
             || !self.strike.is_empty()
             || !self.keep.is_empty()
+            || self.from.is_some()
     }
 
     /// The intent after this change to `project`'s; words are named by id.
@@ -62,8 +73,9 @@ impl EditChange {
                 self.keep.len()
             )));
         }
-        let mut intent = match (&project.edit, self.clear) {
-            (Some(edit), false) => edit.intent.clone(),
+        let mut intent = match (&self.from, &project.edit, self.clear) {
+            (Some(from), _, _) => from.clone(),
+            (None, Some(edit), false) => edit.intent.clone(),
             _ => EditIntent::default(),
         };
         if let Some(on) = self.cut_fillers {
@@ -77,22 +89,26 @@ impl EditChange {
             intent.room_tone = on;
         }
         intent.cuts.extend(&self.cuts);
-        let words: std::collections::HashMap<String, WordRef> = words_of(project)
-            .into_iter()
-            .map(|w| (w.id.clone(), w))
-            .collect();
-        // An id is a few digits; a longer one is named by its start.
-        let word = |id: &String| {
-            words
-                .get(id.trim())
-                .ok_or_else(|| WorkstationError::NoSuchWord(id.chars().take(24).collect()))
+        let words = words_of(project);
+        let struck = word_runs(&words, &self.strike)?;
+        let kept = word_runs(&words, &self.keep)?;
+        // Struck and kept by hand exclude each other: the later ask wins.
+        let unmark = |times: &mut Vec<f64>, unmarked: &[usize]| {
+            let unmarked: std::collections::HashSet<usize> = unmarked.iter().copied().collect();
+            times.retain(|&t| {
+                words_at(&words, &[t])
+                    .first()
+                    .is_none_or(|w| !unmarked.contains(w))
+            });
         };
-        for id in &self.strike {
-            intent.struck_words.push(word(id)?.middle());
-        }
-        for id in &self.keep {
-            intent.kept_words.push(word(id)?.middle());
-        }
+        unmark(&mut intent.kept_words, &struck);
+        unmark(&mut intent.struck_words, &kept);
+        intent
+            .struck_words
+            .extend(struck.iter().map(|&i| words[i].middle()));
+        intent
+            .kept_words
+            .extend(kept.iter().map(|&i| words[i].middle()));
         // Asked twice is asked once.
         intent
             .cuts
@@ -104,6 +120,38 @@ impl EditChange {
         }
         Ok(intent)
     }
+}
+
+/// The words (by place) that `asks` name, each an id (`SEGMENT:WORD`) or a run of them
+/// (`FIRST-LAST`, in either order).
+fn word_runs(words: &[WordRef], asks: &[String]) -> Result<Vec<usize>, WorkstationError> {
+    let index: std::collections::HashMap<&str, usize> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.id.as_str(), i))
+        .collect();
+    // An id is a few digits; a longer one is named by its start.
+    let word = |id: &str| {
+        index
+            .get(id.trim())
+            .copied()
+            .ok_or_else(|| WorkstationError::NoSuchWord(id.chars().take(24).collect()))
+    };
+    let mut found = Vec::new();
+    for ask in asks {
+        let (first, last) = match ask.split_once('-') {
+            Some((a, b)) => (word(a)?, word(b)?),
+            None => (word(ask)?, word(ask)?),
+        };
+        let run = first.min(last)..=first.max(last);
+        if found.len() + run.clone().count() > MAX_WORDS_PER_CHANGE {
+            return Err(WorkstationError::BadEdit(format!(
+                "more than {MAX_WORDS_PER_CHANGE} words named at once"
+            )));
+        }
+        found.extend(run);
+    }
+    Ok(found)
 }
 
 /// A word of the transcript, by its place: `id` is `SEGMENT:WORD`, both from 1.
@@ -144,6 +192,10 @@ pub struct EditSummary {
     pub edited_secs: f64,
     /// Words the edit leaves out.
     pub words_cut: usize,
+    /// Their ids, in order (`SEGMENT:WORD`).
+    pub cut_ids: Vec<String>,
+    /// When the project was saved, as its `modified_unix_ms` says.
+    pub modified_unix_ms: u64,
     /// Joins between stretches kept.
     pub joins: usize,
 }
@@ -349,11 +401,21 @@ pub fn summary(project: &Project) -> EditSummary {
     let original_secs = edit
         .as_ref()
         .map_or(project.duration_secs, |e| e.source_secs);
+    let cut_ids: Vec<String> = list.map_or_else(Vec::new, |l| {
+        words
+            .iter()
+            .zip(cut_by(&words, l))
+            .filter(|(_, cut)| *cut)
+            .map(|(w, _)| w.id.clone())
+            .collect()
+    });
     EditSummary {
         fillers: fillers(&words, list),
         original_secs,
         edited_secs: list.map_or(original_secs, EditList::duration_secs),
-        words_cut: list.map_or(0, |l| cut_by(&words, l).iter().filter(|&&c| c).count()),
+        words_cut: cut_ids.len(),
+        cut_ids,
+        modified_unix_ms: project.modified_unix_ms,
         joins: list.map_or(0, EditList::joins),
         edit,
     }
@@ -373,6 +435,20 @@ fn editable(
         return Err(WorkstationError::NothingToEdit);
     }
     Ok((project_file_in(store, &project.id, source)?, words))
+}
+
+/// The project, its edit (checked whole) and the recording it cuts.
+fn edited(
+    store: &ProjectStore,
+    id: &str,
+) -> Result<(Project, RecordingEdit, PathBuf), WorkstationError> {
+    let project = store.open(id)?;
+    let edit = project.edit.clone().ok_or(WorkstationError::NoEdit)?;
+    edit.list
+        .check(edit.source_secs)
+        .map_err(WorkstationError::BadEdit)?;
+    let (path, _) = editable(store, &project)?;
+    Ok((project, edit, path))
 }
 
 impl Workstation {
@@ -478,6 +554,36 @@ impl Workstation {
         .await
     }
 
+    /// Plays the edited recording from `from_secs` of the original (a point cut away: from
+    /// the next stretch kept) to its end, or until `cancel`, rendering as it plays: the joins
+    /// sound as the export's do, from any point of an hour-long recording at once.
+    pub async fn play_edited(
+        &self,
+        project_id: &str,
+        from_secs: f64,
+        cancel: CancellationToken,
+    ) -> Result<(), WorkstationError> {
+        if !from_secs.is_finite() || from_secs < 0.0 {
+            return Err(WorkstationError::BadEdit(format!(
+                "play from {from_secs} s: a time in the recording"
+            )));
+        }
+        let (store, id) = (self.store().clone(), project_id.to_string());
+        let (path, list) = blocking(move || {
+            let (_, edit, path) = edited(&store, &id)?;
+            Ok::<_, WorkstationError>((path, edit.list))
+        })
+        .await?;
+        self.services()
+            .audio_lane()
+            .run("playback", Priority::Interactive, cancel, move |cancel| {
+                play_edit(&path, &list, from_secs, cancel).map(|_| ())
+            })
+            .await
+            .map_err(WorkstationError::Rejected)??;
+        Ok(())
+    }
+
     /// Removes the project's edit (kept as a version): the recording plays whole again.
     async fn clear_edit(&self, project_id: &str) -> Result<EditSummary, WorkstationError> {
         let (store, id) = (self.store().clone(), project_id.to_string());
@@ -510,12 +616,7 @@ impl Workstation {
         let (store, id) = (self.store().clone(), project_id.to_string());
         let temp_dir = self.services().env().temp_dir.clone();
         blocking(move || {
-            let project = store.open(&id)?;
-            let edit = project.edit.clone().ok_or(WorkstationError::NoEdit)?;
-            edit.list
-                .check(edit.source_secs)
-                .map_err(WorkstationError::BadEdit)?;
-            let (path, _) = editable(&store, &project)?;
+            let (project, edit, path) = edited(&store, &id)?;
             let relative = format!("exports/{}-edited.{}", project.id, format.extension());
             let text = match format {
                 EditedFormat::Audio(audio) => {
