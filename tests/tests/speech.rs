@@ -507,6 +507,55 @@ async fn every_input_format_decodes_to_the_same_audio() {
     }
 }
 
+/// A recording made as a video (MP4, QuickTime MOV): its sound is the audio track, wherever
+/// the picture's track comes.
+#[tokio::test]
+async fn the_sound_of_a_video_is_its_audio_track() {
+    let service = service();
+    let wav = scratch("video-sound.wav");
+    speak_to(&service, "A video has a picture and a sound track.", &wav).await;
+    let original = decode_file(&wav, DecodeLimits::default()).unwrap();
+    for ext in ["mp4", "mov"] {
+        let path = scratch(&format!("video.{ext}"));
+        // The picture first (track 1), then the sound.
+        let status = std::process::Command::new("ffmpeg")
+            .args(["-loglevel", "error", "-y", "-f", "lavfi"])
+            .args(["-i", "testsrc=size=160x120:rate=10"])
+            .arg("-i")
+            .arg(&wav)
+            .args([
+                "-map",
+                "0:v",
+                "-map",
+                "1:a",
+                "-c:v",
+                "mpeg4",
+                "-c:a",
+                "aac",
+                "-shortest",
+            ])
+            .arg(&path)
+            .status()
+            .expect("ffmpeg runs (scripts/install-test-deps installs it)");
+        assert!(status.success(), "ffmpeg made no {ext}");
+        let decoded = decode_file(&path, DecodeLimits::default()).unwrap();
+        assert_eq!(decoded.sample_rate, original.sample_rate, "{ext}");
+        let diff = (decoded.duration_secs() - original.duration_secs()).abs();
+        assert!(
+            diff < 0.15,
+            "{ext}: {} s vs {} s",
+            decoded.duration_secs(),
+            original.duration_secs()
+        );
+        let transcript = transcribe(&service, &path).await.unwrap();
+        assert!(
+            transcript.text().to_lowercase().contains("picture"),
+            "{ext}: {}",
+            transcript.text()
+        );
+    }
+}
+
 #[tokio::test]
 async fn bad_files_are_refused_with_their_name_and_problem() {
     let service = service();

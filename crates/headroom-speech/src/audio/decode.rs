@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The file extensions (any case) of what the decoder reads: the one list every front end
 /// offers and a folder of recordings is read by (MP4 and M4A are the same container, AAC in it).
-pub const AUDIO_EXTENSIONS: &[&str] = &["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"];
+pub const AUDIO_EXTENSIONS: &[&str] = &["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4", "mov"];
 
 /// Bounds on what a decode accepts, checked against the header first and the output as it
 /// grows.
@@ -400,8 +400,17 @@ impl Decode {
             )
             .map_err(|e| unsupported(e.to_string()))?;
         let mut format = probed.format;
+        // A video's first track is often its picture: the sound is the first track with a
+        // codec and a sample rate.
+        let is_audio = |t: &&symphonia::core::formats::Track| {
+            t.codec_params.codec != symphonia::core::codecs::CODEC_TYPE_NULL
+                && t.codec_params.sample_rate.is_some()
+        };
         let track = format
             .default_track()
+            .filter(is_audio)
+            .or_else(|| format.tracks().iter().find(is_audio))
+            .or_else(|| format.default_track())
             .ok_or_else(|| unsupported("no audio track".into()))?;
         let track_id = track.id;
         let params = track.codec_params.clone();
