@@ -31,6 +31,7 @@ use headroom_speech::models;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::MatchProgress;
 use headroom_workstation::batch::BatchServers;
+use headroom_workstation::editing::{EditChange, EditSummary, EditedFormat};
 use headroom_workstation::jobs::JobInfo;
 use headroom_workstation::narration::{
     languages, LanguageView, NarrationEvent, NarrationOptions, NarrationSummary, NarrationView,
@@ -185,6 +186,9 @@ pub async fn list_projects(shell: State<'_, Shell>) -> Reply<Vec<ProjectEntry>> 
 fn for_window(mut project: Project) -> Project {
     for segment in &mut project.segments {
         segment.words = Vec::new();
+    }
+    if let Some(edit) = &mut project.edit {
+        edit.word_times = Vec::new();
     }
     project
 }
@@ -694,6 +698,65 @@ pub async fn export_transcript(
 ) -> Reply<PathBuf> {
     let format: ExportFormat = format.parse().map_err(invalid)?;
     Ok(shell.workstation.export(&project, format).await?)
+}
+
+/// The project's edit of its recording as the window shows it: the words' placed times stay
+/// behind (each word's state comes as `cut_ids`).
+fn edit_for_window(mut summary: EditSummary) -> EditSummary {
+    if let Some(edit) = &mut summary.edit {
+        edit.word_times = Vec::new();
+    }
+    summary
+}
+
+/// Changes the project's edit of its recording (nothing asked: shows it) as a job: the
+/// recording is read again to place the cuts.
+#[tauri::command]
+pub async fn change_edit(
+    shell: State<'_, Shell>,
+    project: String,
+    change: EditChange,
+    job: String,
+) -> Reply<EditSummary> {
+    let guard = shell.jobs.start(&job);
+    let summary = shell
+        .workstation
+        .change_edit(&project, change, guard.cancel.clone())
+        .await?;
+    Ok(edit_for_window(summary))
+}
+
+/// Writes the edited recording, its transcript re-timed or its cut list (`fps` frames a
+/// second) into the project's `exports/`; returns where.
+#[tauri::command]
+pub async fn export_edited(
+    shell: State<'_, Shell>,
+    project: String,
+    format: String,
+    fps: u32,
+    job: String,
+) -> Reply<PathBuf> {
+    let format: EditedFormat = format.parse().map_err(invalid)?;
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .export_edited(&project, format, fps, None, guard.cancel.clone())
+        .await?)
+}
+
+/// Plays the edited recording from `from` seconds of the original to its end (or Stop).
+#[tauri::command]
+pub async fn play_edited(
+    shell: State<'_, Shell>,
+    project: String,
+    from: f64,
+    job: String,
+) -> Reply<()> {
+    let guard = shell.jobs.start(&job);
+    Ok(shell
+        .workstation
+        .play_edited(&project, from, guard.cancel.clone())
+        .await?)
 }
 
 /// Lists voices (runs `espeak-ng --voices`).

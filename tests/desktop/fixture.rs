@@ -32,6 +32,13 @@ pub mod keys {
     pub const RIGHT: &str = "\u{E014}";
     pub const HOME: &str = "\u{E011}";
     pub const END: &str = "\u{E010}";
+    pub const DELETE: &str = "\u{E017}";
+    /// Shift+Right twice: the selection extended by two, then Shift released.
+    pub const SHIFT_RIGHT_TWICE: &str = "\u{E008}\u{E014}\u{E014}\u{E000}";
+    /// Ctrl+Z: undo.
+    pub const UNDO: &str = "\u{E009}z\u{E000}";
+    /// Ctrl+Y: redo.
+    pub const REDO: &str = "\u{E009}y\u{E000}";
 }
 
 /// Transcription of the sample and first model load on a 2-core machine in a debug build.
@@ -251,6 +258,35 @@ impl Desktop {
             if Instant::now() >= deadline {
                 self.failure_screenshot().await;
                 panic!("{testid} never matched; last text {text:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until the element's attribute `name` satisfies `ok` (absent: the empty string).
+    pub async fn until_attr(
+        &self,
+        testid: &str,
+        name: &str,
+        wait: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + wait;
+        loop {
+            let value = match self
+                .client
+                .find(Locator::Css(&format!("[data-testid='{testid}']")))
+                .await
+            {
+                Ok(e) => e.attr(name).await.ok().flatten().unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if ok(&value) {
+                return value;
+            }
+            if Instant::now() >= deadline {
+                self.failure_screenshot().await;
+                panic!("{testid}'s {name} never matched; last {value:?}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -9,6 +9,7 @@ import type {
   CommandResults,
   Config,
   Decision,
+  EditChange,
   EventName,
   EventPayloads,
   ProjectSettings,
@@ -61,6 +62,7 @@ export type {
   Voice,
 } from "./bindings";
 export type { CrossedSignal, UpstreamView, TextNote, VoiceNote } from "./bindings";
+export type { EditChange, EditIntent, EditList, EditSummary, FoundFiller } from "./bindings";
 export type { Speaker, SplitAt, SpeakerProfile, SpeakerVoice, ProjectWord } from "./bindings";
 export type { VoiceProfile, ClipAdded, VoiceTakeView, Health, MatchProgress, ClipReport } from "./bindings";
 export type {
@@ -142,6 +144,13 @@ export const api = {
     call("set_segment_speaker", { project, index, speaker, shown }),
   editSegment: (project: string, index: number, text: string) =>
     call("edit_segment", { project, index, text }),
+  /** Changes the edit of the project's recording (an empty change: shows it), as a job. */
+  changeEdit: (project: string, change: EditChange, job: string) => call("change_edit", { project, change, job }),
+  /** Writes the edited recording, its re-timed transcript or its cut list into `exports/`. */
+  exportEdited: (project: string, format: string, fps: number, job: string) =>
+    call("export_edited", { project, format, fps, job }),
+  /** Plays the edited recording from `from` seconds of the original to its end. */
+  playEdited: (project: string, from: number, job: string) => call("play_edited", { project, from, job }),
   /** A segment's words with their times (the window's projects carry none). */
   segmentWords: (project: string, index: number) => call("segment_words", { project, index }),
   cleanSegment: (project: string, index: number, rulesOnly: boolean, job: string) =>

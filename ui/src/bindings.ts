@@ -375,6 +375,14 @@ export type EditSummary = { edit: RecordingEdit | null, fillers: Array<FoundFill
  */
 words_cut: number, 
 /**
+ * Their ids, in order (`SEGMENT:WORD`).
+ */
+cut_ids: Array<string>, 
+/**
+ * When the project was saved, as its `modified_unix_ms` says.
+ */
+modified_unix_ms: number, 
+/**
  * Joins between stretches kept.
  */
 joins: number, };
@@ -392,17 +400,24 @@ max_pause: number | null, room_tone: boolean | null,
  */
 cuts: Array<TimeSpan>, 
 /**
- * Words to cut, by id (`SEGMENT:WORD`).
+ * Words to cut, by id (`SEGMENT:WORD`) or a run of them (`FIRST-LAST`, both ends cut).
+ * A word struck is no longer kept.
  */
 strike: Array<string>, 
 /**
- * Words to keep whatever else would cut them, by id.
+ * Words to keep whatever else would cut them, by id or run as `strike`; a word struck
+ * by hand is no longer struck.
  */
 keep: Array<string>, 
 /**
  * Start again from the whole recording (alone: remove the edit).
  */
-clear: boolean, };
+clear: boolean, 
+/**
+ * Start from this intent instead of the project's (the window's undo and redo); it is
+ * held to the same bounds as any other.
+ */
+from?: EditIntent, };
 export type NarrationMode = "cleanup" | "rewrite" | "translate";
 export type NarrationOptions = { mode: NarrationMode | null, 
 /**
@@ -1035,6 +1050,9 @@ export const COMMANDS = [
   "narration_languages",
   "waveform",
   "play_range",
+  "change_edit",
+  "export_edited",
+  "play_edited",
   "play",
   "choose_save_path",
   "save_copy",
@@ -1101,6 +1119,9 @@ export type CommandArgs = {
   "resume_job": { project: string; id: string; job: string };
   "decide": { project: string; segment: number | null; decision: Decision };
   "export_transcript": { project: string; format: string };
+  "change_edit": { project: string; change: EditChange; job: string };
+  "export_edited": { project: string; format: string; fps: number; job: string };
+  "play_edited": { project: string; from: number; job: string };
   "list_voices": Record<string, never>;
   "synthesize": { project: string; segment: number | null; job: string };
   "narrate": { project: string; options: NarrationOptions; job: string };
@@ -1171,6 +1192,9 @@ export type CommandResults = {
   "resume_job": JobOutcome;
   "decide": Project;
   "export_transcript": string;
+  "change_edit": EditSummary;
+  "export_edited": string;
+  "play_edited": void;
   "list_voices": Voice[];
   "synthesize": SpeechTake;
   "narrate": NarrationSummary;

@@ -101,6 +101,9 @@ type WaveformProps = {
   onRegion: (index: number) => void;
   /** The segments whose rows are on screen (see `MAX_SEGMENT_CONTROLS`). */
   shown?: RangeStore;
+  /** Stretches the edit of the recording leaves out, `[start, end]` in seconds, in order:
+   * shown struck through (keep the array the same while they are). */
+  cuts?: [number, number][];
 };
 
 export function Waveform(props: WaveformProps) {
@@ -189,6 +192,15 @@ function WaveformDrawing(props: WaveformProps) {
         : "",
     [props.regions, width, duration, many],
   );
+  const cutPath = useMemo(
+    () =>
+      joinedPath(
+        (props.cuts ?? []).map(([a, b]) => [x(a), x(a) + Math.max(x(b) - x(a), 0.5)]),
+        0.25,
+        HEIGHT,
+      ),
+    [props.cuts, width, duration],
+  );
   if (error) return <ErrorNotice scope={props.testid} error={error} onDismiss={() => setError(null)} />;
   if (!peaks) return <div class="waveform loading" data-testid={`${props.testid}-loading`} />;
   const last = props.regions.length - 1;
@@ -270,6 +282,15 @@ function WaveformDrawing(props: WaveformProps) {
         );
       })}
       <path class="peak" d={peakPath} />
+      {(props.cuts ?? []).length > 0 && (
+        <path
+          class="cut"
+          data-testid={`${props.testid}-cuts`}
+          data-count={(props.cuts ?? []).length}
+          aria-hidden="true"
+          d={cutPath}
+        />
+      )}
     </svg>
   );
 }
@@ -306,6 +327,9 @@ type SpeakerLanesProps = {
   onRegion: (index: number) => void;
   /** The segments whose rows are on screen (see `MAX_SEGMENT_CONTROLS`). */
   shown?: RangeStore;
+  /** Stretches the edit of the recording leaves out, `[start, end]` in seconds, in order:
+   * shown struck through (keep the array the same while they are). */
+  cuts?: [number, number][];
 };
 
 export function SpeakerLanes(props: SpeakerLanesProps) {

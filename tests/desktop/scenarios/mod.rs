@@ -9,6 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 mod cleanup;
+mod edit;
 mod keyboard;
 mod languages;
 mod long_project;
@@ -75,6 +76,11 @@ pub const SCENARIOS: &[Scenario] = &[
     scenario!(
         First,
         keyboard::the_main_path_is_done_by_keyboard_alone,
+        needs a_project_is_created_and_its_sample_transcribed_and_exported_as_srt
+    ),
+    scenario!(
+        First,
+        edit::a_recording_is_edited_by_its_words_played_and_exported,
         needs a_project_is_created_and_its_sample_transcribed_and_exported_as_srt
     ),
     scenario!(

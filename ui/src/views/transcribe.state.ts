@@ -107,3 +107,10 @@ export function segmentsMatching(texts: string[], query: string): number[] {
   });
   return found;
 }
+
+/** A time in the recording as `mm:ss.s`. */
+export function formatTime(seconds: number): string {
+  const m = Math.floor(seconds / 60);
+  const s = seconds - m * 60;
+  return `${String(m).padStart(2, "0")}:${s.toFixed(1).padStart(4, "0")}`;
+}

@@ -12,8 +12,9 @@ import { formatDateTime, formatNumber, formatPercent, t, tr } from "../i18n";
 import { ErrorNotice } from "../rejection";
 import { SpeakerLanes, usePlayer, Waveform } from "../waveform";
 import { type Reveal, useRangeStore, VirtualList } from "../virtual";
+import { EditPanel, useRecordingEdit, WordStrip } from "./edit";
 import { displayName, speakerColor, speakerName, SpeakersPanel } from "./speakers";
-import { initialState, reducer, segmentsMatching } from "./transcribe.state";
+import { formatTime, initialState, reducer, segmentsMatching } from "./transcribe.state";
 
 /** The speakers choice: off, estimated, or how many. */
 const SPEAKER_CHOICES = ["off", "auto", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
@@ -23,11 +24,7 @@ const EDIT_SAVE_DELAY_MS = 800;
 /** A segment's row before it is measured: its times, two lines of text and its tools. */
 const SEGMENT_ROW_PX = 84;
 
-export function formatTime(seconds: number): string {
-  const m = Math.floor(seconds / 60);
-  const s = seconds - m * 60;
-  return `${String(m).padStart(2, "0")}:${s.toFixed(1).padStart(4, "0")}`;
-}
+export { formatTime } from "./transcribe.state";
 
 export function TranscribeView(props: {
   project: Project;
@@ -50,6 +47,10 @@ export function TranscribeView(props: {
   const job = transcription.running;
   const recording = recorder.running;
   const player = usePlayer(project.id);
+  // Editing the recording by its words: on by itself for a project with an edit.
+  const [editing, setEditing] = useState(project.edit != null);
+  useEffect(() => setEditing(project.edit != null), [project.id]);
+  const recordingEdit = useRecordingEdit(project, props.onProject, editing);
   const playingIndex = player.playing === null ? null : Number(player.playing);
 
   useEvent("job-progress", (p) => {
@@ -297,6 +298,17 @@ export function TranscribeView(props: {
                 .join(" · ")}
             </span>
             <span class="grow" />
+            {project.source_audio && (
+              <label class="check">
+                <input
+                  type="checkbox"
+                  data-testid="edit-mode"
+                  checked={editing}
+                  onChange={(e) => setEditing((e.target as HTMLInputElement).checked)}
+                />
+                {t("transcribe.editMode")}
+              </label>
+            )}
             <label for="export-format">{t("transcribe.exportAs")}</label>
             <select
               id="export-format"
@@ -339,6 +351,7 @@ export function TranscribeView(props: {
                 playing={playingIndex}
                 onRegion={playSegment}
                 shown={shown}
+                cuts={editing ? recordingEdit.cuts : undefined}
               />
             )}
             {lanes.length > 0 && (
@@ -354,6 +367,7 @@ export function TranscribeView(props: {
           </div>
           {player.error && <ErrorNotice scope="transcribe-play" error={player.error} onDismiss={player.clearError} />}
           {(project.speakers ?? []).length > 0 && <SpeakersPanel project={project} onProject={props.onProject} />}
+          {editing && project.source_audio && <EditPanel project={project} edit={recordingEdit} />}
           <TranscriptSearch
             texts={() => project.segments.map((s, i) => drafts[i] ?? s.text)}
             onFound={(index, query) => {
@@ -389,17 +403,21 @@ export function TranscribeView(props: {
                   data-last-played={player.last === String(i) ? "original" : ""}
                   class={playingIndex === i ? "playing" : undefined}
                 >
-                  <label class="time" for={`segment-text-${i}`} data-testid={`segment-time-${i}`}>
+                  <label class="time" for={editing ? undefined : `segment-text-${i}`} data-testid={`segment-time-${i}`}>
                     {formatTime(s.start)} – {formatTime(s.end)}
                   </label>
-                  <textarea
-                    id={`segment-text-${i}`}
-                    data-testid={`segment-text-${i}`}
-                    rows={2}
-                    value={drafts[i] ?? s.text}
-                    onInput={(e) => typed(i, (e.target as HTMLTextAreaElement).value)}
-                    onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
-                  />
+                  {editing ? (
+                    <WordStrip project={project} index={i} segment={s} edit={recordingEdit} />
+                  ) : (
+                    <textarea
+                      id={`segment-text-${i}`}
+                      data-testid={`segment-text-${i}`}
+                      rows={2}
+                      value={drafts[i] ?? s.text}
+                      onInput={(e) => typed(i, (e.target as HTMLTextAreaElement).value)}
+                      onBlur={(e) => saveSegment(i, (e.target as HTMLTextAreaElement).value)}
+                    />
+                  )}
                   <SegmentSpeaker
                     project={project}
                     index={i}
