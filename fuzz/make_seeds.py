@@ -143,7 +143,7 @@ write("config", "small", '[llm]\nurl = "https://example.com/v1"\n\n[text_lane]\n
 write("config", "empty", "")
 
 # ---- audio_decode: one byte (extension hint, 0x80: resample to 16 kHz), then the file -------
-HINT = {"wav": 1, "mp3": 2, "flac": 3, "ogg": 4, "m4a": 5, "aac": 6}
+HINT = {"wav": 1, "mp3": 2, "flac": 3, "ogg": 4, "m4a": 5, "aac": 6, "mkv": 8, "webm": 9, "opus": 10}
 
 
 def strip_flac_padding(d):
@@ -171,6 +171,11 @@ if shutil.which("ffmpeg"):
         ("ogg", "ogg", ["-ac", "1", "-c:a", "libvorbis", "-q:a", "0"], "ogg"),
         ("m4a", "m4a", ["-ac", "1", "-c:a", "aac", "-b:a", "16k"], "mp4"),
         ("aac", "aac", ["-ac", "1", "-c:a", "aac", "-b:a", "16k"], "adts"),
+        ("mkv-flac", "mkv", ["-ac", "1", "-c:a", "flac"], "matroska"),
+        ("mkv-pcm", "mkv", ["-ac", "1", "-c:a", "pcm_s16le"], "matroska"),
+        ("webm-opus", "webm", ["-ac", "1", "-c:a", "libopus", "-b:a", "8k"], "webm"),
+        ("webm-vorbis", "webm", ["-ac", "1", "-c:a", "libvorbis", "-q:a", "0"], "webm"),
+        ("opus", "opus", ["-ac", "1", "-c:a", "libopus", "-b:a", "8k"], "ogg"),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for label, ext, args, fmt in jobs:

@@ -1,5 +1,5 @@
-//! The audio decoders' entry point (`Decode::bytes`: WAV with hound, MP3/FLAC/OGG/AAC/M4A
-//! with symphonia), with the default limits.
+//! The audio decoders' entry point (`Decode::bytes`: WAV with hound, MP3/FLAC/OGG/AAC/M4A/MKV/
+//! WebM with symphonia, Opus with libopus), with the default limits.
 //!
 //! Input: one byte picking the extension hint (and whether to resample to 16 kHz while
 //! decoding), then the file.
@@ -43,7 +43,7 @@ fn tolerate_symphonia_panics() {
     }));
 }
 
-const HINTS: [Option<&str>; 8] = [
+const HINTS: [Option<&str>; 11] = [
     None,
     Some("wav"),
     Some("mp3"),
@@ -52,6 +52,9 @@ const HINTS: [Option<&str>; 8] = [
     Some("m4a"),
     Some("aac"),
     Some("bin"),
+    Some("mkv"),
+    Some("webm"),
+    Some("opus"),
 ];
 
 fuzz_target!(init: tolerate_symphonia_panics(), |data: &[u8]| {

@@ -167,7 +167,7 @@ impl Speakers {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TranscribeParams {
-    /// The audio file on this machine (WAV, MP3, FLAC, OGG Vorbis or AAC/M4A).
+    /// The audio file on this machine (WAV, MP3, FLAC, OGG Vorbis or Opus, AAC/M4A, or a video: MP4, MOV, MKV, WebM).
     pub path: String,
     /// A language code (en, de, ...) for multilingual models; detected when not given.
     #[serde(default)]

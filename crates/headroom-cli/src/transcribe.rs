@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
 pub struct TranscribeArgs {
-    /// Audio files (WAV, MP3, FLAC, OGG Vorbis or AAC/M4A) or folders of them. One file goes
+    /// Audio files (WAV, MP3, FLAC, OGG Vorbis or Opus, AAC/M4A, or a video: MP4, MOV, MKV, WebM) or folders of them. One file goes
     /// to stdout or --out FILE; several, or a folder (its audio files, not its subfolders),
     /// give one transcript each in the folder --out names, skipping those already current.
     #[arg(required = true, value_name = "FILE|FOLDER")]

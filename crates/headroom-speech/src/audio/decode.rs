@@ -6,6 +6,7 @@
 //! asked) resampled as they are decoded so memory follows the output, cancellation is checked
 //! between packets, and a panic inside a decoder becomes [`AudioError::DecoderFailed`].
 
+use super::opus_decode::{OpusDecoder, OPUS_RATE};
 use super::resample::StreamResampler;
 use super::sniff::{self, Container, SniffError};
 use super::{Audio, AudioError, Bound};
@@ -15,8 +16,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::OnceLock;
 use symphonia::core::audio::SampleBuffer;
-use symphonia::core::codecs::DecoderOptions;
+use symphonia::core::codecs::{
+    CodecRegistry, CodecType, DecoderOptions, CODEC_TYPE_OPUS, CODEC_TYPE_PCM_F32BE,
+    CODEC_TYPE_PCM_F32LE, CODEC_TYPE_PCM_F64BE, CODEC_TYPE_PCM_F64LE, CODEC_TYPE_PCM_S16BE,
+    CODEC_TYPE_PCM_S16LE, CODEC_TYPE_PCM_S24BE, CODEC_TYPE_PCM_S24LE, CODEC_TYPE_PCM_S32BE,
+    CODEC_TYPE_PCM_S32LE,
+};
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::{MediaSource, MediaSourceStream};
@@ -26,7 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 /// The file extensions (any case) of what the decoder reads: the one list every front end
 /// offers and a folder of recordings is read by (MP4 and M4A are the same container, AAC in it).
-pub const AUDIO_EXTENSIONS: &[&str] = &["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4", "mov"];
+pub const AUDIO_EXTENSIONS: &[&str] = &[
+    "wav", "mp3", "flac", "ogg", "opus", "m4a", "aac", "mp4", "mov", "mkv", "webm",
+];
 
 /// Bounds on what a decode accepts, checked against the header first and the output as it
 /// grows.
@@ -73,6 +82,31 @@ impl DecodeLimits {
             ..DecodeLimits::default()
         }
     }
+}
+
+/// The PCM codecs symphonia reads from a container.
+const PCM_CODECS: [CodecType; 10] = [
+    CODEC_TYPE_PCM_S16LE,
+    CODEC_TYPE_PCM_S16BE,
+    CODEC_TYPE_PCM_S24LE,
+    CODEC_TYPE_PCM_S24BE,
+    CODEC_TYPE_PCM_S32LE,
+    CODEC_TYPE_PCM_S32BE,
+    CODEC_TYPE_PCM_F32LE,
+    CODEC_TYPE_PCM_F32BE,
+    CODEC_TYPE_PCM_F64LE,
+    CODEC_TYPE_PCM_F64BE,
+];
+
+/// symphonia's decoders, and Opus (see `opus_decode`).
+fn codecs() -> &'static CodecRegistry {
+    static CODECS: OnceLock<CodecRegistry> = OnceLock::new();
+    CODECS.get_or_init(|| {
+        let mut registry = CodecRegistry::new();
+        symphonia::default::register_enabled_codecs(&mut registry);
+        registry.register_all::<OpusDecoder>();
+        registry
+    })
 }
 
 /// How to decode: the limits, an optional output rate (resampled while decoding), and a
@@ -413,16 +447,25 @@ impl Decode {
             .or_else(|| format.default_track())
             .ok_or_else(|| unsupported("no audio track".into()))?;
         let track_id = track.id;
-        let params = track.codec_params.clone();
-        let rate = params
-            .sample_rate
-            .ok_or_else(|| corrupt("the audio track declares no sample rate".into()))?;
+        let mut params = track.codec_params.clone();
+        // Opus decodes at 48 kHz whatever rate its track names (the input's, often).
+        let rate = if params.codec == CODEC_TYPE_OPUS {
+            Some(OPUS_RATE)
+        } else {
+            params.sample_rate
+        }
+        .ok_or_else(|| corrupt("the audio track declares no sample rate".into()))?;
+        // Matroska names no packet size for PCM, which symphonia's PCM decoder sizes its
+        // buffer by: four seconds a block (ffmpeg writes a few milliseconds).
+        if params.max_frames_per_packet.is_none() && PCM_CODECS.contains(&params.codec) {
+            params.with_max_frames_per_packet(u64::from(rate.min(192_000)) * 4);
+        }
         let channels = params.channels.map_or(1, |c| c.count() as u32);
         if let Some(bits) = params.bits_per_sample.filter(|b| !(1..=32).contains(b)) {
             return Err(refused(path, Bound::Bits { bits }));
         }
         let mut sink = self.sink(path, rate, channels, params.n_frames, out)?;
-        let mut decoder = symphonia::default::get_codecs()
+        let mut decoder = codecs()
             .make(&params, &DecoderOptions::default())
             .map_err(|e| unsupported(e.to_string()))?;
         let mut buffer: Option<SampleBuffer<f32>> = None;

@@ -4,6 +4,7 @@ mod decode;
 mod device;
 pub mod encode;
 pub mod mel;
+mod opus_decode;
 mod pauses;
 mod peaks;
 mod recording;
@@ -63,7 +64,7 @@ pub enum AudioError {
     Read { path: PathBuf, message: String },
     #[error("{path} is empty")]
     Empty { path: PathBuf },
-    #[error("{path} is not an audio format Headroom can read ({detail}); use WAV, MP3, FLAC, OGG Vorbis or AAC/M4A")]
+    #[error("{path} is not an audio format Headroom can read ({detail}); use WAV, MP3, FLAC, OGG (Vorbis or Opus), AAC/M4A, or a video's sound (MP4, MOV, MKV, WebM)")]
     Unsupported { path: PathBuf, detail: String },
     #[error("{path} is damaged: {detail}")]
     Corrupt { path: PathBuf, detail: String },

@@ -17,6 +17,8 @@ pub(super) enum Container {
     Ogg,
     /// MPEG audio frames: MP3, or AAC in ADTS.
     Mpeg,
+    /// EBML: Matroska (MKV) and WebM.
+    Matroska,
 }
 
 #[derive(Debug)]
@@ -66,6 +68,7 @@ pub(super) fn check<R: Read + Seek>(source: &mut R) -> Result<Container, SniffEr
             _ => SniffError::Io(e),
         })?,
         Container::Mp4 => boxes_fit(source, start, len, 0, false)?,
+        Container::Matroska => elements_fit(source, start, len, 0)?,
         _ => {}
     }
     Ok(container)
@@ -80,6 +83,8 @@ fn classify(head: &[u8]) -> Option<Container> {
         Some(Container::Mp4)
     } else if head.starts_with(b"OggS") {
         Some(Container::Ogg)
+    } else if head.starts_with(&EBML_MAGIC) {
+        Some(Container::Matroska)
     } else if head.len() >= 2 && head[0] == 0xff && head[1] & 0xe0 == 0xe0 {
         Some(Container::Mpeg)
     } else {
@@ -278,6 +283,91 @@ fn table_fits<R: Read + Seek>(
     Ok(())
 }
 
+/// The EBML header's id: a Matroska or WebM file starts with it.
+const EBML_MAGIC: [u8; 4] = [0x1A, 0x45, 0xDF, 0xA3];
+
+/// Matroska elements whose children are elements (those symphonia's demuxer reads as such).
+const EBML_MASTERS: [u32; 34] = [
+    0x1A45DFA3, 0x18538067, 0x114D9B74, 0x4DBB, 0x1549A966, 0x1F43B675, 0xA0, 0x75A1, 0xA6,
+    0x1654AE6B, 0xAE, 0xE0, 0xE1, 0x6D80, 0x6240, 0x5035, 0x47E7, 0x55B0, 0x55D0, 0x1C53BB6B, 0xBB,
+    0xB7, 0x1043A770, 0x45B9, 0xB6, 0x80, 0x1254C367, 0x7373, 0x63C0, 0x67C8, 0x1941A469, 0x61A7,
+    0xE2, 0x5034,
+];
+
+/// The longest element holding data (a block of a track, a codec's header, a tag) Headroom
+/// reads: symphonia holds each whole while it reads it.
+const MAX_EBML_DATA: u64 = 64 << 20;
+
+/// An EBML variable-length integer at the start of `bytes`: its value (with the length
+/// marker kept for ids, as ids are written) and length; `None` if it is not one.
+fn ebml_vint(bytes: &[u8], keep_marker: bool) -> Option<(u64, usize)> {
+    let first = *bytes.first()?;
+    let len = first.leading_zeros() as usize + 1;
+    if len > 8 || bytes.len() < len {
+        return None;
+    }
+    let marker = if keep_marker { 0 } else { 0x80u8 >> (len - 1) };
+    let value = bytes[1..len]
+        .iter()
+        .fold(u64::from(first & !marker), |v, &b| (v << 8) | u64::from(b));
+    Some((value, len))
+}
+
+/// Checks that every Matroska element between `start` and `end` declares a size that fits in
+/// what holds it, and no element of data over [`MAX_EBML_DATA`]: symphonia allocates an
+/// element's declared size before reading it. An element of unknown size (a recording
+/// streamed live, as a browser writes it) is refused: symphonia would read it as empty.
+fn elements_fit<R: Read + Seek>(
+    source: &mut R,
+    start: u64,
+    end: u64,
+    depth: u32,
+) -> Result<(), SniffError> {
+    if depth > MAX_BOX_DEPTH {
+        return Err(SniffError::Malformed(
+            "Matroska elements nested too deep".into(),
+        ));
+    }
+    let malformed = |m: String| SniffError::Malformed(m);
+    let mut pos = start;
+    let mut header = Vec::with_capacity(12);
+    while pos < end {
+        header.clear();
+        source.seek(SeekFrom::Start(pos))?;
+        source
+            .by_ref()
+            .take(12.min(end - pos))
+            .read_to_end(&mut header)?;
+        let (id, id_len) = ebml_vint(&header, true)
+            .filter(|&(_, n)| n <= 4)
+            .ok_or_else(|| malformed(format!("no Matroska element at byte {pos}")))?;
+        let (size, size_len) = ebml_vint(&header[id_len..], false)
+            .ok_or_else(|| malformed(format!("the Matroska element {id:#x} is cut short")))?;
+        if size == (1u64 << (7 * size_len)) - 1 {
+            return Err(malformed(format!(
+                "the Matroska element {id:#x} has no size (a recording streamed live); \
+                 remux it first, e.g. `ffmpeg -i in.webm -c copy out.webm`"
+            )));
+        }
+        let body = pos + (id_len + size_len) as u64;
+        let room = end.saturating_sub(body);
+        if size > room {
+            return Err(malformed(format!(
+                "the Matroska element {id:#x} declares {size} bytes, more than the {room} that hold it"
+            )));
+        }
+        if EBML_MASTERS.contains(&(id as u32)) {
+            elements_fit(source, body, body + size, depth + 1)?;
+        } else if size > MAX_EBML_DATA {
+            return Err(malformed(format!(
+                "the Matroska element {id:#x} declares {size} bytes; Headroom reads at most {MAX_EBML_DATA} at once"
+            )));
+        }
+        pos = body + size;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +440,71 @@ mod tests {
         constant.extend(1024u32.to_be_bytes());
         constant.extend(u32::MAX.to_be_bytes());
         assert!(check_bytes(m4a(&mp4_box(b"stsz", &constant))).is_ok());
+    }
+
+    /// An EBML element: its id as written, a size of 8 bytes, its body.
+    fn element(id: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut e = id.to_vec();
+        e.push(0x01);
+        e.extend(&(body.len() as u64).to_be_bytes()[1..]);
+        e.extend(body);
+        e
+    }
+
+    fn mkv(segment_children: &[u8]) -> Vec<u8> {
+        let mut file = element(&EBML_MAGIC, &element(&[0x42, 0x82], b"webm"));
+        file.extend(element(&[0x18, 0x53, 0x80, 0x67], segment_children));
+        file
+    }
+
+    #[test]
+    fn matroska_elements_must_fit_what_holds_them() {
+        let block = element(&[0xA3], &[0x81, 0, 0, 0x80, 1, 2, 3]);
+        let cluster = element(
+            &[0x1F, 0x43, 0xB6, 0x75],
+            &[element(&[0xE7], &[0]), block].concat(),
+        );
+        let tracks = element(
+            &[0x16, 0x54, 0xAE, 0x6B],
+            &element(&[0xAE], &element(&[0x86], b"A_OPUS")),
+        );
+        let good = mkv(&[tracks.clone(), cluster.clone()].concat());
+        assert!(matches!(check_bytes(good), Ok(Container::Matroska)));
+        // A block declaring 4 GB inside a cluster of a few bytes.
+        let mut lying = cluster.clone();
+        let at = 4 + 8 + 10 + 1; // the cluster's header, its timecode, the block's id
+        lying[at..at + 8].copy_from_slice(&[0x01, 0, 0, 1, 0, 0, 0, 0]);
+        let err = check_bytes(mkv(&[tracks.clone(), lying].concat())).unwrap_err();
+        assert!(
+            matches!(&err, SniffError::Malformed(m) if m.contains("0xa3 declares 4294967296 bytes")),
+            "{err:?}"
+        );
+        // The same inside a track's codec header.
+        let mut codec = tracks.clone();
+        let at = codec.len() - 6 - 8;
+        codec[at..at + 8].copy_from_slice(&[0x01, 0, 0, 0, 0xff, 0, 0, 0]);
+        assert!(matches!(
+            check_bytes(mkv(&codec)),
+            Err(SniffError::Malformed(_))
+        ));
+        // A segment streamed live: no size.
+        let mut live = element(&EBML_MAGIC, &element(&[0x42, 0x82], b"webm"));
+        live.extend([0x18, 0x53, 0x80, 0x67, 0xFF]);
+        live.extend(&cluster);
+        let err = check_bytes(live).unwrap_err();
+        assert!(
+            matches!(&err, SniffError::Malformed(m) if m.contains("no size")),
+            "{err:?}"
+        );
+        // Nested past any real file.
+        let mut deep = element(&[0xA0], &[]);
+        for _ in 0..20 {
+            deep = element(&[0xA0], &deep);
+        }
+        assert!(matches!(
+            check_bytes(mkv(&deep)),
+            Err(SniffError::Malformed(m)) if m.contains("too deep")
+        ));
     }
 
     #[test]
