@@ -277,7 +277,7 @@ export const de: Catalog = {
   "transcribe.live": "Während der Aufnahme transkribieren",
   "transcribe.stopRecording": "■ Aufnahme beenden",
   "transcribe.inputLevel": "Eingangspegel",
-  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A und der Ton von MP4- und MOV-Videos; Sprachmodelle laufen auf diesem Rechner.",
+  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A und der Ton von Videos (MP4, MOV, MKV, WebM); Sprachmodelle laufen auf diesem Rechner.",
   "transcribe.listening": "Hört zu…",
   "transcribe.progress": "Fortschritt der Transkription",
   "transcribe.segments": "{count, plural, one {# Segment} other {# Segmente}}",

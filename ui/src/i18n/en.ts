@@ -313,7 +313,7 @@ export const en = {
   "transcribe.live": "Transcribe while recording",
   "transcribe.stopRecording": "■ Stop recording",
   "transcribe.inputLevel": "Input level",
-  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A and the sound of MP4 and MOV videos; speech models run on this machine.",
+  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A and the sound of videos (MP4, MOV, MKV, WebM); speech models run on this machine.",
   "transcribe.listening": "Listening…",
   "transcribe.progress": "Transcription progress",
   "transcribe.segments": "{count, plural, one {# segment} other {# segments}}",

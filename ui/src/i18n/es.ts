@@ -277,7 +277,7 @@ export const es: Catalog = {
   "transcribe.live": "Transcribir mientras se graba",
   "transcribe.stopRecording": "■ Detener la grabación",
   "transcribe.inputLevel": "Nivel de entrada",
-  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A y el sonido de vídeos MP4 y MOV; los modelos de voz se ejecutan en este equipo.",
+  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A y el sonido de vídeos (MP4, MOV, MKV, WebM); los modelos de voz se ejecutan en este equipo.",
   "transcribe.listening": "Escuchando…",
   "transcribe.progress": "Progreso de la transcripción",
   "transcribe.segments": "{count, plural, one {# segmento} other {# segmentos}}",

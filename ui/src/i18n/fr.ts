@@ -277,7 +277,7 @@ export const fr: Catalog = {
   "transcribe.live": "Transcrire pendant l’enregistrement",
   "transcribe.stopRecording": "■ Arrêter l’enregistrement",
   "transcribe.inputLevel": "Niveau d’entrée",
-  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A et le son des vidéos MP4 et MOV ; les modèles vocaux tournent sur cette machine.",
+  "transcribe.formats": "WAV, MP3, FLAC, OGG, M4A et le son des vidéos (MP4, MOV, MKV, WebM) ; les modèles vocaux tournent sur cette machine.",
   "transcribe.listening": "À l’écoute…",
   "transcribe.progress": "Progression de la transcription",
   "transcribe.segments": "{count, plural, one {# segment} other {# segments}}",

@@ -277,7 +277,7 @@ export const ja: Catalog = {
   "transcribe.live": "録音しながら文字起こし",
   "transcribe.stopRecording": "■ 録音を停止",
   "transcribe.inputLevel": "入力レベル",
-  "transcribe.formats": "WAV、MP3、FLAC、OGG、M4A と MP4・MOV 動画の音声に対応。音声モデルはこのマシンで動作します。",
+  "transcribe.formats": "WAV、MP3、FLAC、OGG、M4A と動画（MP4、MOV、MKV、WebM）の音声に対応。音声モデルはこのマシンで動作します。",
   "transcribe.listening": "聞き取り中…",
   "transcribe.progress": "文字起こしの進捗",
   "transcribe.segments": "{count, plural, other {# セグメント}}",

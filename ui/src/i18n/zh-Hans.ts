@@ -277,7 +277,7 @@ export const zhHans: Catalog = {
   "transcribe.live": "边录音边转写",
   "transcribe.stopRecording": "■ 停止录音",
   "transcribe.inputLevel": "输入电平",
-  "transcribe.formats": "支持 WAV、MP3、FLAC、OGG、M4A 以及 MP4 和 MOV 视频的声音；语音模型在本机运行。",
+  "transcribe.formats": "支持 WAV、MP3、FLAC、OGG、M4A 以及视频（MP4、MOV、MKV、WebM）的声音；语音模型在本机运行。",
   "transcribe.listening": "正在聆听…",
   "transcribe.progress": "转写进度",
   "transcribe.segments": "{count, plural, other {# 个片段}}",
