@@ -28,7 +28,7 @@ use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::{MediaSource, MediaSourceStream};
 use symphonia::core::meta::MetadataOptions;
-use symphonia::core::probe::Hint;
+use symphonia::core::probe::{Hint, Probe};
 use tokio_util::sync::CancellationToken;
 
 /// The file extensions (any case) of what the decoder reads: the one list every front end
@@ -82,6 +82,30 @@ impl DecodeLimits {
             ..DecodeLimits::default()
         }
     }
+}
+
+/// A probe that knows only the format `container` was found to be: symphonia's own searches on
+/// past a marker it cannot read for any other format's, past where `sniff` checked (found by
+/// fuzzing: an MP3 whose frames are junk, then a FLAC stream declaring a 2.4 GB comment).
+fn probe_for(container: Container) -> Probe {
+    use symphonia::default::formats::{
+        AdtsReader, FlacReader, IsoMp4Reader, MkvReader, MpaReader, OggReader, WavReader,
+    };
+    let mut probe = Probe::default();
+    match container {
+        Container::Wav => probe.register_all::<WavReader>(),
+        Container::Flac => probe.register_all::<FlacReader>(),
+        Container::Mp4 => probe.register_all::<IsoMp4Reader>(),
+        Container::Ogg => probe.register_all::<OggReader>(),
+        Container::Matroska => probe.register_all::<MkvReader>(),
+        Container::Mpeg => {
+            probe.register_all::<MpaReader>();
+            probe.register_all::<AdtsReader>();
+        }
+    }
+    // Tags before the stream (ID3 before MP3 frames, as `sniff` allows).
+    probe.register_all::<symphonia_metadata::id3v2::Id3v2Reader>();
+    probe
 }
 
 /// The PCM codecs symphonia reads from a container.
@@ -280,7 +304,7 @@ impl Decode {
             if is_wav {
                 self.wav(source, len, &path, out)
             } else {
-                self.other(source, len, extension.as_deref(), &path, out)
+                self.other(source, container, len, extension.as_deref(), &path, out)
             }
         })?;
         // A sink that stopped the decode early has what it wanted; the checks are of a whole file.
@@ -401,6 +425,7 @@ impl Decode {
     fn other<S: Read + Seek + Send + Sync + 'static>(
         &self,
         source: S,
+        container: Container,
         len: u64,
         extension: Option<&str>,
         path: &Path,
@@ -425,7 +450,7 @@ impl Decode {
         if let Some(ext) = extension {
             hint.with_extension(ext);
         }
-        let probed = symphonia::default::get_probe()
+        let probed = probe_for(container)
             .format(
                 &hint,
                 stream,
@@ -1093,6 +1118,55 @@ mod tests {
             .bytes(tone_wav(16_000, 1.0, 0.5), None, Path::new("t.wav"))
             .unwrap_err();
         assert!(matches!(err, AudioError::Cancelled { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_file_is_read_only_as_the_format_its_start_says() {
+        // Found by fuzzing (fuzz/corpus/audio_decode/crash-flac-behind-mp3, which the fuzz
+        // target's allocation guard catches): an ID3 tag and MPEG frame headers over junk,
+        // then a FLAC stream whose comment declared 2.4 GB. symphonia's own probe searched on
+        // past the MPEG junk, found the FLAC marker and allocated the comment, which `sniff`
+        // had not checked: it had seen an MP3. The probe for an MP3 looks for MP3 alone.
+        let flac =
+            crate::audio::encode::encode(&tone(16_000, 0.5, 0.5), crate::audio::SpeechFormat::Flac)
+                .unwrap();
+        // A tag of ten bytes of padding, then bytes that start like MPEG frames.
+        let mut file = b"ID3\x04\x00\x00\x00\x00\x00\x0a".to_vec();
+        file.extend([0u8; 10]);
+        file.extend([0xff, 0xee, 0x38, 0xc0]);
+        file.extend([0x55u8; 61]);
+        file.extend(&flac);
+        let found = |probe: &Probe| {
+            let stream = MediaSourceStream::new(
+                Box::new(std::io::Cursor::new(file.clone())),
+                Default::default(),
+            );
+            probe
+                .format(
+                    &Hint::new(),
+                    stream,
+                    &FormatOptions::default(),
+                    &MetadataOptions::default(),
+                )
+                .ok()
+                .and_then(|p| p.format.default_track().map(|t| t.codec_params.codec))
+        };
+        assert_eq!(
+            found(symphonia::default::get_probe()),
+            Some(symphonia::core::codecs::CODEC_TYPE_FLAC),
+            "symphonia's probe reads the FLAC behind the tag"
+        );
+        let codec = found(&probe_for(Container::Mpeg));
+        assert_ne!(
+            codec,
+            Some(symphonia::core::codecs::CODEC_TYPE_FLAC),
+            "{codec:?}"
+        );
+        // Each container's own probe still reads it.
+        assert_eq!(
+            found(&probe_for(Container::Flac)),
+            Some(symphonia::core::codecs::CODEC_TYPE_FLAC)
+        );
     }
 
     #[test]
