@@ -208,6 +208,32 @@ pub async fn segment_words(
     .await
 }
 
+/// Most segments' words one [`segments_words`] answers.
+const WORDS_BATCH_MAX: usize = 200;
+
+/// The words of `count` segments from `from` (fewer at the transcript's end), with their
+/// times: the rows a list draws, read in one opening of the project.
+#[tauri::command]
+pub async fn segments_words(
+    shell: State<'_, Shell>,
+    project: String,
+    from: usize,
+    count: usize,
+) -> Reply<Vec<Vec<ProjectWord>>> {
+    blocking(&shell, move |w| {
+        let project = w.store().open(&project)?;
+        project.segment(from)?;
+        Ok(project
+            .segments
+            .iter()
+            .skip(from)
+            .take(count.min(WORDS_BATCH_MAX))
+            .map(|s| s.words.clone())
+            .collect())
+    })
+    .await
+}
+
 #[tauri::command]
 pub async fn create_project(shell: State<'_, Shell>, name: String) -> Reply<Project> {
     blocking(&shell, move |w| Ok(for_window(w.store().create(&name)?))).await

@@ -101,6 +101,7 @@ commands![
     pause_job,
     edit_segment,
     segment_words,
+    segments_words,
     clean_segment,
     clean_all,
     interrupted_jobs,

@@ -1070,6 +1070,10 @@ pub struct LongProjectTimes {
     pub search_ms: Vec<f64>,
     pub typing_ms: Vec<f64>,
     pub save_ms: Vec<f64>,
+    /// Edit mode switched on (to the rows' words drawn) and off (to their text fields).
+    pub edit_mode_ms: Vec<f64>,
+    /// Commands' round trips while a cut is placed in the three-hour recording.
+    pub while_cutting_ms: Vec<f64>,
 }
 
 impl Measurements {

@@ -151,6 +151,9 @@ export const api = {
     call("export_edited", { project, format, fps, job }),
   /** Plays the edited recording from `from` seconds of the original to its end. */
   playEdited: (project: string, from: number, job: string) => call("play_edited", { project, from, job }),
+  /** The words of `count` segments from `from` (at most 200), with their times. */
+  segmentsWords: (project: string, from: number, count: number) =>
+    call("segments_words", { project, from, count }),
   /** A segment's words with their times (the window's projects carry none). */
   segmentWords: (project: string, index: number) => call("segment_words", { project, index }),
   cleanSegment: (project: string, index: number, rulesOnly: boolean, job: string) =>

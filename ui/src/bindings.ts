@@ -1035,6 +1035,7 @@ export const COMMANDS = [
   "pause_job",
   "edit_segment",
   "segment_words",
+  "segments_words",
   "clean_segment",
   "clean_all",
   "interrupted_jobs",
@@ -1084,7 +1085,7 @@ export const COMMANDS = [
 export type Command = (typeof COMMANDS)[number];
 
 /** The audio file extensions the decoder reads (any case). */
-export const AUDIO_EXTENSIONS = ["wav", "mp3", "flac", "ogg", "m4a", "aac", "mp4"] as const;
+export const AUDIO_EXTENSIONS = ["wav", "mp3", "flac", "ogg", "opus", "m4a", "aac", "mp4", "mov", "mkv", "webm"] as const;
 
 /** Each command's arguments, as the web view sends them (camelCase). */
 export type CommandArgs = {
@@ -1092,6 +1093,7 @@ export type CommandArgs = {
   "app_ready": Record<string, never>;
   "list_projects": Record<string, never>;
   "segment_words": { project: string; index: number };
+  "segments_words": { project: string; from: number; count: number };
   "create_project": { name: string };
   "open_project": { id: string };
   "project_versions": { id: string };
@@ -1165,6 +1167,7 @@ export type CommandResults = {
   "app_ready": number;
   "list_projects": ProjectEntry[];
   "segment_words": ProjectWord[];
+  "segments_words": ProjectWord[][];
   "create_project": Project;
   "open_project": Project;
   "project_versions": VersionInfo[];

@@ -313,6 +313,7 @@ export const de: Catalog = {
   "edit.summary": "Geschnitten: {edited} von {original} · {cut, plural, one {# Wort geschnitten} other {# Wörter geschnitten}} · {joins, plural, one {# Schnittstelle} other {# Schnittstellen}}",
   "edit.none": "Noch nichts geschnitten: die Aufnahme spielt ganz.",
   "edit.fillers": "Gefundene Füllwörter ({count})",
+  "edit.fillersMore": "{count, plural, one {# weiteres} other {# weitere}}: im Transkript auswählen und Entf drücken, um es zu behalten",
   "edit.kind": "{kind, select, filler {Füllwort} filler_phrase {Füllphrase} repeat {wiederholtes Wort} false_start {Fehlstart} other {{kind}}}",
   "edit.keep": "Behalten",
   "edit.cut": "Schneiden",

@@ -349,6 +349,7 @@ export const en = {
   "edit.summary": "Edited: {edited} of {original} · {cut, plural, one {# word cut} other {# words cut}} · {joins, plural, one {# join} other {# joins}}",
   "edit.none": "Nothing cut yet: the recording plays whole.",
   "edit.fillers": "Fillers found ({count})",
+  "edit.fillersMore": "{count, plural, one {# more} other {# more}}: select one in the transcript and press Delete to keep it",
   "edit.kind": "{kind, select, filler {filler} filler_phrase {filler phrase} repeat {repeated word} false_start {false start} other {{kind}}}",
   "edit.keep": "Keep",
   "edit.cut": "Cut",

@@ -313,6 +313,7 @@ export const es: Catalog = {
   "edit.summary": "Editada: {edited} de {original} · {cut, plural, one {# palabra cortada} other {# palabras cortadas}} · {joins, plural, one {# unión} other {# uniones}}",
   "edit.none": "Aún no hay cortes: la grabación suena entera.",
   "edit.fillers": "Muletillas encontradas ({count})",
+  "edit.fillersMore": "{count, plural, one {# más} other {# más}}: selecciónala en la transcripción y pulsa Supr para mantenerla",
   "edit.kind": "{kind, select, filler {muletilla} filler_phrase {frase de relleno} repeat {palabra repetida} false_start {falso comienzo} other {{kind}}}",
   "edit.keep": "Mantener",
   "edit.cut": "Cortar",

@@ -313,6 +313,7 @@ export const fr: Catalog = {
   "edit.summary": "Monté : {edited} sur {original} · {cut, plural, one {# mot coupé} other {# mots coupés}} · {joins, plural, one {# raccord} other {# raccords}}",
   "edit.none": "Rien de coupé : l’enregistrement est lu en entier.",
   "edit.fillers": "Mots de remplissage trouvés ({count})",
+  "edit.fillersMore": "{count, plural, one {# de plus} other {# de plus}} : sélectionnez-le dans la transcription et appuyez sur Suppr pour le garder",
   "edit.kind": "{kind, select, filler {mot de remplissage} filler_phrase {expression de remplissage} repeat {mot répété} false_start {faux départ} other {{kind}}}",
   "edit.keep": "Garder",
   "edit.cut": "Couper",

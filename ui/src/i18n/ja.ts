@@ -313,6 +313,7 @@ export const ja: Catalog = {
   "edit.summary": "編集後: {edited} / {original} · {cut, plural, other {# 語を削除}} · {joins, plural, other {# か所のつなぎ目}}",
   "edit.none": "まだ何も削除していません。録音は全体が再生されます。",
   "edit.fillers": "見つかったフィラー ({count})",
+  "edit.fillersMore": "{count, plural, other {ほか # 件}}: 残すには文字起こしで選択して Delete を押します",
   "edit.kind": "{kind, select, filler {フィラー} filler_phrase {つなぎの言い回し} repeat {繰り返し} false_start {言い直し} other {{kind}}}",
   "edit.keep": "残す",
   "edit.cut": "削除",

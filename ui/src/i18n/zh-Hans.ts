@@ -313,6 +313,7 @@ export const zhHans: Catalog = {
   "edit.summary": "剪辑后：{edited} / {original} · {cut, plural, other {剪掉 # 个词}} · {joins, plural, other {# 个接缝}}",
   "edit.none": "尚未剪掉任何内容：录音将完整播放。",
   "edit.fillers": "找到的语气词 ({count})",
+  "edit.fillersMore": "{count, plural, other {另有 # 个}}：在转写中选中后按 Delete 可保留",
   "edit.kind": "{kind, select, filler {语气词} filler_phrase {口头禅} repeat {重复词} false_start {起头重说} other {{kind}}}",
   "edit.keep": "保留",
   "edit.cut": "剪掉",

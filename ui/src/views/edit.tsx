@@ -41,22 +41,44 @@ import {
 const EXPORT_FORMATS = ["wav", "flac", "mp3", "opus", "txt", "srt", "vtt", "json", "edl", "xmeml", "fcpxml", "otio"];
 const CUT_LISTS = new Set(["edl", "xmeml", "fcpxml", "otio"]);
 const FRAME_RATES = [24, 25, 30, 50, 60];
+/** Fillers listed with a Keep button each; past them, a word is kept from the transcript
+ * (selected, Delete), and the list stays quick to draw with thousands. */
+const FILLERS_LISTED = 200;
 /** The pause limit offered first, in seconds. */
 const DEFAULT_PAUSE = 0.7;
 
-/** Segments' timed words, fetched as their rows are drawn and kept while the segment is the
- * same (its start and text): a change to the edit fetches none again. */
+/** Segments' timed words, fetched as their rows are drawn, a batch of rows at a time (one
+ * reading of the project for the rows of a screen), and kept while the segment is the same
+ * (its start and text): a change to the edit fetches none again. */
 const segmentWords = new Map<string, ProjectWord[]>();
-const SEGMENT_WORDS_KEPT = 2000;
+const SEGMENT_WORDS_KEPT = 4000;
+/** Rows fetched together: a screen's worth and more. */
+const WORDS_BATCH = 50;
+/** Batches asked for and not answered yet, by project and first row. */
+const batches = new Map<string, Promise<ProjectWord[][]>>();
 
 function wordsKey(project: string, index: number, s: Segment): string {
   return `${project}\u0000${index}\u0000${s.start}\u0000${s.text}`;
 }
 
+/** The batch of rows holding `index`, asked for once however many of its rows ask. */
+function wordsBatch(project: string, index: number): Promise<ProjectWord[][]> {
+  const from = index - (index % WORDS_BATCH);
+  const key = `${project}\u0000${from}`;
+  let batch = batches.get(key);
+  if (!batch) {
+    batch = api.segmentsWords(project, from, WORDS_BATCH).finally(() => batches.delete(key));
+    batches.set(key, batch);
+  }
+  return batch;
+}
+
 /** The timed words of segment `index`, once fetched (`null` until then). */
-function useSegmentWords(project: string, index: number, segment: Segment): ProjectWord[] | null {
-  const key = wordsKey(project, index, segment);
+function useSegmentWords(project: Project, index: number, segment: Segment): ProjectWord[] | null {
+  const key = wordsKey(project.id, index, segment);
   const [words, setWords] = useState<ProjectWord[] | null>(() => segmentWords.get(key) ?? null);
+  const latest = useRef(project);
+  latest.current = project;
   useEffect(() => {
     const kept = segmentWords.get(key);
     if (kept) {
@@ -65,11 +87,16 @@ function useSegmentWords(project: string, index: number, segment: Segment): Proj
     }
     setWords(null);
     let current = true;
-    api.segmentWords(project, index).then(
-      (fetched) => {
-        segmentWords.set(key, fetched);
-        if (segmentWords.size > SEGMENT_WORDS_KEPT) segmentWords.delete(segmentWords.keys().next().value as string);
-        if (current) setWords(fetched);
+    wordsBatch(project.id, index).then(
+      (rows) => {
+        // Every row of the batch is kept, as the project shown has it now.
+        const from = index - (index % WORDS_BATCH);
+        rows.forEach((row, k) => {
+          const s = latest.current.segments[from + k];
+          if (s) segmentWords.set(wordsKey(project.id, from + k, s), row);
+        });
+        while (segmentWords.size > SEGMENT_WORDS_KEPT) segmentWords.delete(segmentWords.keys().next().value as string);
+        if (current) setWords(rows[index - from] ?? []);
       },
       () => current && setWords([]),
     );
@@ -400,7 +427,7 @@ export function EditPanel(props: { project: Project; edit: RecordingEdit }) {
         <details class="edit-fillers" data-testid="edit-fillers">
           <summary>{t("edit.fillers", { count: fillers.length })}</summary>
           <ul>
-            {fillers.map((f) => {
+            {fillers.slice(0, FILLERS_LISTED).map((f) => {
               const id = f.word.id.replace(":", "-");
               return (
                 <li key={f.word.id} class="row" data-testid={`edit-filler-${id}`} data-cut={f.cut ? "true" : "false"}>
@@ -424,6 +451,11 @@ export function EditPanel(props: { project: Project; edit: RecordingEdit }) {
               );
             })}
           </ul>
+          {fillers.length > FILLERS_LISTED && (
+            <p class="muted" data-testid="edit-fillers-more">
+              {t("edit.fillersMore", { count: fillers.length - FILLERS_LISTED })}
+            </p>
+          )}
         </details>
       )}
       <div class="row">
@@ -487,7 +519,7 @@ export function WordStrip(props: {
   edit: RecordingEdit;
 }) {
   const { project, index, edit } = props;
-  const words = useSegmentWords(project.id, index, props.segment);
+  const words = useSegmentWords(project, index, props.segment);
   const [active, setActive] = useState(0);
   const strip = useRef<HTMLDivElement>(null);
   if (words === null) return <div class="word-strip loading" data-testid={`segment-words-${index}`} aria-busy="true" />;
