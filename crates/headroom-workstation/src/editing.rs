@@ -718,9 +718,15 @@ fn render_audio(
             writer.write_all(&bytes).map_err(failed)
         };
         render_edit(path, list, decode, &mut write).map_err(cancelled)?;
-        let end = encoder.finish().map_err(encoding)?;
-        writer.write_all(&end).map_err(failed)?;
+        let end = encoder.finish_whole().map_err(encoding)?;
+        writer.write_all(&end.tail).map_err(failed)?;
         writer.flush().map_err(failed)?;
+        // A header that says the length now it is known (FLAC's), over the one written first.
+        if let Some(header) = end.header {
+            drop(writer);
+            file.rewind().map_err(failed)?;
+            file.write_all(&header).map_err(failed)?;
+        }
     }
     file.rewind().map_err(failed)?;
     Ok(file)

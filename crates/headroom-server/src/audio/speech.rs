@@ -176,6 +176,9 @@ fn streamed_speech(
     tokio::spawn(async move {
         let _stop_on_exit = cancel.clone().drop_guard();
         let mut joiner = tts::ClipJoiner::new(SENTENCE_PAUSE_MS);
+        // FLAC is sent whole at the end, its header saying the length (a client's player
+        // shows it, and seeks); the other formats as each sentence is encoded.
+        let mut held = (encoder.format() == SpeechFormat::Flac).then(Vec::new);
         let mut encoder = Some(encoder);
         let (mut sentences, mut seconds) = (0usize, 0.0f64);
         let mut next = Some(first);
@@ -227,9 +230,12 @@ fn streamed_speech(
             .await;
             encoder = Some(back);
             match bytes {
-                // FLAC holds everything for the end; other formats may hold a short piece.
-                Ok(bytes) if bytes.is_empty() => {}
-                Ok(bytes) => room.send(StreamPart::Audio(bytes)),
+                Ok(bytes) => match &mut held {
+                    Some(held) => held.extend(bytes),
+                    // A format may hold a short piece back.
+                    None if bytes.is_empty() => {}
+                    None => room.send(StreamPart::Audio(bytes)),
+                },
                 Err(e) => break Some(HttpError::Encode(e)),
             }
         };
@@ -242,8 +248,18 @@ fn streamed_speech(
                 let taken = encoder
                     .take()
                     .expect("the encoder is put back after each piece");
-                match blocking(move || taken.finish()).await {
-                    Ok(bytes) => {
+                match blocking(move || taken.finish_whole()).await {
+                    Ok(end) => {
+                        let bytes = match held.take() {
+                            Some(mut whole) => {
+                                whole.extend(end.tail);
+                                if let Some(header) = end.header {
+                                    whole[..header.len()].copy_from_slice(&header);
+                                }
+                                whole
+                            }
+                            None => end.tail,
+                        };
                         if !bytes.is_empty() && tx.send(StreamPart::Audio(bytes)).await.is_err() {
                             return;
                         }

@@ -302,7 +302,7 @@ enum StreamState {
     Wav { header_sent: bool },
     Mp3(Option<(u32, mp3lame_encoder::Encoder)>),
     Opus(Option<Box<OpusStream>>),
-    Flac(Vec<f32>, u32),
+    Flac(Option<Box<FlacStream>>),
 }
 
 /// Ogg Opus being written: samples not yet a whole frame wait in `pending`.
@@ -327,7 +327,7 @@ impl StreamEncoder {
             SpeechFormat::Wav => StreamState::Wav { header_sent: false },
             SpeechFormat::Mp3 => StreamState::Mp3(None),
             SpeechFormat::Opus => StreamState::Opus(None),
-            SpeechFormat::Flac => StreamState::Flac(Vec::new(), 0),
+            SpeechFormat::Flac => StreamState::Flac(None),
             SpeechFormat::Aac => unreachable!("refused above"),
         };
         Ok(StreamEncoder { format, state })
@@ -386,16 +386,41 @@ impl StreamEncoder {
                 };
                 stream.push(&at_rate(audio, OPUS_SAMPLE_RATE, format)?)
             }
-            StreamState::Flac(samples, rate) => {
-                samples.extend_from_slice(&audio.samples);
-                *rate = audio.sample_rate;
-                Ok(Vec::new())
-            }
+            StreamState::Flac(state) => match state {
+                Some(stream) => stream.push(&audio.samples),
+                None => {
+                    let (stream, mut header) = FlacStream::start(audio.sample_rate)?;
+                    header.extend(state.insert(Box::new(stream)).push(&audio.samples)?);
+                    Ok(header)
+                }
+            },
         }
     }
 
     /// The end of the file: what the encoder still held.
     pub fn finish(self) -> Result<Vec<u8>, EncodeError> {
+        Ok(self.finish_whole()?.tail)
+    }
+
+    /// The end of the file, and for a format whose header says its length (FLAC), the
+    /// header as it is now that the stream is whole: an output that can seek writes it over
+    /// the stream's first bytes (it is as long as the one sent first); one that cannot leaves
+    /// the length unknown, which readers take (they count the frames).
+    pub fn finish_whole(self) -> Result<Finished, EncodeError> {
+        if let StreamState::Flac(Some(stream)) = self.state {
+            let (tail, header) = stream.finish()?;
+            return Ok(Finished {
+                tail,
+                header: Some(header),
+            });
+        }
+        Ok(Finished {
+            tail: self.finish_rest()?,
+            header: None,
+        })
+    }
+
+    fn finish_rest(self) -> Result<Vec<u8>, EncodeError> {
         let format = self.format;
         let failed = |detail: String| EncodeError::Encoder { format, detail };
         match self.state {
@@ -409,17 +434,17 @@ impl StreamEncoder {
                 Ok(out)
             }
             StreamState::Opus(Some(stream)) => (*stream).finish(),
-            StreamState::Flac(samples, rate) => {
-                if rate == 0 {
-                    return Err(EncodeError::Empty);
-                }
-                flac(&Audio {
-                    samples,
-                    sample_rate: rate,
-                })
-            }
+            StreamState::Flac(None) => Err(EncodeError::Empty),
+            StreamState::Flac(Some(stream)) => Ok(stream.finish()?.0),
         }
     }
+}
+
+/// What [`StreamEncoder::finish_whole`] gives: the last bytes, and the stream's first bytes
+/// as they are once it is whole (FLAC's header with its length and checksum).
+pub struct Finished {
+    pub tail: Vec<u8>,
+    pub header: Option<Vec<u8>>,
 }
 
 /// A WAV header for a stream of unknown length: both sizes at their largest, as streamed
@@ -543,6 +568,124 @@ impl OpusStream {
                 .write_packet(packet[..n].to_vec(), OGG_SERIAL, info, granule)
                 .map_err(|e| failed(format!("writing the Ogg stream: {e}")))?;
         }
+        Ok(())
+    }
+}
+
+/// FLAC being written a frame at a time, so a stream of hours holds one block: the stream's
+/// header first, with its length and checksum left unknown (as a streamed FLAC has them;
+/// readers count the frames), then each block of [`FlacStream::BLOCK`] samples as it fills.
+struct FlacStream {
+    config: flacenc::error::Verified<flacenc::config::Encoder>,
+    info: flacenc::component::StreamInfo,
+    frame: flacenc::source::FrameBuf,
+    pending: Vec<i32>,
+    frames: usize,
+    /// Samples taken, and their checksum (of the 16-bit little-endian samples, as FLAC's
+    /// header has it), for the header once the stream is whole.
+    total: usize,
+    md5: md5::Md5,
+}
+
+impl FlacStream {
+    /// The reference encoder's block for 44.1/48 kHz.
+    const BLOCK: usize = 4096;
+
+    /// The encoder, and the stream's header.
+    fn start(rate: u32) -> Result<(FlacStream, Vec<u8>), EncodeError> {
+        use flacenc::component::BitRepr;
+        use flacenc::error::Verify;
+        let failed = |detail: String| EncodeError::Encoder {
+            format: SpeechFormat::Flac,
+            detail,
+        };
+        let mut config = flacenc::config::Encoder::default();
+        config.block_size = Self::BLOCK;
+        let config = config
+            .into_verified()
+            .map_err(|(_, e)| failed(format!("{e:?}")))?;
+        let mut stream = flacenc::component::Stream::new(rate as usize, 1, 16)
+            .map_err(|e| failed(format!("{e:?}")))?;
+        // Every block but the last is this long (RFC 9639 §8.2: the last is not counted).
+        stream
+            .stream_info_mut()
+            .set_block_sizes(Self::BLOCK, Self::BLOCK)
+            .map_err(|e| failed(format!("{e:?}")))?;
+        let mut header = flacenc::bitsink::ByteSink::new();
+        stream
+            .write(&mut header)
+            .map_err(|e| failed(format!("{e:?}")))?;
+        let frame = flacenc::source::FrameBuf::with_size(1, Self::BLOCK)
+            .map_err(|e| failed(format!("{e:?}")))?;
+        Ok((
+            FlacStream {
+                config,
+                info: stream.stream_info().clone(),
+                frame,
+                pending: Vec::with_capacity(Self::BLOCK),
+                frames: 0,
+                total: 0,
+                md5: md5::Md5::default(),
+            },
+            header.into_inner(),
+        ))
+    }
+
+    /// The frames `samples` complete.
+    fn push(&mut self, samples: &[f32]) -> Result<Vec<u8>, EncodeError> {
+        let mut out = flacenc::bitsink::ByteSink::new();
+        use md5::Digest;
+        self.total += samples.len();
+        for &sample in samples {
+            let sample = to_i16(sample);
+            self.md5.update(sample.to_le_bytes());
+            self.pending.push(i32::from(sample));
+            if self.pending.len() == Self::BLOCK {
+                self.write_frame(&mut out)?;
+            }
+        }
+        Ok(out.into_inner())
+    }
+
+    /// The last, shorter frame, and the stream's header as it is now whole (its length and
+    /// checksum known), as long as the one written first.
+    fn finish(mut self) -> Result<(Vec<u8>, Vec<u8>), EncodeError> {
+        use flacenc::component::BitRepr;
+        use md5::Digest;
+        let failed = |detail: String| EncodeError::Encoder {
+            format: SpeechFormat::Flac,
+            detail,
+        };
+        let mut out = flacenc::bitsink::ByteSink::new();
+        if !self.pending.is_empty() {
+            self.write_frame(&mut out)?;
+        }
+        let mut info = self.info.clone();
+        info.set_total_samples(self.total);
+        info.set_md5_digest(&self.md5.finalize().into());
+        let mut header = flacenc::bitsink::ByteSink::new();
+        flacenc::component::Stream::with_stream_info(info)
+            .write(&mut header)
+            .map_err(|e| failed(format!("{e:?}")))?;
+        Ok((out.into_inner(), header.into_inner()))
+    }
+
+    fn write_frame(&mut self, out: &mut flacenc::bitsink::ByteSink) -> Result<(), EncodeError> {
+        use flacenc::component::BitRepr;
+        use flacenc::source::Fill;
+        let failed = |detail: String| EncodeError::Encoder {
+            format: SpeechFormat::Flac,
+            detail,
+        };
+        self.frame
+            .fill_interleaved(&self.pending)
+            .map_err(|e| failed(format!("{e:?}")))?;
+        let frame =
+            flacenc::encode_fixed_size_frame(&self.config, &self.frame, self.frames, &self.info)
+                .map_err(|e| failed(format!("{e:?}")))?;
+        frame.write(out).map_err(|e| failed(format!("{e:?}")))?;
+        self.frames += 1;
+        self.pending.clear();
         Ok(())
     }
 }
@@ -811,13 +954,11 @@ mod tests {
             SpeechFormat::Flac,
         ] {
             let pieces = streamed(&audio, format);
-            // Every format but FLAC has bytes to send before the end.
-            if format != SpeechFormat::Flac {
-                assert!(
-                    !pieces[0].is_empty(),
-                    "{format}: nothing after the first piece"
-                );
-            }
+            // Every format has bytes to send before the end.
+            assert!(
+                !pieces[0].is_empty(),
+                "{format}: nothing after the first piece"
+            );
             let bytes = pieces.concat();
             if format == SpeechFormat::Pcm {
                 assert_eq!(bytes, encode(&audio, format).unwrap());
@@ -843,6 +984,61 @@ mod tests {
             );
             let c = best_correlation(&audio.samples, &back.samples, 2 * 1152);
             assert!(c > 0.9, "{format}: correlation {c}");
+        }
+    }
+
+    #[test]
+    fn a_streamed_flac_is_written_a_block_at_a_time_and_loses_nothing() {
+        // Ten seconds pushed in pieces of odd lengths: each piece's bytes come as its blocks
+        // fill (the encoder holds at most one block), and the file is the sound, sample for
+        // sample at 16 bits.
+        let audio = voice(16_000, 10.0);
+        let mut encoder = StreamEncoder::new(SpeechFormat::Flac).unwrap();
+        let mut bytes = Vec::new();
+        let mut sent_before_end = 0;
+        for piece in audio.samples.chunks(3_001) {
+            let out = encoder
+                .push(&Audio {
+                    samples: piece.to_vec(),
+                    sample_rate: 16_000,
+                })
+                .unwrap();
+            sent_before_end += out.len();
+            bytes.extend(out);
+        }
+        let whole = encoder.finish_whole().unwrap();
+        let last = whole.tail;
+        assert!(
+            last.len() < sent_before_end / 10,
+            "{} bytes held to the end",
+            last.len()
+        );
+        bytes.extend(last);
+        // Sent as it came, its header says nothing of its length; written over its start, the
+        // header made at the end says the length and checksum.
+        let header = whole.header.unwrap();
+        let streaminfo = |b: &[u8]| b[8..42].to_vec();
+        let total = |info: &[u8]| {
+            u64::from(info[13] & 0x0f) << 32
+                | u64::from(u32::from_be_bytes(info[14..18].try_into().unwrap()))
+        };
+        assert_eq!(total(&streaminfo(&bytes)), 0);
+        assert_eq!(&header[..8], &bytes[..8]);
+        assert_eq!(total(&streaminfo(&header)), audio.samples.len() as u64);
+        use md5::Digest;
+        let pcm: Vec<u8> = audio
+            .samples
+            .iter()
+            .flat_map(|&s| to_i16(s).to_le_bytes())
+            .collect();
+        assert_eq!(streaminfo(&header)[18..34], md5::Md5::digest(&pcm)[..]);
+        bytes[..header.len()].copy_from_slice(&header);
+        let back = decoded(bytes, "flac");
+        assert_eq!(back.sample_rate, 16_000);
+        assert_eq!(back.samples.len(), audio.samples.len());
+        // symphonia reads 16-bit samples as n / 32768.
+        for (a, b) in audio.samples.iter().zip(&back.samples) {
+            assert_eq!(f32::from(to_i16(*a)) / 32768.0, *b);
         }
     }
 

@@ -21,7 +21,7 @@ pub use decode::{
 pub(crate) use decode::{part_in, sample_range};
 pub(crate) use device::play_fed;
 pub use device::{input_devices, play, play_file, record, record_to};
-pub use encode::{encode, EncodeError, SpeechFormat, StreamEncoder, UnknownFormat};
+pub use encode::{encode, EncodeError, Finished, SpeechFormat, StreamEncoder, UnknownFormat};
 pub use pauses::{pieces_at_pauses, PiecePlan};
 pub use peaks::{Peaks, MAX_PEAKS};
 pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};
