@@ -304,7 +304,9 @@ export function EditPanel(props: { project: Project; edit: RecordingEdit }) {
       data-testid="edit-panel"
       aria-label={t("edit.title")}
       onKeyDown={(e) => {
-        if (editKeys(edit, e)) e.preventDefault();
+        // A field's own undo stays the field's.
+        const field = (e.target as HTMLElement).closest("input, select, textarea");
+        if (field === null && editKeys(edit, e)) e.preventDefault();
       }}
     >
       <p class="muted">{t("edit.hint")}</p>
