@@ -1121,6 +1121,24 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_in_symphonias_vorbis_reader_under_webm_fails_the_file() {
+        // Found by fuzzing (fuzz/corpus/audio_decode/crash-vorbis-codebook-in-webm): a WebM
+        // whose Vorbis codebook overflows `u32::pow` inside symphonia.
+        let crash = include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/audio_decode/crash-vorbis-codebook-in-webm"
+        ));
+        let err = decode_bytes(
+            crash[1..].to_vec(),
+            Some("webm"),
+            Path::new("c.webm"),
+            DecodeLimits::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, AudioError::DecoderFailed { .. }), "{err}");
+    }
+
+    #[test]
     fn a_file_is_read_only_as_the_format_its_start_says() {
         // Found by fuzzing (fuzz/corpus/audio_decode/crash-flac-behind-mp3, which the fuzz
         // target's allocation guard catches): an ID3 tag and MPEG frame headers over junk,
