@@ -358,12 +358,54 @@ fn elements_fit<R: Read + Seek>(
         }
         if EBML_MASTERS.contains(&(id as u32)) {
             elements_fit(source, body, body + size, depth + 1)?;
+            if id == EBML_TRACK_ENTRY {
+                flac_track_starts_with_streaminfo(source, body, body + size)?;
+            }
         } else if size > MAX_EBML_DATA {
             return Err(malformed(format!(
                 "the Matroska element {id:#x} declares {size} bytes; Headroom reads at most {MAX_EBML_DATA} at once"
             )));
         }
         pos = body + size;
+    }
+    Ok(())
+}
+
+/// A Matroska track's entry.
+const EBML_TRACK_ENTRY: u64 = 0xAE;
+
+/// symphonia reads a Matroska FLAC track's header (its `CodecPrivate`) block by block until
+/// STREAMINFO, rereading the first block's kind: a first block of another kind and no length
+/// loops forever (found by fuzzing). STREAMINFO comes first in every real file.
+fn flac_track_starts_with_streaminfo<R: Read + Seek>(
+    source: &mut R,
+    start: u64,
+    end: u64,
+) -> Result<(), SniffError> {
+    let (mut codec, mut private) = (None, None);
+    let mut pos = start;
+    while pos < end {
+        let header = read_at(source, pos, 12.min(end - pos) as usize)?;
+        let Some((id, id_len)) = ebml_vint(&header, true) else {
+            break;
+        };
+        let Some((size, size_len)) = ebml_vint(&header[id_len..], false) else {
+            break;
+        };
+        let body = pos + (id_len + size_len) as u64;
+        match id {
+            0x86 => codec = Some(read_at(source, body, size.min(16) as usize)?),
+            0x63A2 => private = Some(read_at(source, body, 5.min(size) as usize)?),
+            _ => {}
+        }
+        pos = body.saturating_add(size);
+    }
+    let is_flac = codec.is_some_and(|c| c.split(|&b| b == 0).next() == Some(&b"A_FLAC"[..]));
+    let streaminfo_first = |p: &Vec<u8>| p.len() == 5 && p.starts_with(b"fLaC") && p[4] & 0x7f == 0;
+    if is_flac && !private.as_ref().is_none_or(streaminfo_first) {
+        return Err(SniffError::Malformed(
+            "a Matroska FLAC track's header does not start with its STREAMINFO".into(),
+        ));
     }
     Ok(())
 }
@@ -486,6 +528,26 @@ mod tests {
         assert!(matches!(
             check_bytes(mkv(&codec)),
             Err(SniffError::Malformed(_))
+        ));
+        // A FLAC track whose header's first block is not STREAMINFO (symphonia loops on it).
+        let flac_track = |private: &[u8]| {
+            let entry = [element(&[0x86], b"A_FLAC"), element(&[0x63, 0xA2], private)].concat();
+            mkv(&element(
+                &[0x16, 0x54, 0xAE, 0x6B],
+                &element(&[0xAE], &entry),
+            ))
+        };
+        let mut streaminfo = b"fLaC".to_vec();
+        streaminfo.extend([0x80, 0, 0, 34]);
+        streaminfo.extend([0u8; 34]);
+        assert!(matches!(
+            check_bytes(flac_track(&streaminfo)),
+            Ok(Container::Matroska)
+        ));
+        let padding_first = [b"fLaC".as_slice(), &[0x01, 0, 0, 0]].concat();
+        assert!(matches!(
+            check_bytes(flac_track(&padding_first)),
+            Err(SniffError::Malformed(m)) if m.contains("STREAMINFO")
         ));
         // A segment streamed live: no size.
         let mut live = element(&EBML_MAGIC, &element(&[0x42, 0x82], b"webm"));
