@@ -31,7 +31,7 @@ use headroom_speech::models;
 use headroom_speech::tts::Voice;
 use headroom_speech::voice::matching::MatchProgress;
 use headroom_workstation::batch::BatchServers;
-use headroom_workstation::editing::{EditChange, EditSummary, EditedFormat};
+use headroom_workstation::editing::{EditChange, EditSummary, EditedFormat, RecordingEdit};
 use headroom_workstation::jobs::JobInfo;
 use headroom_workstation::narration::{
     languages, LanguageView, NarrationEvent, NarrationOptions, NarrationSummary, NarrationView,
@@ -187,10 +187,16 @@ fn for_window(mut project: Project) -> Project {
     for segment in &mut project.segments {
         segment.words = Vec::new();
     }
-    if let Some(edit) = &mut project.edit {
+    without_word_times(&mut project.edit);
+    project
+}
+
+/// An edit as the window gets it: without its words' placed times, one span per word of the
+/// transcript (the window is told which words are cut, by id).
+fn without_word_times(edit: &mut Option<RecordingEdit>) {
+    if let Some(edit) = edit {
         edit.word_times = Vec::new();
     }
-    project
 }
 
 /// The words of one segment, with their times (the window's projects carry none: see
@@ -726,15 +732,6 @@ pub async fn export_transcript(
     Ok(shell.workstation.export(&project, format).await?)
 }
 
-/// The project's edit of its recording as the window shows it: the words' placed times stay
-/// behind (each word's state comes as `cut_ids`).
-fn edit_for_window(mut summary: EditSummary) -> EditSummary {
-    if let Some(edit) = &mut summary.edit {
-        edit.word_times = Vec::new();
-    }
-    summary
-}
-
 /// Changes the project's edit of its recording (nothing asked: shows it) as a job: the
 /// recording is read again to place the cuts.
 #[tauri::command]
@@ -745,11 +742,12 @@ pub async fn change_edit(
     job: String,
 ) -> Reply<EditSummary> {
     let guard = shell.jobs.start(&job);
-    let summary = shell
+    let mut summary = shell
         .workstation
         .change_edit(&project, change, guard.cancel.clone())
         .await?;
-    Ok(edit_for_window(summary))
+    without_word_times(&mut summary.edit);
+    Ok(summary)
 }
 
 /// Writes the edited recording, its transcript re-timed or its cut list (`fps` frames a

@@ -73,6 +73,11 @@ impl EditChange {
                 self.keep.len()
             )));
         }
+        let words = words_of(project);
+        // An intent sent whole is held to the bounds before any work is done on it.
+        if let Some(from) = &self.from {
+            check_intent(from, project, &words)?;
+        }
         let mut intent = match (&self.from, &project.edit, self.clear) {
             (Some(from), _, _) => from.clone(),
             (None, Some(edit), false) => edit.intent.clone(),
@@ -89,7 +94,6 @@ impl EditChange {
             intent.room_tone = on;
         }
         intent.cuts.extend(&self.cuts);
-        let words = words_of(project);
         let struck = word_runs(&words, &self.strike)?;
         let kept = word_runs(&words, &self.keep)?;
         // Struck and kept by hand exclude each other: the later ask wins.
@@ -437,6 +441,19 @@ fn editable(
     Ok((project_file_in(store, &project.id, source)?, words))
 }
 
+/// `intent` held to the bounds of every front end, for `project`'s recording (as long as its
+/// duration or its last word, whichever is later).
+fn check_intent(
+    intent: &EditIntent,
+    project: &Project,
+    words: &[WordRef],
+) -> Result<(), WorkstationError> {
+    let recording = project
+        .duration_secs
+        .max(words.last().map_or(0.0, |w| w.end));
+    intent.check(recording).map_err(WorkstationError::BadEdit)
+}
+
 /// The project, its edit (checked whole) and the recording it cuts.
 fn edited(
     store: &ProjectStore,
@@ -484,13 +501,7 @@ impl Workstation {
         blocking(move || {
             let project = store.open(&id)?;
             let (path, words) = editable(&store, &project)?;
-            intent
-                .check(
-                    project
-                        .duration_secs
-                        .max(words.last().map_or(0.0, |w| w.end)),
-                )
-                .map_err(WorkstationError::BadEdit)?;
+            check_intent(&intent, &project, &words)?;
             let timed: Vec<TimedWord> = words
                 .iter()
                 .map(|w| TimedWord {
