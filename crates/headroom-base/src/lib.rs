@@ -20,6 +20,7 @@
 //! |---|---|
 //! | [`allocator`] | the allocator's set-up, once at the top of `main` |
 //! | [`fsutil`] | atomic, durable file writes |
+//! | [`fillers`] | the filler words ("um", "uh"): dropped by the cleanup, listened for by the recognizer |
 //! | [`input`] | files named for reading opened only when regular, never blocking on a pipe |
 //! | [`language`] | the languages narration is translated into, with their espeak-ng voices |
 //! | [`clock`] | Unix milliseconds for manifests and reports |
@@ -36,6 +37,7 @@ pub mod allocator;
 pub mod clock;
 pub mod consent;
 pub mod cpu;
+pub mod fillers;
 pub mod fsutil;
 pub mod http;
 pub mod input;

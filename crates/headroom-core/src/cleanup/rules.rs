@@ -3,13 +3,9 @@
 //! repeated words), and restores writing's surface (spacing, capitals, sentence punctuation),
 //! line by line, without touching timestamps or speaker labels.
 
+use headroom_base::fillers::is_filler_word;
 use regex::Regex;
 use std::sync::OnceLock;
-
-/// Single-word fillers, dropped wherever they stand alone.
-const FILLERS: &[&str] = &[
-    "um", "umm", "ummm", "uh", "uhh", "uhm", "er", "erm", "ah", "ahh", "hmm", "hmmm", "mm",
-];
 
 /// Phrases that are fillers only between commas ("it was, you know, fine").
 const COMMA_FILLERS: &[&[&str]] = &[&["you", "know"], &["i", "mean"], &["like"], &["sort", "of"]];
@@ -250,7 +246,7 @@ fn collapse_stutter(core: &str) -> String {
 fn drop_fillers(tokens: Vec<Token>) -> Vec<Token> {
     let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
     for tok in tokens {
-        if !FILLERS.contains(&tok.lower().as_str()) {
+        if !is_filler_word(&tok.lower()) {
             out.push(tok);
             continue;
         }
