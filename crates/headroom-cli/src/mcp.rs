@@ -185,6 +185,10 @@ pub struct TranscribeParams {
     /// batch (the default) or interactive.
     #[serde(default)]
     pub priority: Option<CallPriority>,
+    /// Write the fillers ("um", "uh") Whisper hears but leaves out of its text (each window
+    /// read twice: about half as long again). Off when not given.
+    #[serde(default)]
+    pub hear_fillers: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -419,6 +423,7 @@ impl HeadroomMcp {
         let input = AudioInput::from_file(&file).map_err(|e| e.to_string())?;
         let options = TranscribeOptions {
             language: p.language.clone(),
+            hear_fillers: p.hear_fillers,
             ..TranscribeOptions::default()
         };
         let model = p.model.as_deref().unwrap_or(DEFAULT_MODEL);

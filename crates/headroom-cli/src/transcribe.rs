@@ -54,6 +54,11 @@ pub struct TranscribeArgs {
     /// Names and vocabulary the model should expect and spell so (an initial prompt).
     #[arg(long)]
     prompt: Option<String>,
+    /// Write the fillers ("um", "uh") Whisper hears but leaves out of its text: each window is
+    /// read a second time, after a prompt full of fillers, and its fillers put among the words
+    /// (the embedded engine; about half as long again). For editing by the words.
+    #[arg(long)]
+    hear_fillers: bool,
     /// Decode once at temperature 0, without the compression-ratio, log-probability and
     /// no-speech checks.
     #[arg(long)]
@@ -162,6 +167,7 @@ impl JobSettings {
             },
             skip_silence: !args.keep_silence,
             precision: args.precision,
+            hear_fillers: args.hear_fillers,
             ..TranscribeOptions::default()
         };
         Ok(JobSettings {

@@ -3,6 +3,7 @@
 pub mod der;
 pub mod diarize;
 pub mod export;
+pub mod fillers;
 pub mod live;
 mod normalize;
 pub mod vad;
@@ -175,6 +176,11 @@ pub struct TranscribeOptions {
     /// voice activity detection hears what a window left again at the start of its next
     /// chunk, in a whole window, instead of in a short one of its own.
     pub stop_at_secs: Option<f64>,
+    /// Listen for the fillers ("um", "uh") Whisper leaves out of its text: each window is read
+    /// a second time, from the same encoding, after a prompt full of fillers, and the fillers
+    /// of that reading are put among the words (see [`fillers`]). Words are timed for it.
+    /// About half as long again.
+    pub hear_fillers: bool,
 }
 
 impl Default for TranscribeOptions {
@@ -190,6 +196,7 @@ impl Default for TranscribeOptions {
             audio_only_windows: false,
             translate: false,
             stop_at_secs: None,
+            hear_fillers: false,
         }
     }
 }

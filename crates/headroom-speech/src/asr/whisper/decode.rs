@@ -13,7 +13,7 @@ use super::kernels;
 use super::mel::{self, MelFrontend, HOP, WINDOW_FRAMES};
 use super::model::Whisper;
 use super::text_decoder::{Capture, CrossKv, Scratch, SelfCache};
-use crate::asr::{AsrError, DecodingGuards, Segment, TranscribeOptions, WindowDone};
+use crate::asr::{fillers, AsrError, DecodingGuards, Segment, TranscribeOptions, WindowDone};
 use headroom_base::cpu;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::io::Write;
@@ -184,6 +184,15 @@ struct WindowDecoding {
     compression_ratio: f32,
 }
 
+/// A window's audio, encoded, and where it lies: what a second reading of it needs.
+struct WindowReading<'w> {
+    cross: &'w CrossKv,
+    sot_sequence: &'w [u32],
+    window_frames: usize,
+    window_audio: &'w [f32],
+    offset: f64,
+}
+
 /// A segment of a window, before its text is decoded.
 struct RawSegment {
     start: f64,
@@ -274,6 +283,18 @@ impl Decoding<'_> {
             }
         }
         let sot_index = prompt_tokens.len();
+        let filler_prompt = match self.special.sot_prev {
+            Some(prev) if options.hear_fillers => {
+                let encoded = self
+                    .tokenizer
+                    .encode(format!(" {}", fillers::FILLER_PROMPT), false)
+                    .map_err(AsrError::model)?;
+                let mut tokens = vec![prev];
+                tokens.extend(encoded.get_ids().iter().filter(|&&t| t < self.special.eot));
+                tokens
+            }
+            _ => Vec::new(),
+        };
         let mut segments = Vec::new();
         let mut seek =
             ((from_secs.max(0.0) * FRAMES_PER_SECOND).round() as usize).min(content_frames);
@@ -324,17 +345,11 @@ impl Decoding<'_> {
             let mut prompt = prompt_tokens.clone();
             prompt.extend(&sot_sequence);
             let decoder = &self.model.decoder;
-            let mut prompt_cache = decoder.new_cache();
-            let entries: Vec<(usize, u32)> = prompt.iter().map(|&t| (0, t)).collect();
-            let mut logits = vec![Vec::new(), Vec::new()];
-            cpu::compute(|| {
-                decoder.forward(
+            let (prompt_cache, logits) = cpu::compute(|| {
+                self.feed_prompt(
                     &cross,
-                    std::slice::from_mut(&mut prompt_cache),
-                    &entries,
-                    &[sot_index, entries.len() - 1],
-                    &mut logits,
-                    None,
+                    &prompt,
+                    &[sot_index, prompt.len() - 1],
                     &mut scratch,
                 )
             });
@@ -380,10 +395,11 @@ impl Decoding<'_> {
             } else {
                 self.segments_of(&decoded.chosen, offset, window_frames, window_audio)
             };
-            let found = cpu::compute(|| {
+            let timed = options.word_timestamps || options.hear_fillers;
+            let mut found = cpu::compute(|| {
                 self.finish_segments(
                     raw,
-                    options.word_timestamps,
+                    timed,
                     &cross,
                     &sot_sequence,
                     window_audio,
@@ -391,6 +407,25 @@ impl Decoding<'_> {
                     &mut scratch,
                 )
             });
+            if !filler_prompt.is_empty() && !silent {
+                let heard = cpu::compute(|| {
+                    let read = WindowReading {
+                        cross: &cross,
+                        sot_sequence: &sot_sequence,
+                        window_frames,
+                        window_audio,
+                        offset,
+                    };
+                    self.read_for_fillers(&read, &filler_prompt, &mut scratch, cancel)
+                })?;
+                let until = offset + consumed as f64 / FRAMES_PER_SECOND;
+                let pauses = fillers::pauses_in(window_audio, offset);
+                let put_in = fillers::put_in_heard_fillers(&mut found, &heard, until, &pauses);
+                tracing::debug!(at_secs = offset, put_in, "fillers heard");
+                if !options.word_timestamps {
+                    found.iter_mut().for_each(|s| s.words.clear());
+                }
+            }
             seek += consumed.max(1);
             progress((seek.min(content_frames) as f32 / content_frames.max(1) as f32).min(1.0));
             window_done(WindowDone {
@@ -404,6 +439,65 @@ impl Decoding<'_> {
             segments,
             language: language_code.or_else(|| Some("en".into())),
         })
+    }
+
+    /// `prompt` fed to the decoder over the window's audio: the cache after it, and the logits
+    /// at each place of `at`.
+    fn feed_prompt(
+        &self,
+        cross: &CrossKv,
+        prompt: &[u32],
+        at: &[usize],
+        scratch: &mut Scratch,
+    ) -> (SelfCache, Vec<Vec<f32>>) {
+        let decoder = &self.model.decoder;
+        let mut cache = decoder.new_cache();
+        let entries: Vec<(usize, u32)> = prompt.iter().map(|&t| (0, t)).collect();
+        let mut logits = vec![Vec::new(); at.len()];
+        decoder.forward(
+            cross,
+            std::slice::from_mut(&mut cache),
+            &entries,
+            at,
+            &mut logits,
+            None,
+            scratch,
+        );
+        (cache, logits)
+    }
+
+    /// The window read again after [`fillers::FILLER_PROMPT`] (`filler_prompt`, its tokens),
+    /// greedily and unchecked, its words timed: only its fillers are taken (see [`fillers`]).
+    fn read_for_fillers(
+        &self,
+        read: &WindowReading<'_>,
+        filler_prompt: &[u32],
+        scratch: &mut Scratch,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Segment>, AsrError> {
+        let mut prompt = filler_prompt.to_vec();
+        prompt.extend(read.sot_sequence);
+        let (cache, logits) = self.feed_prompt(read.cross, &prompt, &[prompt.len() - 1], scratch);
+        let win = Window {
+            cross: read.cross,
+            prompt: &cache,
+            first_logits: &logits[0],
+            max_timestamp: self.special.timestamp_begin + (read.window_frames / 2) as u32,
+            max_new_tokens: new_tokens_room(self.model.decoder.max_tokens(), prompt.len()),
+        };
+        let mut rng = StdRng::seed_from_u64(0);
+        let chosen = self.sample(&win, 0.0, 1, &mut rng, scratch, cancel)?;
+        let (raw, _) =
+            self.segments_of(&chosen, read.offset, read.window_frames, read.window_audio);
+        Ok(self.finish_segments(
+            raw,
+            true,
+            read.cross,
+            read.sot_sequence,
+            read.window_audio,
+            read.offset,
+            scratch,
+        ))
     }
 
     /// The most likely language of a window's audio.
