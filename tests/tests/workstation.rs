@@ -12,7 +12,7 @@ use headroom_tests::fake_upstream::{Behavior, FakeUpstream};
 use headroom_workstation::batch::{BatchServers, FileTranscription};
 use headroom_workstation::jobs::JobKind;
 use headroom_workstation::projects::{
-    Decision, Project, ProjectEntry, ProjectError, ProjectStore, SuggestionSource,
+    Decision, Project, ProjectEntry, ProjectError, ProjectSettings, ProjectStore, SuggestionSource,
 };
 use headroom_workstation::resume::JobOutcome;
 use headroom_workstation::workstation::{Workstation, WorkstationError};
@@ -654,7 +654,7 @@ async fn recordings_and_writes_a_crash_interrupted_are_recovered_at_start() {
 
 #[tokio::test]
 async fn settings_saved_from_a_stale_view_are_refused_as_changed_elsewhere() {
-    use headroom_workstation::projects::{ProjectError, ProjectSettings};
+    use headroom_workstation::projects::ProjectError;
     let dir = scratch("stale");
     let ws = workstation(&dir, "http://127.0.0.1:9/v1");
     let opened = ws.store().create("Shared").unwrap();
@@ -749,7 +749,10 @@ async fn an_interrupted_transcription_resumes_from_its_last_finished_window() {
         .transcribe_from(
             AudioInput::from_file(&long).unwrap(),
             headroom_speech::models::DEFAULT_MODEL,
-            headroom_workstation::workstation::project_transcribe_options(None),
+            headroom_workstation::workstation::project_transcribe_options(
+                None,
+                &ProjectSettings::default(),
+            ),
             Priority::Interactive,
             Resume {
                 from_secs: 0.0,
@@ -1749,19 +1752,115 @@ fn listed_names(ws: &Workstation) -> Vec<String> {
 /// with an "um" or "uh" put between two phrases and long pauses after some, over a faint noise
 /// floor; where each filler and each phrase sounds is known to the sample.
 async fn planted(dir: &std::path::Path, ws: &Workstation) -> headroom_bench::suites::edit::Planted {
+    planted_in(dir, ws, "kokoro-jf_tebukuro").await
+}
+
+/// [`planted`] in `voice`.
+async fn planted_in(
+    dir: &std::path::Path,
+    ws: &Workstation,
+    voice: &str,
+) -> headroom_bench::suites::edit::Planted {
     use rand::SeedableRng;
     let clips = dir.join("clips");
     std::fs::create_dir_all(&clips).unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    headroom_bench::suites::edit::planted_recording(
-        ws.services(),
-        &clips,
-        "kokoro-jf_tebukuro",
-        8,
-        &mut rng,
-    )
-    .await
-    .expect("the recording is made")
+    headroom_bench::suites::edit::planted_recording(ws.services(), &clips, voice, 8, &mut rng)
+        .await
+        .expect("the recording is made")
+}
+
+/// No sound of the planted sentences is cut by `list` (room tone is no sound of theirs).
+fn assert_no_sound_cut(
+    planted: &headroom_bench::suites::edit::Planted,
+    list: &headroom_speech::edit::EditList,
+) {
+    for sound in &planted.sound {
+        let kept: f64 = list
+            .kept
+            .iter()
+            .filter(|r| !r.room_tone)
+            .map(|r| (r.end.min(sound.end) - r.start.max(sound.start)).max(0.0))
+            .sum();
+        assert!(
+            kept >= sound.end - sound.start - 0.011,
+            "{sound:?} is cut: {:?}",
+            list.kept
+        );
+    }
+}
+
+/// Whisper leaves most spoken fillers out of its text (tiny.en writes none of the four put in
+/// an espeak-ng voice of the editing bench's test set), and what is not written cannot be cut.
+/// A project set to hear fillers reads each window again after a prompt full of them: more
+/// of the planted fillers are written, each where it sounds, and cutting them cuts no sound of
+/// the sentences.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_set_to_hear_fillers_writes_the_ones_whisper_leaves_out() {
+    use headroom_speech::audio::write_wav;
+    use headroom_workstation::editing::EditIntent;
+    let dir = scratch("hear-fillers");
+    let ws = workstation(&dir, &headroom_tests::closed_port_url());
+    let planted = planted_in(&dir, &ws, "en-us+m7").await;
+    let wav = dir.join("planted.wav");
+    write_wav(&wav, &planted.audio).unwrap();
+    let mut fillers_found = Vec::new();
+    for hear in [false, true] {
+        let project = ws.store().create(&format!("hearing {hear}")).unwrap();
+        let shown = project.settings.clone();
+        let settings = ProjectSettings {
+            hear_fillers: hear,
+            ..shown.clone()
+        };
+        ws.update_settings(&project.id, settings, shown)
+            .await
+            .unwrap();
+        ws.transcribe(
+            &project.id,
+            &wav,
+            None,
+            Arc::new(|_| {}),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        let summary = ws
+            .edit_recording(
+                &project.id,
+                EditIntent {
+                    cut_fillers: true,
+                    ..EditIntent::default()
+                },
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        fillers_found.push(summary.fillers.len());
+        if !hear {
+            // Whisper's own fillers' times are its own matter (the test above).
+            continue;
+        }
+        // Each filler written sounds where one was put in.
+        for found in &summary.fillers {
+            assert!(
+                planted
+                    .fillers
+                    .iter()
+                    .any(|p| found.word.start < p.end && found.word.end > p.start),
+                "hearing {hear}: {found:?} is no filler put in: {:?}",
+                planted.fillers
+            );
+        }
+        assert_no_sound_cut(&planted, &summary.edit.unwrap().list);
+    }
+    assert!(
+        fillers_found[0] < planted.fillers.len(),
+        "Whisper alone leaves fillers out: {fillers_found:?}"
+    );
+    assert!(
+        fillers_found[1] > fillers_found[0],
+        "hearing for fillers writes more of them: {fillers_found:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1822,19 +1921,7 @@ async fn a_recording_edited_by_its_words_loses_its_fillers_and_long_pauses_and_n
         );
     }
     // No sound of the sentences is cut; each long pause is shortened to the limit.
-    for sound in &planted.sound {
-        let kept: f64 = list
-            .kept
-            .iter()
-            .filter(|r| !r.room_tone)
-            .map(|r| (r.end.min(sound.end) - r.start.max(sound.start)).max(0.0))
-            .sum();
-        assert!(
-            kept >= sound.end - sound.start - 0.011,
-            "{sound:?} is cut: {:?}",
-            list.kept
-        );
-    }
+    assert_no_sound_cut(&planted, list);
     for pause in &planted.long_pauses {
         let heard: f64 = list
             .kept

@@ -268,7 +268,13 @@ voice: string | null,
 /**
  * Whether transcribing finds who speaks when (`off`, `auto`, or how many speakers).
  */
-speakers: string, };
+speakers: string, 
+/**
+ * Whether transcribing writes the fillers ("um", "uh") Whisper hears but leaves out of its
+ * text, so that editing by the words can cut them (each window read twice: about half as
+ * long again).
+ */
+hear_fillers: boolean, };
 export type Project = { format: number, 
 /**
  * The folder's name; stable handle for the UI.

@@ -66,6 +66,10 @@ pub enum ProjectCommand {
         /// setting; the project's setting when not given).
         #[arg(long)]
         speakers: Option<SpeakerSetting>,
+        /// Write the fillers ("um", "uh") Whisper hears but leaves out, for editing by the
+        /// words: on or off (kept as the project's setting; each window is read twice).
+        #[arg(long, value_parser = parse_switch)]
+        hear_fillers: Option<bool>,
         #[command(flatten)]
         output: Output,
     },
@@ -182,6 +186,10 @@ pub enum ProjectCommand {
         /// Find who speaks when on transcribing: off, auto or how many speakers.
         #[arg(long)]
         speakers: Option<SpeakerSetting>,
+        /// Write the fillers ("um", "uh") Whisper hears but leaves out on transcribing, for
+        /// editing by the words: on or off (each window is read twice).
+        #[arg(long, value_parser = parse_switch)]
+        hear_fillers: Option<bool>,
         #[command(flatten)]
         output: Output,
     },
@@ -304,7 +312,7 @@ pub struct Output {
     pub json: bool,
 }
 
-fn parse_switch(value: &str) -> Result<bool, String> {
+pub(crate) fn parse_switch(value: &str) -> Result<bool, String> {
     match value {
         "on" | "true" | "yes" => Ok(true),
         "off" | "false" | "no" => Ok(false),
@@ -337,6 +345,10 @@ fn print_project(project: &Project, output: Output) {
         }
     );
     println!("  speakers {}", s.speakers);
+    println!(
+        "  hear fillers {}",
+        if s.hear_fillers { "on" } else { "off" }
+    );
     for speaker in &project.speakers {
         println!(
             "  {} {}: {:.1} s{}",
@@ -434,13 +446,15 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             file,
             model,
             speakers,
+            hear_fillers,
             output,
         } => {
             let id = resolve(&store, &project)?;
-            if let Some(speakers) = speakers {
+            if speakers.is_some() || hear_fillers.is_some() {
                 let shown = store.open(&id)?.settings;
                 let settings = headroom_workstation::projects::ProjectSettings {
-                    speakers,
+                    speakers: speakers.unwrap_or(shown.speakers),
+                    hear_fillers: hear_fillers.unwrap_or(shown.hear_fillers),
                     ..shown.clone()
                 };
                 ws.update_settings(&id, settings, shown).await?;
@@ -537,6 +551,7 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             server,
             voice,
             speakers,
+            hear_fillers,
             output,
         } => {
             let id = resolve(&store, &project)?;
@@ -564,6 +579,9 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             }
             if let Some(speakers) = speakers {
                 settings.speakers = speakers;
+            }
+            if let Some(on) = hear_fillers {
+                settings.hear_fillers = on;
             }
             let project = ws.update_settings(&id, settings, shown).await?;
             print_project(&project, output);
@@ -709,7 +727,8 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
             output,
         } => {
             let id = resolve(&store, &project)?;
-            let name = store.open(&id)?.name;
+            let opened = store.open(&id)?;
+            let (name, hears_fillers) = (opened.name, opened.settings.hear_fillers);
             let change = EditChange {
                 cut_fillers: if cut_fillers {
                     Some(true)
@@ -734,6 +753,11 @@ pub async fn run(cmd: ProjectCommand, services: Arc<Services>) -> anyhow::Result
                 other => other?,
             };
             print_edit(&name, &summary, output)?;
+            if !hears_fillers && !output.json {
+                eprintln!(
+                    "note: Whisper leaves most fillers out of its text; to find them, transcribe with `headroom project transcribe {name:?} FILE --hear-fillers on`"
+                );
+            }
         }
         ProjectCommand::Export {
             project,

@@ -162,6 +162,10 @@ pub struct ProjectSettings {
     /// Whether transcribing finds who speaks when (`off`, `auto`, or how many speakers).
     #[cfg_attr(feature = "typescript", ts(type = "string"))]
     pub speakers: SpeakerSetting,
+    /// Whether transcribing writes the fillers ("um", "uh") Whisper hears but leaves out of its
+    /// text, so that editing by the words can cut them (each window read twice: about half as
+    /// long again).
+    pub hear_fillers: bool,
 }
 
 impl ProjectSettings {
@@ -205,6 +209,7 @@ impl Default for ProjectSettings {
             remote_voice_allowed: None,
             voice: None,
             speakers: SpeakerSetting::default(),
+            hear_fillers: false,
         }
     }
 }

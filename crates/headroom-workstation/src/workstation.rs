@@ -149,10 +149,14 @@ pub(crate) async fn blocking<T: Send + 'static>(
 }
 
 /// How a project's recording is transcribed: every word timed, as a project's recording is
-/// edited by its words.
-pub fn project_transcribe_options(language: Option<String>) -> TranscribeOptions {
+/// edited by its words, and its fillers heard when the project's settings ask.
+pub fn project_transcribe_options(
+    language: Option<String>,
+    settings: &ProjectSettings,
+) -> TranscribeOptions {
     TranscribeOptions {
         word_timestamps: true,
+        hear_fillers: settings.hear_fillers,
         ..TranscribeOptions::in_language(language)
     }
 }
@@ -885,7 +889,7 @@ impl Workstation {
                         tracing::warn!(error = %e, "a transcription checkpoint was not saved");
                     }
                 });
-                let options = project_transcribe_options(language);
+                let options = project_transcribe_options(language, &project.settings);
                 let transcription = Transcription {
                     speakers: speakers.map(SpeakerRequest::new),
                     priority,

@@ -270,6 +270,8 @@ export const de: Catalog = {
   "transcribe.placeholder": "/pfad/zur/aufnahme.flac — oder eine Datei auf das Fenster ziehen",
   "transcribe.speakers": "Sprecher",
   "transcribe.speakersTitle": "Finden, wer wann spricht (braucht die Modelle für Sprechererkennung und Sprachaktivität)",
+  "transcribe.hearFillers": "Füllwörter hören",
+  "transcribe.hearFillersTitle": "Die „ähm“ und „äh“ schreiben, die Whisper weglässt, damit das Bearbeiten nach Wörtern sie schneiden kann (liest jedes Fenster zweimal: etwa anderthalbmal so lang)",
   "transcribe.speakersOff": "Aus",
   "transcribe.speakersAuto": "Automatisch finden",
   "transcribe.speakersCount": "{count, plural, one {# Sprecher} other {# Sprecher}}",

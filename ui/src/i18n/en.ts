@@ -306,6 +306,8 @@ export const en = {
   "transcribe.placeholder": "/path/to/recording.flac — or drop a file on the window",
   "transcribe.speakers": "Speakers",
   "transcribe.speakersTitle": "Find who speaks when (needs the speaker embedder and voice activity models)",
+  "transcribe.hearFillers": "Hear fillers",
+  "transcribe.hearFillersTitle": "Write the “um”s and “uh”s Whisper leaves out, so that editing by the words can cut them (reads each window twice: about half as long again)",
   "transcribe.speakersOff": "Off",
   "transcribe.speakersAuto": "Find automatically",
   "transcribe.speakersCount": "{count, plural, one {# speaker} other {# speakers}}",

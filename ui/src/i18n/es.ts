@@ -270,6 +270,8 @@ export const es: Catalog = {
   "transcribe.placeholder": "/ruta/a/la/grabacion.flac — o suelta un archivo en la ventana",
   "transcribe.speakers": "Hablantes",
   "transcribe.speakersTitle": "Averiguar quién habla y cuándo (requiere los modelos de huella de hablante y de actividad de voz)",
+  "transcribe.hearFillers": "Oír muletillas",
+  "transcribe.hearFillersTitle": "Escribir los «eh» y «em» que Whisper omite, para que la edición por palabras pueda cortarlos (lee cada ventana dos veces: cerca de la mitad más de tiempo)",
   "transcribe.speakersOff": "No",
   "transcribe.speakersAuto": "Detectar automáticamente",
   "transcribe.speakersCount": "{count, plural, one {# hablante} other {# hablantes}}",

@@ -270,6 +270,8 @@ export const fr: Catalog = {
   "transcribe.placeholder": "/chemin/vers/enregistrement.flac — ou déposez un fichier sur la fenêtre",
   "transcribe.speakers": "Locuteurs",
   "transcribe.speakersTitle": "Trouver qui parle quand (nécessite les modèles d’empreinte de locuteur et d’activité vocale)",
+  "transcribe.hearFillers": "Entendre les hésitations",
+  "transcribe.hearFillersTitle": "Écrire les « euh » et « hum » que Whisper omet, pour que le montage par les mots puisse les couper (lit chaque fenêtre deux fois : environ moitié plus long)",
   "transcribe.speakersOff": "Non",
   "transcribe.speakersAuto": "Trouver automatiquement",
   "transcribe.speakersCount": "{count, plural, one {# locuteur} other {# locuteurs}}",

@@ -270,6 +270,8 @@ export const ja: Catalog = {
   "transcribe.placeholder": "/path/to/recording.flac — またはファイルをウィンドウにドロップ",
   "transcribe.speakers": "話者",
   "transcribe.speakersTitle": "誰がいつ話したかを判別します (話者埋め込みと音声区間検出のモデルが必要)",
+  "transcribe.hearFillers": "つなぎ言葉を聞き取る",
+  "transcribe.hearFillersTitle": "Whisper が書き落とす「えー」「あのー」を書き出し、単語による編集で削除できるようにします (各ウィンドウを2回読むため、約1.5倍の時間がかかります)",
   "transcribe.speakersOff": "オフ",
   "transcribe.speakersAuto": "自動で判別",
   "transcribe.speakersCount": "{count, plural, other {# 人}}",

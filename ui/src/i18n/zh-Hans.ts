@@ -270,6 +270,8 @@ export const zhHans: Catalog = {
   "transcribe.placeholder": "/path/to/recording.flac — 或将文件拖放到窗口上",
   "transcribe.speakers": "说话人",
   "transcribe.speakersTitle": "找出谁在何时说话（需要说话人嵌入和语音活动检测模型）",
+  "transcribe.hearFillers": "听出填充词",
+  "transcribe.hearFillersTitle": "写出 Whisper 省略的“嗯”“呃”，以便按词编辑时剪掉它们（每个窗口读两遍：用时约为 1.5 倍）",
   "transcribe.speakersOff": "关闭",
   "transcribe.speakersAuto": "自动识别",
   "transcribe.speakersCount": "{count, plural, other {# 位说话人}}",

@@ -2,7 +2,7 @@
 import { listen } from "@tauri-apps/api/event";
 import { useCallback, useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import { api, asUiError, type Project, type Segment, type UiError, type VersionInfo } from "../api";
-import type { SegmentSaved } from "../bindings";
+import type { ProjectSettings, SegmentSaved } from "../bindings";
 import { announce, focusWhenLost } from "../a11y";
 import { BrowseAudio } from "../files";
 import { useEvent, useJob } from "../hooks";
@@ -72,12 +72,12 @@ export function TranscribeView(props: {
     };
   }, []);
 
-  // Finding speakers is the project's setting, saved as it is chosen (refused, and reloaded,
-  // when another window changed the settings since this view loaded them).
-  const chooseSpeakers = async (speakers: string) => {
+  // Finding speakers and hearing fillers are the project's settings, saved as they are chosen
+  // (refused, and reloaded, when another window changed the settings since this view loaded them).
+  const chooseSetting = async (change: Partial<ProjectSettings>) => {
     setError(null);
     try {
-      await saveProjectSettings(project, { speakers }, props.onProject);
+      await saveProjectSettings(project, change, props.onProject);
     } catch (e) {
       setError(asUiError(e));
     }
@@ -197,7 +197,7 @@ export function TranscribeView(props: {
             value={project.settings.speakers}
             disabled={job !== null}
             title={t("transcribe.speakersTitle")}
-            onChange={(e) => chooseSpeakers((e.target as HTMLSelectElement).value)}
+            onChange={(e) => chooseSetting({ speakers: (e.target as HTMLSelectElement).value })}
           >
             {SPEAKER_CHOICES.map((c) => (
               <option key={c} value={c}>
@@ -209,6 +209,16 @@ export function TranscribeView(props: {
               </option>
             ))}
           </select>
+          <label class="check" title={t("transcribe.hearFillersTitle")}>
+            <input
+              type="checkbox"
+              data-testid="transcribe-hear-fillers"
+              checked={project.settings.hear_fillers}
+              disabled={job !== null}
+              onChange={(e) => chooseSetting({ hear_fillers: (e.target as HTMLInputElement).checked })}
+            />
+            {t("transcribe.hearFillers")}
+          </label>
           <button type="submit" data-testid="transcribe-start" disabled={job !== null || path.trim() === ""}>
             {t("transcribe.start")}
           </button>
