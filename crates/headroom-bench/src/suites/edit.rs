@@ -22,7 +22,7 @@ use headroom_speech::audio::{decode_file, write_wav, Audio, DecodeLimits};
 use headroom_speech::edit::render::step_ratio;
 use headroom_speech::edit::{EditList, KeptRange};
 use headroom_workstation::editing::{EditIntent, EditedFormat};
-use headroom_workstation::projects::ProjectStore;
+use headroom_workstation::projects::{ProjectSettings, ProjectStore};
 use headroom_workstation::workstation::Workstation;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -275,6 +275,9 @@ pub struct EditBenchConfig {
     pub cache: Option<PathBuf>,
     /// Where each recording, its edit and the edited audio are written.
     pub keep: Option<PathBuf>,
+    /// Transcribe as a project set to hear fillers does (see
+    /// `headroom_speech::asr::fillers`), the original and the render alike.
+    pub hear_fillers: bool,
 }
 
 impl Default for EditBenchConfig {
@@ -289,6 +292,7 @@ impl Default for EditBenchConfig {
             seed: 7,
             cache: None,
             keep: None,
+            hear_fillers: true,
         }
     }
 }
@@ -298,6 +302,8 @@ impl Default for EditBenchConfig {
 pub struct EditRow {
     pub voice: String,
     pub audio_secs: f64,
+    /// Transcribing the original, in seconds.
+    pub transcribe_secs: f64,
     pub fillers_planted: usize,
     /// Planted fillers the edit cuts.
     pub fillers_cut: usize,
@@ -336,6 +342,7 @@ pub struct EditBenchReport {
     pub model: String,
     pub max_pause: f64,
     pub seed: u64,
+    pub hear_fillers: bool,
     pub rows: Vec<EditRow>,
 }
 
@@ -404,6 +411,7 @@ pub async fn run(
         model: config.model.clone(),
         max_pause: config.max_pause,
         seed: config.seed,
+        hear_fillers: config.hear_fillers,
         rows,
     })
 }
@@ -428,6 +436,12 @@ async fn measure(
 ) -> Result<EditRow, SuiteError> {
     let transcribe = |name: String, file: PathBuf| async move {
         let project = ws.store().create(&name)?;
+        let shown = project.settings.clone();
+        let settings = ProjectSettings {
+            hear_fillers: config.hear_fillers,
+            ..shown.clone()
+        };
+        let project = ws.update_settings(&project.id, settings, shown).await?;
         let project = ws
             .transcribe(
                 &project.id,
@@ -440,7 +454,9 @@ async fn measure(
         Ok::<_, SuiteError>(project)
     };
     progress(&format!("{voice}: transcribing and editing"));
+    let started = Instant::now();
     let project = transcribe(format!("{voice} original"), wav.to_path_buf()).await?;
+    let transcribe_secs = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let summary = ws
         .edit_recording(
@@ -568,6 +584,7 @@ async fn measure(
         clicks: ratios.iter().filter(|&&r| r > 3.0).count(),
         worst_step_ratio: ratios.iter().copied().fold(0.0, f32::max),
         length_error_ms: (edited.duration_secs() - list.duration_secs()).abs() * 1000.0,
+        transcribe_secs,
         edit_secs,
         render_secs,
         render_secs_per_hour: render_secs * 3600.0 / planted.audio.duration_secs(),
@@ -586,24 +603,26 @@ pub fn render_text(r: &EditBenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Editing by text: {} voices ({:?} set), {}, fillers cut and pauses over {} s shortened, seed {}",
+        "Editing by text: {} voices ({:?} set), {}{}, fillers cut and pauses over {} s shortened, seed {}",
         r.rows.len(),
         r.set,
         r.model,
+        if r.hear_fillers { " hearing fillers" } else { "" },
         r.max_pause,
         r.seed
     );
     let _ = writeln!(
         out,
-        "| voice | audio | fillers cut | false | clean speech cut | clicks / joins | length error | render per audio hour | fillers heard after | WER before → after |"
+        "| voice | audio | transcribe | fillers cut | false | clean speech cut | clicks / joins | length error | render per audio hour | fillers heard after | WER before → after |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     for row in &r.rows {
         let _ = writeln!(
             out,
-            "| {} | {:.0} s | {}/{} | {} | {:.0} ms ({} phrases) | {} / {} (worst {:.1}) | {:.2} ms | {:.2} s | {} | {:.1}% → {:.1}% |",
+            "| {} | {:.0} s | {:.1} s | {}/{} | {} | {:.0} ms ({} phrases) | {} / {} (worst {:.1}) | {:.2} ms | {:.2} s | {} | {:.1}% → {:.1}% |",
             row.voice,
             row.audio_secs,
+            row.transcribe_secs,
             row.fillers_cut,
             row.fillers_planted,
             row.false_fillers,

@@ -308,6 +308,9 @@ pub struct EditBenchArgs {
     /// Writes each recording here.
     #[arg(long)]
     keep: Option<PathBuf>,
+    /// Transcribe hearing fillers, as a project set so does: on (the default) or off.
+    #[arg(long, value_parser = crate::project::parse_switch, default_value = "on", action = clap::ArgAction::Set)]
+    hear_fillers: bool,
     /// Write the report as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -324,6 +327,7 @@ pub async fn edit(args: EditBenchArgs, services: Arc<Services>) -> anyhow::Resul
         seed: args.seed,
         cache: args.cache,
         keep: args.keep,
+        hear_fillers: args.hear_fillers,
     };
     let report = suites::edit::run(services, &config, &progress).await?;
     print!("{}", suites::edit::render_text(&report));
