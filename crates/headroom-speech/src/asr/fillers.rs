@@ -6,8 +6,7 @@
 //! the pauses nearest its heard time.
 
 use super::{Segment, Word};
-use crate::audio::SampleSink;
-use crate::edit::Loudness;
+use crate::audio::{Loudness, SampleSink};
 use headroom_base::fillers::{bare_word, is_filler_word};
 
 /// What the second reading of a window reads first: fillers in the places people put them.

@@ -3,6 +3,7 @@
 mod decode;
 mod device;
 pub mod encode;
+mod loudness;
 pub mod mel;
 mod opus_decode;
 mod pauses;
@@ -22,6 +23,7 @@ pub(crate) use decode::{part_in, sample_range};
 pub(crate) use device::play_fed;
 pub use device::{input_devices, play, play_file, record, record_to};
 pub use encode::{encode, EncodeError, Finished, SpeechFormat, StreamEncoder, UnknownFormat};
+pub use loudness::Loudness;
 pub use pauses::{pieces_at_pauses, PiecePlan};
 pub use peaks::{Peaks, MAX_PEAKS};
 pub use recording::{partial_path, repair_partial, repair_partial_in, RecordTarget, WavRecorder};
