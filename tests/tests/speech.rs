@@ -447,6 +447,23 @@ async fn long_silences_are_skipped_and_times_stay_in_the_original_timeline() {
     assert!(transcript.segments.is_empty(), "{:?}", transcript.segments);
 }
 
+/// A third of a second of a room's noise, heard whole (as voice activity detection hands on
+/// the rest of a chunk the model stopped short of): tiny.en calls it speechless and, sure of
+/// itself, writes "you. you. you." until the window's room runs out, at every temperature
+/// (a minute of decoding). A loop over speechless audio is silence.
+#[tokio::test]
+async fn a_breath_of_room_noise_gives_no_text_not_a_loop() {
+    let service = service();
+    let path = scratch("breath.wav");
+    write_16k(&path, faint_noise(0.3));
+    let options = TranscribeOptions {
+        skip_silence: false,
+        ..TranscribeOptions::default()
+    };
+    let transcript = transcribe_with(&service, &path, options).await.unwrap();
+    assert!(transcript.segments.is_empty(), "{:?}", transcript.segments);
+}
+
 #[tokio::test]
 async fn beam_search_and_an_initial_prompt_transcribe_within_the_bound() {
     let service = service();

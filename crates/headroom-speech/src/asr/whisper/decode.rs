@@ -387,7 +387,11 @@ impl Decoding<'_> {
                 no_speech_prob = decoded.no_speech_prob,
                 "window decoded"
             );
-            let silent = is_silence(&options.guards, &decoded);
+            let silent = is_silence(
+                &options.guards,
+                &decoded,
+                window_frames as f64 / FRAMES_PER_SECOND,
+            );
             let window_audio = &samples[(seek * HOP).min(samples.len())
                 ..((seek + window_frames) * HOP).min(samples.len())];
             let (raw, consumed) = if silent {
@@ -548,6 +552,8 @@ impl Decoding<'_> {
         } else {
             &guards.temperatures
         };
+        let window_secs =
+            (win.max_timestamp - self.special.timestamp_begin) as f64 * TIME_PRECISION;
         let mut rng = StdRng::seed_from_u64(seed);
         let mut tried: Vec<(bool, bool, WindowDecoding)> = Vec::new();
         for &temperature in temperatures {
@@ -584,7 +590,9 @@ impl Decoding<'_> {
                 .is_some_and(|t| decoded.avg_logprob < t);
             // Silence is judged on the first (most likely) decoding: a hotter sample is
             // always unsure, and would make any window with a hint of no speech silent.
-            if (!repeats && !unsure) || (tried.is_empty() && is_silence(guards, &decoded)) {
+            if (!repeats && !unsure)
+                || (tried.is_empty() && is_silence(guards, &decoded, window_secs))
+            {
                 return Ok(decoded);
             }
             tracing::debug!(temperature, repeats, unsure, "window decoded again");
@@ -1145,20 +1153,76 @@ fn best_candidate(candidates: Vec<Candidate>) -> Option<Candidate> {
     })
 }
 
-/// A window the model calls speechless and whose text it is unsure of yields nothing.
-fn is_silence(guards: &DecodingGuards, decoded: &WindowDecoding) -> bool {
+/// Whether a window is silence: the model calls it speechless (no-speech probability over the
+/// threshold) and its text is a guess (mean log-probability under the threshold), as in
+/// Whisper, or more than its audio could hold: a loop ("you. you. you.", ". . . .") the model
+/// is sure of over audio it calls speechless is the model talking to itself (a third of a
+/// second of a room's noise, decoded at every temperature, took a minute and gave one).
+/// `window_secs`: the window's audio.
+fn is_silence(guards: &DecodingGuards, decoded: &WindowDecoding, window_secs: f64) -> bool {
     let Some(threshold) = guards.no_speech_threshold else {
         return false;
     };
     let unsure = guards
         .log_prob_threshold
         .is_none_or(|t| decoded.avg_logprob < t);
-    decoded.no_speech_prob > threshold && unsure
+    let overfull =
+        decoded.chosen.tokens.len() as f64 > MAX_TOKENS_PER_SEC * window_secs + TOKEN_SLACK;
+    decoded.no_speech_prob > threshold && (unsure || overfull)
 }
+
+/// Tokens a second of speech gives at most (fast speech is about 6, timestamps included), and
+/// a few more for any window: text beyond them is no reading of the audio.
+const MAX_TOKENS_PER_SEC: f64 = 12.0;
+const TOKEN_SLACK: f64 = 10.0;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decoding(no_speech_prob: f32, avg_logprob: f32, tokens: usize) -> WindowDecoding {
+        WindowDecoding {
+            chosen: Candidate {
+                tokens: vec![1; tokens],
+                ..Candidate::default()
+            },
+            avg_logprob,
+            no_speech_prob,
+            temperature: 0.0,
+            compression_ratio: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_window_is_silence_when_the_model_calls_it_speechless_and_its_text_is_a_guess_or_overfull()
+    {
+        let guards = DecodingGuards::default();
+        assert!(is_silence(&guards, &decoding(0.9, -1.5, 5), 2.0), "unsure");
+        // 224 tokens of loop for 0.3 s of noise, sure of it.
+        assert!(
+            is_silence(&guards, &decoding(0.93, -0.09, 224), 0.3),
+            "overfull"
+        );
+        assert!(
+            !is_silence(&guards, &decoding(0.9, -0.2, 6), 0.3),
+            "a sure word"
+        );
+        // A window of speech that repeats itself (paragraphs read alike), however the model
+        // rates its speech, is text.
+        assert!(
+            !is_silence(&guards, &decoding(0.7, -0.1, 110), 30.0),
+            "repeated speech"
+        );
+        assert!(
+            !is_silence(&guards, &decoding(0.1, -0.1, 224), 0.3),
+            "heard as speech"
+        );
+        assert!(!is_silence(
+            &DecodingGuards::off(),
+            &decoding(0.93, -0.09, 224),
+            0.3
+        ));
+    }
 
     #[test]
     fn repetition_compresses_far_better_than_speech() {
