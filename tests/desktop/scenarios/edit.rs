@@ -1,4 +1,5 @@
-//! Editing the recording by its words, in the Transcribe view: fillers removed (one kept),
+//! Editing the recording by its words, in the Transcribe view: the Hear fillers setting saved,
+//! fillers removed (one kept),
 //! words struck by selection and Delete, undo and redo by keyboard, pauses shortened, the edit
 //! played from a word, exported as audio and as a cut list, and an earlier edit restored.
 
@@ -24,6 +25,17 @@ pub async fn a_recording_is_edited_by_its_words_played_and_exported(ui: &Desktop
     ui.click("project-create").await;
     ui.until_text("current-project-name", WAIT, |t| t == "Edited")
         .await;
+    // Hear fillers is the project's setting, saved as it is ticked (and cleared again: the
+    // words below are Whisper's own).
+    for on in [true, false] {
+        ui.click("transcribe-hear-fillers").await;
+        let saved = format!("\"hear_fillers\": {on}");
+        ui.until_text("current-project-name", WAIT, |_| {
+            std::fs::read_to_string(w.projects.join("edited/project.json"))
+                .is_ok_and(|m| m.contains(&saved))
+        })
+        .await;
+    }
     let sample = repo_root().join("samples/interview.flac");
     ui.type_into("transcribe-path", sample.to_str().unwrap())
         .await;
