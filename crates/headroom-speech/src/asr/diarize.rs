@@ -1043,12 +1043,7 @@ fn split_at_speaker_changes(mut segment: Segment) -> Vec<Segment> {
         segment.speaker = segment.words.first().and_then(|w| w.speaker.clone());
         return vec![segment];
     }
-    // Languages written without spaces keep none between words.
-    let separator = if segment.text.trim().contains(' ') {
-        " "
-    } else {
-        ""
-    };
+    let separator = segment.word_separator();
     let last = runs.len() - 1;
     runs.into_iter()
         .enumerate()

@@ -177,18 +177,15 @@ pub fn put_in_heard_fillers(
     let steps = align(&plain_keys, &heard_keys);
     let mut written = 0;
     // Misheard words first: they move no word.
-    let mut rewritten = Vec::new();
     for step in &steps {
         if let Step::Swapped(i, j) = *step {
             let (s, w) = places[i];
+            let separator = found[s].word_separator();
             if is_filler(heard[j]) && rewrite_misheard(&mut found[s].words[w], heard[j]) {
-                rewritten.push(s);
+                found[s].write_text_from_words(separator);
                 written += 1;
             }
         }
-    }
-    for s in rewritten {
-        write_text(&mut found[s]);
     }
     // Then the fillers between words, from the last, so earlier places stay where they are.
     for step in steps.iter().rev() {
@@ -307,22 +304,13 @@ fn segment_place(
     }
 }
 
-/// The segment's text written again from its words.
-fn write_text(segment: &mut Segment) {
-    segment.text = segment
-        .words
-        .iter()
-        .map(|w| w.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
-}
-
 /// Puts `filler` in `segment` before its word `at` and writes the segment's text again; false
 /// when there is no room. The filler keeps its heard time where that lies between the middles
 /// of the words either side; where it does not (its neighbours placed it, not its time), it
 /// gets its heard length at the boundary between them. The words either side give up what
 /// overlaps it.
 fn insert(segment: &mut Segment, at: usize, filler: &Word) -> bool {
+    let separator = segment.word_separator();
     let words = &mut segment.words;
     let prev = at.checked_sub(1).map(|i| &words[i]);
     let next = words.get(at);
@@ -369,7 +357,7 @@ fn insert(segment: &mut Segment, at: usize, filler: &Word) -> bool {
     );
     segment.start = segment.start.min(start);
     segment.end = segment.end.max(end);
-    write_text(segment);
+    segment.write_text_from_words(separator);
     true
 }
 
@@ -594,6 +582,32 @@ mod tests {
         let pauses = pauses_in(&audio, 10.0);
         assert_eq!(pauses.len(), 1, "{pauses:?}");
         assert!((pauses[0].0 - 10.5).abs() < 0.011 && (pauses[0].1 - 10.75).abs() < 0.011);
+    }
+
+    #[test]
+    fn a_filler_in_a_language_written_without_spaces_keeps_none() {
+        let mut found = vec![segment(vec![
+            word(0.0, 0.5, "我们"),
+            word(1.0, 1.5, "走。"),
+        ])];
+        found[0].text = "我们走。".into();
+        let heard = vec![segment(vec![
+            word(0.0, 0.5, "我们"),
+            word(0.6, 0.9, "um"),
+            word(1.0, 1.5, "走。"),
+        ])];
+        assert_eq!(put_in_heard_fillers(&mut found, &heard, 30.0, &[]), 1);
+        assert_eq!(found[0].text, "我们,um,走。");
+        let mut one = vec![segment(vec![word(1.0, 1.5, "Thursday.")])];
+        let heard = vec![segment(vec![
+            word(0.3, 0.7, "uh,"),
+            word(1.0, 1.5, "Thursday."),
+        ])];
+        assert_eq!(put_in_heard_fillers(&mut one, &heard, 30.0, &[]), 1);
+        assert_eq!(
+            one[0].text, "Uh, Thursday.",
+            "one word says nothing of spaces"
+        );
     }
 
     #[test]

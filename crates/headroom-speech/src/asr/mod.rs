@@ -52,6 +52,32 @@ impl Segment {
             speaker: None,
         }
     }
+
+    /// What the segment's text puts between its words ([`word_separator`]).
+    pub fn word_separator(&self) -> &'static str {
+        word_separator(&self.text, self.words.len())
+    }
+
+    /// The segment's text written again from its words, `separator` between them (the one
+    /// [`Segment::word_separator`] gave before the words changed).
+    pub fn write_text_from_words(&mut self, separator: &str) {
+        self.text = self
+            .words
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(separator);
+    }
+}
+
+/// What a text of `words` words puts between them: nothing in languages written without spaces
+/// (several words and no space between any), a space otherwise.
+pub fn word_separator(text: &str, words: usize) -> &'static str {
+    if words > 1 && !text.trim().contains(' ') {
+        ""
+    } else {
+        " "
+    }
 }
 
 /// One word of a segment, timed by aligning the decoder's attention to the audio.

@@ -731,16 +731,12 @@ fn at_the_join(
             return (kept, Some(s.start.max(0.0)));
         }
         if !s.words.is_empty() {
+            let separator = s.word_separator();
             s.words.retain(|w| !past(w.start, w.end));
             if s.words.is_empty() {
                 break;
             }
-            s.text = s
-                .words
-                .iter()
-                .map(|w| w.text.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
+            s.write_text_from_words(separator);
             s.end = s.words[s.words.len() - 1].end;
         }
         s.end = s.end.min(join);

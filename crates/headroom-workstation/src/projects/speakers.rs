@@ -271,11 +271,7 @@ fn split(segment: &ProjectSegment, at: SplitAt) -> Option<(ProjectSegment, Proje
         if k == 0 || k >= words.len() {
             return None;
         }
-        let separator = if segment.text.trim().contains(' ') {
-            " "
-        } else {
-            ""
-        };
+        let separator = headroom_speech::asr::word_separator(&segment.text, segment.words.len());
         let text = |ws: &[super::ProjectWord]| {
             ws.iter()
                 .map(|w| w.text.as_str())

@@ -266,34 +266,12 @@ impl Decoding<'_> {
             Some(code) if self.special.multilingual() => Some(self.language_token(code)?),
             _ => None,
         };
-        let mut prompt_tokens = Vec::new();
-        if let (Some(text), Some(prev)) = (
-            options.initial_prompt.as_deref().map(str::trim),
-            self.special.sot_prev,
-        ) {
-            if !text.is_empty() {
-                let encoded = self
-                    .tokenizer
-                    .encode(format!(" {text}"), false)
-                    .map_err(AsrError::model)?;
-                let ids = encoded.get_ids();
-                let kept = &ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..];
-                prompt_tokens.push(prev);
-                prompt_tokens.extend(kept.iter().copied().filter(|&t| t < self.special.eot));
-            }
-        }
+        let prompt_tokens = self.prompt_tokens(options.initial_prompt.as_deref().unwrap_or(""))?;
         let sot_index = prompt_tokens.len();
-        let filler_prompt = match self.special.sot_prev {
-            Some(prev) if options.hear_fillers => {
-                let encoded = self
-                    .tokenizer
-                    .encode(format!(" {}", fillers::FILLER_PROMPT), false)
-                    .map_err(AsrError::model)?;
-                let mut tokens = vec![prev];
-                tokens.extend(encoded.get_ids().iter().filter(|&&t| t < self.special.eot));
-                tokens
-            }
-            _ => Vec::new(),
+        let filler_prompt = if options.hear_fillers {
+            self.prompt_tokens(fillers::FILLER_PROMPT)?
+        } else {
+            Vec::new()
         };
         let mut segments = Vec::new();
         let mut seek =
@@ -443,6 +421,26 @@ impl Decoding<'_> {
             segments,
             language: language_code.or_else(|| Some("en".into())),
         })
+    }
+
+    /// The decoder's prompt for `text` (previous-text marker, then its last
+    /// [`MAX_PROMPT_TOKENS`] tokens); none for empty text or a model without the marker.
+    fn prompt_tokens(&self, text: &str) -> Result<Vec<u32>, AsrError> {
+        let (text, Some(prev)) = (text.trim(), self.special.sot_prev) else {
+            return Ok(Vec::new());
+        };
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encoded = self
+            .tokenizer
+            .encode(format!(" {text}"), false)
+            .map_err(AsrError::model)?;
+        let ids = encoded.get_ids();
+        let kept = &ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..];
+        let mut tokens = vec![prev];
+        tokens.extend(kept.iter().copied().filter(|&t| t < self.special.eot));
+        Ok(tokens)
     }
 
     /// `prompt` fed to the decoder over the window's audio: the cache after it, and the logits
